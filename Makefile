@@ -1,0 +1,26 @@
+# The two commands a fresh machine needs (see README): `make demo` and `make test`.
+# Both install everything first (scripts/setup.sh is idempotent) and are safe to repeat.
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint stack-up stack-down
+
+setup:
+	@scripts/setup.sh
+
+demo: setup
+	$(BIN)/dualplane demo
+
+test: setup
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+stack-up: setup
+	$(BIN)/dualplane stack up
+
+stack-down: setup
+	$(BIN)/dualplane stack down

@@ -1,0 +1,1 @@
+"""Control plane on RabbitMQ: topology, control messages, frontier, retries, throttle state, fetcher."""

@@ -1,0 +1,5 @@
+"""``python -m dualplane`` runs the CLI."""
+
+from dualplane.cli.main import main
+
+main()

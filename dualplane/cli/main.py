@@ -1,0 +1,36 @@
+"""Entry point of the ``dualplane`` command: wires the sub-commands and turns errors into exit codes.
+
+Exit codes: 0 success, 1 failure (one readable line on stderr), 2 usage error (from click).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from dualplane.cli import config_cmd, demo_cmd, kafka_cmd, stack_cmd
+from dualplane.cli.output import stderr
+from dualplane.exceptions import DualplaneError
+
+app = typer.Typer(
+    name="dualplane",
+    help="Distributed crawling and extraction: RabbitMQ control plane, Kafka data plane.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(config_cmd.app, name="config")
+app.add_typer(stack_cmd.app, name="stack")
+app.command("demo")(demo_cmd.demo)
+app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
+    kafka_cmd.kafka
+)
+
+
+def main() -> None:
+    try:
+        app()
+    except DualplaneError as error:
+        stderr.print(f"[red]error:[/red] {error}")
+        sys.exit(1)

@@ -1,0 +1,111 @@
+"""The embedded local stack: Kafka, RabbitMQ and S3 brought up together, idempotently.
+
+``up`` leaves alone a service that already answers (``external``) and starts the others side
+by side, then waits for each to answer; ``down`` stops only what ``up`` started.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+
+from dualplane.settings import Settings
+from dualplane.stack.base import LocalService, Ownership, ServiceStatus
+from dualplane.stack.exceptions import StackError
+from dualplane.stack.kafka import KafkaBroker
+from dualplane.stack.process import pid_alive, wait_until
+from dualplane.stack.rabbitmq import RabbitMQNode
+from dualplane.stack.s3 import S3Endpoint
+from dualplane.stack.state import StackState, StartedService
+
+ProgressCallback = Callable[[str, str], None]
+
+
+def _silent(service: str, message: str) -> None:
+    """Default progress callback: say nothing."""
+
+
+class LocalStack:
+    """Start, stop and inspect the three services of the embedded stack."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.services: list[LocalService] = [
+            KafkaBroker(settings),
+            RabbitMQNode(settings),
+            S3Endpoint(settings),
+        ]
+        self.state = StackState(settings.stack.data_dir)
+
+    def up(self, progress: ProgressCallback = _silent) -> list[ServiceStatus]:
+        """Make every service healthy; start those nobody serves. Safe to call repeatedly."""
+        pending = [service for service in self.services if not service.healthy()[0]]
+        for service in pending:
+            service.check_prerequisites()
+        for service in pending:
+            self._start_unless_starting(service, progress)
+        for service in pending:
+            progress(service.name, "waiting until it answers")
+            elapsed = wait_until(
+                lambda s=service: s.healthy()[0],  # type: ignore[misc]
+                self.settings.stack.start_timeout_s,
+                f"{service.name} at {service.display_endpoint()}",
+                service.log_path,
+            )
+            progress(service.name, f"ready in {elapsed:.1f} s")
+        for service in self.services:
+            service.after_ready()
+        return self.status()
+
+    def down(
+        self, progress: ProgressCallback = _silent, only: Collection[str] | None = None
+    ) -> list[ServiceStatus]:
+        """Stop the services this stack started (or just ``only`` those); others are left alone."""
+        started = self.state.load()
+        for service in reversed(self.services):
+            record = started.get(service.name)
+            if record is None or (only is not None and service.name not in only):
+                continue
+            progress(service.name, f"stopping pid {record.pid}")
+            if pid_alive(record.pid):
+                service.stop(record.pid)
+            self.state.forget(service.name)
+        return self.status()
+
+    def status(self) -> list[ServiceStatus]:
+        started = self.state.load()
+        return [self._status_of(service, started.get(service.name)) for service in self.services]
+
+    def _start_unless_starting(self, service: LocalService, progress: ProgressCallback) -> None:
+        record = self.state.load().get(service.name)
+        if record is not None and pid_alive(record.pid):
+            progress(service.name, f"already starting (pid {record.pid})")
+            return
+        if service.endpoint.port_open():
+            raise StackError(
+                f"{service.display_endpoint()} is taken by a program that is not a healthy "
+                f"{service.name} ({service.healthy()[1]}); stop it or move {service.name} to "
+                "another port in its DUALPLANE_* setting"
+            )
+        progress(service.name, "installing" if service.name == "kafka" else "starting")
+        service.install()
+        pid = service.start()
+        self.state.record(service.name, StartedService(pid=pid, started_at=time.time()))
+        progress(service.name, f"started pid {pid}, log {service.log_path}")
+
+    def _status_of(self, service: LocalService, record: StartedService | None) -> ServiceStatus:
+        try:
+            healthy, detail = service.healthy()
+            endpoint = service.display_endpoint()
+        except StackError as error:
+            return ServiceStatus(service.name, False, "", "down", detail=str(error))
+        alive = record is not None and pid_alive(record.pid)
+        ownership: Ownership
+        if alive:
+            ownership = "stack"
+        elif healthy:
+            ownership = "external"
+        else:
+            ownership = "down"
+        pid = record.pid if record is not None and alive else None
+        return ServiceStatus(service.name, healthy, endpoint, ownership, pid, detail)

@@ -1,0 +1,1 @@
+"""Versioned Avro schemas of every Kafka payload, their serializers and compatibility rules."""

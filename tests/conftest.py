@@ -1,0 +1,55 @@
+"""Session brokers and per-test factories shared by the integration and end-to-end tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from dualplane.settings import Settings
+from tests.support.brokers import BrokerSession, BrokersUnavailable, open_brokers
+from tests.support.factories import (
+    AmqpQueueFactory,
+    KafkaClientFactory,
+    KafkaTopicFactory,
+    S3BucketFactory,
+    closing,
+)
+
+
+@pytest.fixture(scope="session")
+def brokers() -> Iterator[BrokerSession]:
+    """Real Kafka, RabbitMQ and S3 for the whole session (see tests/support/brokers.py)."""
+    try:
+        session = open_brokers()
+    except BrokersUnavailable as error:
+        pytest.fail(str(error), pytrace=False)
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+@pytest.fixture
+def settings(brokers: BrokerSession) -> Settings:
+    return brokers.settings
+
+
+@pytest.fixture
+def kafka_topics(settings: Settings) -> Iterator[KafkaTopicFactory]:
+    yield from closing(KafkaTopicFactory(settings))
+
+
+@pytest.fixture
+def kafka(settings: Settings) -> Iterator[KafkaClientFactory]:
+    yield from closing(KafkaClientFactory(settings))
+
+
+@pytest.fixture
+def amqp_queues(settings: Settings) -> Iterator[AmqpQueueFactory]:
+    yield from closing(AmqpQueueFactory(settings))
+
+
+@pytest.fixture
+def s3_buckets(settings: Settings) -> Iterator[S3BucketFactory]:
+    yield from closing(S3BucketFactory(settings))

@@ -1,0 +1,86 @@
+"""``dualplane stack`` end to end: a second, private stack on free ports, up twice, used, and down."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dualplane.stack.process import pid_alive
+from tests.support.cli import CliResult, free_ports, run_cli
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                environ = (proc / "environ").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if text in cmdline or text in environ:
+                found.append(int(proc.name))
+    return [pid for pid in found if pid_alive(pid)]
+
+
+@pytest.fixture
+def private_stack_env(tmp_path: Path) -> Iterator[dict[str, str]]:
+    kafka, controller, amqp, management, dist, s3 = free_ports(6)
+    env = {
+        "DUALPLANE_STACK_DATA_DIR": str(tmp_path / "stack"),
+        "DUALPLANE_KAFKA_BOOTSTRAP_SERVERS": f"127.0.0.1:{kafka}",
+        "DUALPLANE_STACK_KAFKA_CONTROLLER_PORT": str(controller),
+        "DUALPLANE_AMQP_URL": f"amqp://guest:guest@127.0.0.1:{amqp}/%2F",
+        "DUALPLANE_AMQP_MANAGEMENT_URL": f"http://127.0.0.1:{management}",
+        "DUALPLANE_STACK_RABBITMQ_DIST_PORT": str(dist),
+        "DUALPLANE_S3_ENDPOINT_URL": f"http://127.0.0.1:{s3}",
+        "DUALPLANE_STACK_KAFKA_HEAP_MB": "512",
+    }
+    try:
+        yield env
+    finally:
+        run_cli("stack", "down", env=env)  # whatever the test did, leave nothing running
+
+
+def _by_name(result: CliResult) -> dict[str, dict[str, object]]:
+    return {service["name"]: service for service in result.json()["services"]}
+
+
+def test_up_twice_status_demo_and_down_leaves_nothing(private_stack_env: dict[str, str]) -> None:
+    env = private_stack_env
+    first = run_cli("stack", "up", "--json", env=env)
+    assert first.exit_code == 0, first.stderr
+    started = time.monotonic()
+    second = run_cli("stack", "up", "--json", env=env)
+    warm_up_s = time.monotonic() - started
+
+    assert second.exit_code == 0, second.stderr
+    assert warm_up_s < 30
+    assert {n: s["pid"] for n, s in _by_name(second).items()} == {
+        n: s["pid"] for n, s in _by_name(first).items()
+    }, "the second `up` must reuse the running services"
+
+    status = run_cli("stack", "status", "--json", env=env)
+    services = _by_name(status)
+    assert status.exit_code == 0 and status.json()["healthy"] is True
+    assert set(services) == {"kafka", "rabbitmq", "s3"}
+    assert all(s["healthy"] and s["ownership"] == "stack" for s in services.values())
+    assert services["kafka"]["endpoint"] == env["DUALPLANE_KAFKA_BOOTSTRAP_SERVERS"]
+    assert services["s3"]["endpoint"] == env["DUALPLANE_S3_ENDPOINT_URL"]
+
+    demo = run_cli("demo", "--json", env=env)
+    assert demo.exit_code == 0, demo.stdout + demo.stderr
+    assert [step["ok"] for step in demo.json()["round_trips"]] == [True, True, True]
+
+    down = run_cli("stack", "down", "--json", env=env)
+    assert down.exit_code == 0
+    assert not any(s["healthy"] for s in _by_name(down).values())
+    pids = [int(s["pid"]) for s in services.values()]  # type: ignore[call-overload]
+    assert not [pid for pid in pids if pid_alive(pid)]
+    assert _processes_mentioning(env["DUALPLANE_STACK_DATA_DIR"]) == []
+    assert run_cli("stack", "status", "--json", env=env).exit_code == 1

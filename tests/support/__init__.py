@@ -1,0 +1,1 @@
+"""Shared test support: where brokers come from and factories of unique resources."""

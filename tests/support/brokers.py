@@ -1,0 +1,118 @@
+"""Where the test session's brokers come from, chosen by ``DUALPLANE_TEST_BACKEND``.
+
+- ``local`` (default): the embedded stack from ``dualplane stack``, reused when it is already up
+  (and then left up); otherwise started for the session and stopped at its end, unless
+  ``DUALPLANE_TEST_KEEP_STACK=1``.
+- ``external``: brokers at the addresses in ``DUALPLANE_KAFKA_BOOTSTRAP_SERVERS``,
+  ``DUALPLANE_AMQP_URL`` and ``DUALPLANE_S3_ENDPOINT_URL``; nothing is started or stopped.
+- ``containers``: Kafka, RabbitMQ and MinIO from testcontainers; needs a Docker engine.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from connectors import s3
+from control_plane import amqp
+from data_plane import kafka_clients
+from dualplane.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
+from dualplane.stack import LocalStack
+
+BACKENDS = ("local", "external", "containers")
+
+
+class BrokersUnavailable(RuntimeError):
+    """The chosen backend could not provide answering brokers; the message says why and what to do."""
+
+
+@dataclass
+class BrokerSession:
+    settings: Settings
+    backend: str
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def close(self) -> None:
+        for closer in reversed(self.closers):
+            closer()
+
+
+def open_brokers() -> BrokerSession:
+    backend = os.environ.get("DUALPLANE_TEST_BACKEND", "local")
+    if backend not in BACKENDS:
+        raise BrokersUnavailable(f"DUALPLANE_TEST_BACKEND={backend!r}; choose one of {BACKENDS}")
+    opener = {"local": _local, "external": _external, "containers": _containers}[backend]
+    session = opener()
+    _require_answering(session.settings)
+    return session
+
+
+def _local() -> BrokerSession:
+    settings = Settings.from_env()
+    stack = LocalStack(settings)
+    already_up = {status.name for status in stack.status() if status.healthy}
+    stack.up()
+    session = BrokerSession(settings, "local")
+    started_here = {s.name for s in stack.services} - already_up
+    if started_here and os.environ.get("DUALPLANE_TEST_KEEP_STACK") != "1":
+        session.closers.append(lambda: stack.down(only=started_here))
+    return session
+
+
+def _external() -> BrokerSession:
+    return BrokerSession(Settings.from_env(), "external")
+
+
+def _containers() -> BrokerSession:
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception as error:
+        raise BrokersUnavailable(
+            f"DUALPLANE_TEST_BACKEND=containers needs a running Docker engine ({error}); "
+            "unset it to use the local stack"
+        ) from error
+    from testcontainers.kafka import KafkaContainer
+    from testcontainers.minio import MinioContainer
+    from testcontainers.rabbitmq import RabbitMqContainer
+
+    kafka = KafkaContainer("confluentinc/cp-kafka:7.7.1").with_kraft().start()
+    rabbit = RabbitMqContainer("rabbitmq:3.13-management").start()
+    minio = MinioContainer("minio/minio:latest").start()
+    rabbit_host, rabbit_port = rabbit.get_container_host_ip(), rabbit.get_exposed_port(5672)
+    management_port = rabbit.get_exposed_port(15672)
+    minio_config = minio.get_config()
+    settings = Settings.from_env().model_copy(
+        update={
+            "kafka": KafkaSettings(bootstrap_servers=kafka.get_bootstrap_server()),
+            "amqp": AmqpSettings(
+                url=f"amqp://guest:guest@{rabbit_host}:{rabbit_port}/%2F",  # type: ignore[arg-type]
+                management_url=f"http://{rabbit_host}:{management_port}",
+            ),
+            "s3": S3Settings(
+                endpoint_url=f"http://{minio_config['endpoint']}",
+                access_key_id=minio_config["access_key"],
+                secret_access_key=minio_config["secret_key"],
+            ),
+        }
+    )
+    session = BrokerSession(settings, "containers")
+    session.closers += [kafka.stop, rabbit.stop, minio.stop]
+    return session
+
+
+def _require_answering(settings: Settings) -> None:
+    problems = []
+    if not kafka_clients.answers(settings.kafka, timeout_s=10):
+        problems.append(f"Kafka at {settings.kafka.bootstrap_servers}")
+    if not amqp.answers(settings.amqp, timeout_s=10):
+        problems.append("RabbitMQ at DUALPLANE_AMQP_URL")
+    if not s3.answers(settings.s3, timeout_s=10):
+        problems.append(f"S3 at {settings.s3.endpoint_url}")
+    if problems:
+        raise BrokersUnavailable(
+            f"not answering: {', '.join(problems)}; start them (`dualplane stack up`) or fix the "
+            "DUALPLANE_* addresses"
+        )

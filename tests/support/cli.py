@@ -1,0 +1,45 @@
+"""Run the real ``dualplane`` command in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 240) -> CliResult:
+    completed = subprocess.run(
+        [sys.executable, "-m", "dualplane", *args],
+        env={**os.environ, **(env or {}), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+    return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct ports free right now on loopback (bound together so none repeats)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()

@@ -1,0 +1,126 @@
+"""Per-test resources with unique names, removed afterwards, so tests never see each other's data."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import suppress
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from connectors import s3
+from control_plane import amqp
+from data_plane import kafka_clients
+from dualplane.settings import Settings
+
+
+def unique_name(prefix: str) -> str:
+    return f"test-{prefix}-{uuid.uuid4().hex[:10]}"
+
+
+class KafkaTopicFactory:
+    """``create()`` makes a topic with a unique name and waits until it exists; ``close()`` deletes all."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.admin: AdminClient = kafka_clients.admin(settings.kafka)
+        self.created: list[str] = []
+
+    def create(self, prefix: str = "topic", partitions: int = 1, config: dict[str, str] | None = None) -> str:
+        name = unique_name(prefix)
+        futures = self.admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
+        futures[name].result(timeout=30)
+        self.created.append(name)
+        return name
+
+    def close(self) -> None:
+        if self.created:
+            for future in self.admin.delete_topics(self.created, operation_timeout=30).values():
+                with suppress(Exception):
+                    future.result(timeout=30)
+
+
+class KafkaClientFactory:
+    """Producers and consumers on the session's cluster; consumers get unique groups and are closed."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.consumers: list[Consumer] = []
+        self.groups: list[str] = []
+
+    def group(self) -> str:
+        name = unique_name("group")
+        self.groups.append(name)
+        return name
+
+    def producer(self, **overrides: Any) -> Producer:
+        return kafka_clients.producer(self.settings.kafka, **overrides)
+
+    def consumer(self, group_id: str | None = None, **overrides: Any) -> Consumer:
+        consumer = kafka_clients.consumer(self.settings.kafka, group_id or self.group(), **overrides)
+        self.consumers.append(consumer)
+        return consumer
+
+    def close(self) -> None:
+        for consumer in self.consumers:
+            with suppress(Exception):
+                consumer.close()
+        if self.groups:
+            admin = kafka_clients.admin(self.settings.kafka)
+            for future in admin.delete_consumer_groups(self.groups, request_timeout=10).values():
+                with suppress(Exception):
+                    future.result()
+
+
+class AmqpQueueFactory:
+    """Quorum queues with unique names on a fresh connection; deleted with the connection closed."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.connection = amqp.connect(settings.amqp)
+        self.channel = self.connection.channel()
+        self.created: list[str] = []
+
+    def create(self, prefix: str = "queue", **arguments: Any) -> str:
+        name = unique_name(prefix)
+        self.channel.queue_declare(name, durable=True, arguments={"x-queue-type": "quorum", **arguments})
+        self.created.append(name)
+        return name
+
+    def close(self) -> None:
+        with suppress(Exception):
+            for name in self.created:
+                self.channel.queue_delete(name)
+        with suppress(Exception):
+            self.connection.close()
+
+
+class S3BucketFactory:
+    """Buckets with unique names, emptied and deleted afterwards."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.client = s3.client(settings.s3)
+        self.created: list[str] = []
+
+    def create(self) -> str:
+        name = unique_name("bucket")
+        s3.ensure_bucket(self.settings.s3, name)
+        self.created.append(name)
+        return name
+
+    def close(self) -> None:
+        for bucket in self.created:
+            with suppress(Exception):
+                for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket):
+                    for item in page.get("Contents", []):
+                        self.client.delete_object(Bucket=bucket, Key=item["Key"])
+                self.client.delete_bucket(Bucket=bucket)
+
+
+def closing(factory: Any) -> Iterator[Any]:
+    """Fixture body: hand out ``factory`` and close it afterwards, whatever the test did."""
+    try:
+        yield factory
+    finally:
+        factory.close()
