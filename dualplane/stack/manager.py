@@ -13,7 +13,7 @@ from dualplane.settings import Settings
 from dualplane.stack.base import LocalService, Ownership, ServiceStatus
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker
-from dualplane.stack.process import pid_alive, wait_until
+from dualplane.stack.process import start_ticks, wait_until
 from dualplane.stack.rabbitmq import RabbitMQNode
 from dualplane.stack.s3 import S3Endpoint
 from dualplane.stack.state import StackState, StartedService
@@ -67,7 +67,7 @@ class LocalStack:
             if record is None or (only is not None and service.name not in only):
                 continue
             progress(service.name, f"stopping pid {record.pid}")
-            if pid_alive(record.pid):
+            if record.running():
                 service.stop(record.pid)
             self.state.forget(service.name)
         return self.status()
@@ -78,7 +78,7 @@ class LocalStack:
 
     def _start_unless_starting(self, service: LocalService, progress: ProgressCallback) -> None:
         record = self.state.load().get(service.name)
-        if record is not None and pid_alive(record.pid):
+        if record is not None and record.running():
             progress(service.name, f"already starting (pid {record.pid})")
             return
         if service.endpoint.port_open():
@@ -90,7 +90,7 @@ class LocalStack:
         progress(service.name, "installing" if service.name == "kafka" else "starting")
         service.install()
         pid = service.start()
-        self.state.record(service.name, StartedService(pid=pid, started_at=time.time()))
+        self.state.record(service.name, StartedService(pid, time.time(), start_ticks(pid)))
         progress(service.name, f"started pid {pid}, log {service.log_path}")
 
     def _status_of(self, service: LocalService, record: StartedService | None) -> ServiceStatus:
@@ -99,7 +99,7 @@ class LocalStack:
             endpoint = service.display_endpoint()
         except StackError as error:
             return ServiceStatus(service.name, False, "", "down", detail=str(error))
-        alive = record is not None and pid_alive(record.pid)
+        alive = record is not None and record.running()
         ownership: Ownership
         if alive:
             ownership = "stack"

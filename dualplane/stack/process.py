@@ -43,6 +43,24 @@ def pid_alive(pid: int | None) -> bool:
     return not (stat.exists() and stat.read_text().rsplit(")", 1)[-1].split()[0] == "Z")
 
 
+def start_ticks(pid: int) -> int | None:
+    """When ``pid`` started, in clock ticks since boot (``/proc/PID/stat`` field 22), or None.
+
+    A pid alone is not an identity: after a reboot the number may belong to another program.
+    The pair (pid, start ticks) is, so the stack never waits on or signals a stranger.
+    """
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    except OSError:
+        return None
+    return int(fields[19])  # field 22 overall; the first two (pid, comm) precede the split
+
+
+def same_process(pid: int, ticks: int | None) -> bool:
+    """True when ``pid`` is alive and is still the process that started at ``ticks``."""
+    return pid_alive(pid) and (ticks is None or start_ticks(pid) == ticks)
+
+
 def terminate(pid: int, timeout_s: float = 20.0) -> None:
     """SIGTERM ``pid`` (and its process group), escalating to SIGKILL after ``timeout_s``."""
     for sig in (signal.SIGTERM, signal.SIGKILL):

@@ -6,11 +6,19 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from dualplane.stack.process import same_process
+
 
 @dataclass(frozen=True)
 class StartedService:
+    """A process ``stack up`` started: its pid plus its kernel start time, which make it unique."""
+
     pid: int
     started_at: float
+    start_ticks: int | None = None
+
+    def running(self) -> bool:
+        return same_process(self.pid, self.start_ticks)
 
 
 class StackState:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from dualplane.stack.base import Endpoint
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker
 from dualplane.stack.kafka_tools import java_security_properties, tool_command
+from dualplane.stack.process import start_ticks
 from dualplane.stack.rabbitmq import RabbitMQNode
 from dualplane.stack.state import StackState, StartedService
 
@@ -103,3 +105,11 @@ def test_java_security_properties_translate_sasl(tmp_path: Path) -> None:
     assert properties["security.protocol"] == "SASL_SSL"
     assert 'username="u" password="p"' in properties["sasl.jaas.config"]
     assert properties["ssl.truststore.type"] == "PEM"
+
+
+def test_a_recycled_pid_is_not_taken_for_our_service() -> None:
+    ours = StartedService(pid=os.getpid(), started_at=0.0, start_ticks=start_ticks(os.getpid()))
+    stranger = StartedService(pid=os.getpid(), started_at=0.0, start_ticks=1)
+
+    assert ours.running()
+    assert not stranger.running()
