@@ -97,7 +97,7 @@ class AmqpSettings(BaseSettings):
 
 
 class QueueSettings(BaseSettings):
-    """RabbitMQ exchange and queue names of the control plane."""
+    """RabbitMQ names and queue policies of the control plane."""
 
     model_config = _section("QUEUE_")
 
@@ -105,6 +105,21 @@ class QueueSettings(BaseSettings):
     crawl_tasks: str = "dualplane.tasks"
     dead_letters: str = "dualplane.dead"
     throttle_exchange: str = "dualplane.throttle"
+    reports: str = "dualplane.reports"
+    retry_prefix: str = "dualplane.retry"
+    permits_prefix: str = "dualplane.permits"
+    jobs_prefix: str = "dualplane.jobs"
+    # name=milliseconds pairs; a retry goes to the shortest tier at least as long as its delay.
+    retry_tiers: str = "5s=5000,30s=30000,2m=120000,10m=600000"
+    # The broker's safety net: a message redelivered this often (crash loops) is dead-lettered.
+    delivery_limit: int = Field(default=10, ge=2)
+    # A handler that raises this many times on one message sends it to the dead letters.
+    handler_max_failures: int = Field(default=3, ge=1)
+
+    def tiers(self) -> tuple[tuple[str, int], ...]:
+        """``retry_tiers`` parsed and sorted by duration: ``(("5s", 5000), ...)``."""
+        pairs = [item.split("=", 1) for item in self.retry_tiers.split(",") if item.strip()]
+        return tuple(sorted(((name.strip(), int(ms)) for name, ms in pairs), key=lambda tier: tier[1]))
 
 
 class S3Settings(BaseSettings):
@@ -128,6 +143,40 @@ class LimitSettings(BaseSettings):
     fetch_concurrency: int = Field(default=64, ge=1)
     domain_concurrency: int = Field(default=2, ge=1)
     domain_delay_ms: int = Field(default=1000, ge=0)
+
+
+class FrontierSettings(BaseSettings):
+    """The frontier: dedup storage, admission caps and robots.txt handling."""
+
+    model_config = _section("FRONTIER_")
+
+    data_dir: Path | None = None  # default: DUALPLANE_STACK_DATA_DIR/frontier
+    # Per-domain admission: at most k x P_d tasks outstanding per domain; the rest wait in a backlog.
+    outstanding_per_slot: int = Field(default=8, ge=1)
+    # Global backpressure: past this many outstanding tasks the frontier stops consuming discovery.
+    max_outstanding: int = Field(default=10_000, ge=1)
+    seen_exact_limit: int = Field(default=1_000_000, ge=0)
+    seen_expected_items: int = Field(default=50_000_000, ge=1000)
+    seen_false_positive_rate: float = Field(default=0.001, gt=0, lt=0.5)
+    tracking_params: str = ""  # comma-separated extra query parameters to strip
+    robots_ttl_s: float = Field(default=86_400, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+    snapshot_interval_s: float = Field(default=1.0, gt=0)
+
+
+class FetchSettings(BaseSettings):
+    """The fetch side of the control contract: capacity, politeness and identity."""
+
+    model_config = _section("FETCH_")
+
+    user_agent: str = "dualplane/0.1 (+https://example.invalid/dualplane)"
+    # Extra delay on top of DUALPLANE_LIMIT_DOMAIN_DELAY_MS, as a fraction: 0.5 = up to +50%.
+    delay_jitter: float = Field(default=0.5, ge=0, le=2)
+    permit_wait_s: float = Field(default=2.0, ge=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    read_timeout_s: float = Field(default=30.0, gt=0)
+    # Loopback and private addresses are refused unless listed here (tests, the demo).
+    allow_hosts: str = ""
 
 
 class StackSettings(BaseSettings):
@@ -154,12 +203,18 @@ class Settings(BaseModel):
     queues: QueueSettings = Field(default_factory=QueueSettings)
     s3: S3Settings = Field(default_factory=S3Settings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
+    frontier: FrontierSettings = Field(default_factory=FrontierSettings)
+    fetch: FetchSettings = Field(default_factory=FetchSettings)
     stack: StackSettings = Field(default_factory=StackSettings)
 
     @classmethod
     def from_env(cls) -> Settings:
         """Read every section from ``DUALPLANE_*`` environment variables (the only place we do)."""
         return cls()
+
+    @property
+    def frontier_dir(self) -> Path:
+        return self.frontier.data_dir or self.stack.data_dir / "frontier"
 
     def masked(self) -> dict[str, dict[str, Any]]:
         """The effective settings as plain data with every secret, and URL passwords, masked."""

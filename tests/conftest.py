@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -10,6 +11,7 @@ from dualplane.settings import Settings
 from tests.support.brokers import BrokerSession, BrokersUnavailable, open_brokers
 from tests.support.factories import (
     AmqpQueueFactory,
+    ControlPlaneFactory,
     KafkaClientFactory,
     KafkaTopicFactory,
     S3BucketFactory,
@@ -53,3 +55,9 @@ def amqp_queues(settings: Settings) -> Iterator[AmqpQueueFactory]:
 @pytest.fixture
 def s3_buckets(settings: Settings) -> Iterator[S3BucketFactory]:
     yield from closing(S3BucketFactory(settings))
+
+
+@pytest.fixture
+def control_plane(settings: Settings, tmp_path: Path) -> Iterator[ControlPlaneFactory]:
+    """``control_plane.settings()`` gives settings with a private RabbitMQ topology."""
+    yield from closing(ControlPlaneFactory(settings, tmp_path))

@@ -5,15 +5,19 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
+import httpx
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectors import s3
 from control_plane import amqp
+from control_plane.messages import PRIORITIES
+from control_plane.topology import Topology
 from data_plane import kafka_clients
-from dualplane.settings import Settings
+from dualplane.settings import FrontierSettings, QueueSettings, Settings
 
 
 def unique_name(prefix: str) -> str:
@@ -124,3 +128,68 @@ def closing(factory: Any) -> Iterator[Any]:
         yield factory
     finally:
         factory.close()
+
+
+class ControlPlaneFactory:
+    """Settings whose every RabbitMQ name is unique to the test; ``close()`` deletes what was declared."""
+
+    def __init__(self, settings: Settings, tmp_path: Path) -> None:
+        self.base = settings
+        self.tmp_path = tmp_path
+        self.made: list[Settings] = []
+
+    def settings(self, **queue_overrides: Any) -> Settings:
+        prefix = unique_name("cp")
+        names = {
+            "discovery": f"{prefix}.discovery",
+            "crawl_tasks": f"{prefix}.tasks",
+            "dead_letters": f"{prefix}.dead",
+            "throttle_exchange": f"{prefix}.throttle",
+            "reports": f"{prefix}.reports",
+            "retry_prefix": f"{prefix}.retry",
+            "permits_prefix": f"{prefix}.permits",
+            "jobs_prefix": f"{prefix}.jobs",
+        }
+        queues = QueueSettings(**{**names, **queue_overrides})
+        frontier = FrontierSettings(data_dir=self.tmp_path / prefix / "frontier")
+        made = self.base.model_copy(update={"queues": queues, "frontier": frontier})
+        self.made.append(made)
+        return made
+
+    def close(self) -> None:
+        if not self.made:
+            return
+        with suppress(Exception):
+            connection = amqp.connect(self.base.amqp)
+            for settings in self.made:
+                _delete_topology(connection, settings)
+            connection.close()
+
+
+def _delete_topology(connection: Any, settings: Settings) -> None:
+    topology = Topology(settings.queues)
+    queues = [topology.discovery_queue, topology.reports_queue, topology.dead_queue]
+    queues += [topology.lane_queue(p) for p in PRIORITIES]
+    queues += [topology.tier_name(tier) for tier, _ in topology.tiers]
+    exchanges = [topology.discovery_exchange, topology.tasks_exchange, topology.dead_exchange]
+    exchanges += [topology.reports_exchange, topology.throttle_exchange]
+    exchanges += [topology.tier_name(tier) for tier, _ in topology.tiers]
+    prefixes = (settings.queues.permits_prefix, settings.queues.jobs_prefix)
+    queues += [name for name in _queue_names(settings) if name.startswith(prefixes)]
+    channel = connection.channel()
+    for queue in queues:
+        with suppress(Exception):
+            channel.queue_delete(queue)
+    for exchange in exchanges:
+        with suppress(Exception):
+            channel.exchange_delete(exchange)
+
+
+def _queue_names(settings: Settings) -> list[str]:
+    credentials = amqp.connection_parameters(settings.amqp).credentials
+    response = httpx.get(
+        f"{settings.amqp.management_url}/api/queues?columns=name",
+        auth=(credentials.username, credentials.password),
+        timeout=10,
+    )
+    return [str(queue["name"]) for queue in response.json()]
