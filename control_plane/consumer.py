@@ -77,10 +77,12 @@ class Delivery:
 
 @dataclass
 class QueueBinding:
-    """What the consumer does with one queue: the handler and the message kinds it accepts."""
+    """What the consumer does with one queue: the handler, the message kinds it accepts, and
+    optionally its own prefetch (unacked messages from this queue at most)."""
 
     handler: Handler
     accepts: tuple[type[ControlMessage], ...]
+    prefetch: int | None = None
 
 
 @dataclass
@@ -97,7 +99,9 @@ class ControlConsumer:
     connection: pika.BlockingConnection | None = field(init=False, default=None)
     channel: BlockingChannel | None = field(init=False, default=None)
     generation: int = field(init=False, default=0)
+    paused: set[str] = field(init=False, default_factory=set)
     _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    _tags: dict[str, str] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.topology = Topology(self.settings.queues)
@@ -113,11 +117,31 @@ class ControlConsumer:
                 log.warning("%s: connection lost (%s); reconnecting in %.1f s", self.name, error, backoff_s)
                 self._stop.wait(backoff_s)
                 backoff_s = min(backoff_s * 2, 10.0)
+            except Exception:
+                # A bug in a hook must not kill the worker: unacked messages go back to the
+                # queue when the connection closes, and we start over on a fresh connection.
+                log.exception("%s: unexpected error; reconnecting in %.1f s", self.name, backoff_s)
+                self._stop.wait(backoff_s)
+                backoff_s = min(backoff_s * 2, 10.0)
             finally:
                 self._close()
 
     def stop(self) -> None:
         self._stop.set()
+
+    def pause(self, queue: str) -> None:
+        """Stop receiving from ``queue`` (backpressure); unacked messages stay with us."""
+        tag = self._tags.pop(queue, None)
+        self.paused.add(queue)
+        if tag is not None and self.channel is not None:
+            self.channel.basic_cancel(tag)
+            log.info("%s: paused %s", self.name, queue)
+
+    def resume(self, queue: str) -> None:
+        self.paused.discard(queue)
+        if queue not in self._tags and self.channel is not None:
+            self._subscribe(self.channel, queue)
+            log.info("%s: resumed %s", self.name, queue)
 
     @property
     def stopped(self) -> bool:
@@ -150,15 +174,25 @@ class ControlConsumer:
         self.topology.declare(channel)
         channel.basic_qos(prefetch_count=self.prefetch)
         self.channel = channel
+        self._tags = {}
         if self.on_connected is not None:
             self.on_connected(self)
         for queue in self.bindings:
-            channel.basic_consume(queue, functools.partial(self._on_message, queue))
+            if queue not in self.paused:
+                self._subscribe(channel, queue)
         log.info("%s: consuming %s", self.name, ", ".join(self.bindings))
         while not self._stop.is_set():
             self.connection.process_data_events(time_limit=0.2)
             if self.on_tick is not None:
                 self.on_tick(self)
+
+    def _subscribe(self, channel: BlockingChannel, queue: str) -> None:
+        prefetch = self.bindings[queue].prefetch
+        if prefetch is not None:  # applies to consumers created after it on this channel
+            channel.basic_qos(prefetch_count=prefetch)
+        self._tags[queue] = channel.basic_consume(queue, functools.partial(self._on_message, queue))
+        if prefetch is not None:
+            channel.basic_qos(prefetch_count=self.prefetch)
 
     def _close(self) -> None:
         connection, self.connection, self.channel = self.connection, None, None

@@ -99,6 +99,7 @@ class CrawlTask(ControlMessage):
     max_attempts: int = Field(default=5, ge=1)
     created_at: datetime = Field(default_factory=utc_now)
     not_before: datetime | None = None
+    crawl_delay_ms: int | None = Field(default=None, ge=0)  # robots.txt Crawl-delay, when stricter
     history: tuple[AttemptRecord, ...] = ()
 
     def next_attempt(self, outcome: str, detail: str, not_before: datetime | None) -> CrawlTask:

@@ -1,0 +1,251 @@
+"""The fetch side of the control contract: which task runs when, how hard a domain is pushed.
+
+A :class:`TaskRunner` consumes the priority lanes and runs a ``FetchWork`` function per task on a
+thread pool. What it guarantees, whatever the work does:
+
+- **Capacity.** Pull capacity is S_global (``DUALPLANE_LIMIT_FETCH_CONCURRENCY``) through consumer
+  prefetch: the lanes share it by weight (high 50%, normal 30%, bulk 20%), so a flood of bulk
+  work never starves high-priority tasks and no process holds more than S_global tasks.
+- **Per-domain concurrency across the fleet.** A task runs only while it holds one of its
+  domain's P_d permits (:mod:`control_plane.permits`). With no free permit the task waits up to
+  ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
+  (a deferral, not an attempt).
+- **Politeness.** After a request the permit is kept for the domain delay (the larger of
+  ``DUALPLANE_LIMIT_DOMAIN_DELAY_MS`` and robots.txt's Crawl-delay) times a random 1 to
+  1 + ``DUALPLANE_FETCH_DELAY_JITTER`` factor, so requests to a domain are never strictly periodic.
+- **Retries.** Each result goes through :func:`control_plane.retry_policy.decide`: retried via a
+  delay tier with the attempt recorded in the task's history, given up, or dead-lettered with the
+  whole history once attempts run out.
+- **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
+  confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ.
+  Reports to the frontier are published before the ack.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pika.adapters.blocking_connection import BlockingChannel
+
+from control_plane import permits
+from control_plane.consumer import ControlConsumer, Delivery, QueueBinding
+from control_plane.dead_letters import dead_letter
+from control_plane.messages import PRIORITIES, CrawlTask, Priority, ReportStage, TaskReport
+from control_plane.publisher import publish
+from control_plane.retry_policy import DelayTiers, Outcome, RetryDecision, decide
+from control_plane.topology import Topology
+from dualplane.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LANE_WEIGHTS: dict[Priority, float] = {"high": 0.5, "normal": 0.3, "bulk": 0.2}
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What one attempt at a task produced, as the retry policy needs it."""
+
+    outcome: Outcome
+    status: int | None = None
+    detail: str = ""
+    retry_after_s: float | None = None
+
+
+FetchWork = Callable[[CrawlTask], FetchResult]
+"""Runs one attempt on a worker thread; returns only once its outputs are safely handed on."""
+
+
+@dataclass
+class _Waiting:
+    delivery: Delivery
+    deadline: float
+
+
+class TaskRunner:
+    """Runs crawl tasks from the lanes through ``work`` under the fleet's politeness rules."""
+
+    def __init__(self, settings: Settings, work: FetchWork, *, rng: random.Random | None = None) -> None:
+        self.settings = settings
+        self.work = work
+        self.topology = Topology(settings.queues)
+        self.tiers = DelayTiers(settings.queues.tiers())
+        self.rng = rng or random.Random()
+        self.capacity = settings.limits.fetch_concurrency
+        self.executor = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="fetch")
+        self.permit_channel: BlockingChannel | None = None
+        self.waiting: list[_Waiting] = []
+        self.in_flight = 0
+        self.consumer_: ControlConsumer | None = None
+
+    def consumer(self) -> ControlConsumer:
+        bindings = {
+            self.topology.lane_queue(lane): QueueBinding(self.on_task, (CrawlTask,), prefetch=share)
+            for lane, share in lane_prefetch(self.capacity).items()
+        }
+        self.consumer_ = ControlConsumer(
+            self.settings,
+            bindings,
+            prefetch=self.capacity,
+            on_connected=self._on_connected,
+            on_tick=self._on_tick,
+            name="fetcher",
+        )
+        return self.consumer_
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+
+    # connection thread
+
+    def on_task(self, delivery: Delivery) -> None:
+        delivery.defer()
+        self.waiting.append(_Waiting(delivery, time.monotonic() + self.settings.fetch.permit_wait_s))
+        self._start_waiting()
+
+    def _on_connected(self, consumer: ControlConsumer) -> None:
+        assert consumer.connection is not None
+        self.waiting.clear()  # their deliveries belonged to the previous connection
+        self.permit_channel = consumer.connection.channel()
+
+    def _on_tick(self, consumer: ControlConsumer) -> None:
+        self._start_waiting()
+
+    def _start_waiting(self) -> None:
+        still_waiting = []
+        now = time.monotonic()
+        exhausted: set[str] = set()  # domains with no free permit this pass: ask the broker once
+        for waiting in self.waiting:
+            task: CrawlTask = waiting.delivery.message
+            permit = None if task.domain in exhausted else self._try_permit(task.domain)
+            if permit is None:
+                exhausted.add(task.domain)
+            if permit is not None:
+                self._start(waiting.delivery, permit)
+            elif now >= waiting.deadline:
+                self._defer(waiting.delivery)
+            else:
+                still_waiting.append(waiting)
+        self.waiting = still_waiting
+
+    def _try_permit(self, domain: str) -> permits.Permit | None:
+        assert self.permit_channel is not None
+        return permits.try_acquire(self.permit_channel, self.topology, domain)
+
+    def _start(self, delivery: Delivery, permit: permits.Permit) -> None:
+        task: CrawlTask = delivery.message
+        self._report(delivery, task, "started")
+        self.in_flight += 1
+        self.executor.submit(self._run, delivery, permit)
+
+    def _defer(self, delivery: Delivery) -> None:
+        """No permit came free in time: send the task round the shortest delay tier, unchanged."""
+        task: CrawlTask = delivery.message
+        channel = self._channel()
+        publish(channel, self.topology.tier_name(self.tiers.names[0]), task.priority, task)
+        delivery.ack()
+
+    def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
+        self.in_flight -= 1
+        task: CrawlTask = delivery.message
+        decision = decide(
+            result.outcome,
+            attempt=task.attempt,
+            max_attempts=task.max_attempts,
+            retry_after_s=result.retry_after_s,
+            tiers=self.tiers,
+            rng=self.rng,
+        )
+        self._settle(delivery, task, result, decision)
+        self._hold_then_release(permit, task)
+
+    def _settle(
+        self, delivery: Delivery, task: CrawlTask, result: FetchResult, decision: RetryDecision
+    ) -> None:
+        detail = f"HTTP {result.status}: {result.detail}" if result.status else result.detail
+        channel = self._channel()
+        if decision.action == "retry" and decision.tier is not None:
+            not_before = datetime.now(UTC) + timedelta(seconds=decision.delay_s)
+            retry = task.next_attempt(result.outcome, detail, not_before)
+            publish(channel, self.topology.tier_name(decision.tier), task.priority, retry)
+            self._report(delivery, task, "retrying", result, decision.reason)
+        elif decision.action == "dead_letter":
+            final = task.next_attempt(result.outcome, detail, None)
+            dead_letter(
+                channel,
+                self.topology,
+                final.encode(),
+                delivery.properties,
+                reason=decision.reason,
+                source_queue=delivery.queue,
+                exchange=self.topology.tasks_exchange,
+                routing_key=task.priority,
+            )
+            self._report(delivery, task, "dead_lettered", result, decision.reason)
+        else:
+            stage: ReportStage = "done" if decision.action == "done" else "failed"
+            self._report(delivery, task, stage, result, decision.reason)
+        delivery.ack()
+
+    def _hold_then_release(self, permit: permits.Permit, task: CrawlTask) -> None:
+        delay_ms = max(self.settings.limits.domain_delay_ms, task.crawl_delay_ms or 0)
+        hold_s = delay_ms / 1000 * (1 + self.settings.fetch.delay_jitter * self.rng.random())
+        consumer, channel = self.consumer_, self.permit_channel
+        assert consumer is not None and consumer.connection is not None and channel is not None
+
+        def release() -> None:
+            if channel.is_open:  # else the broker already returned the permit with the channel
+                permits.release(channel, permit)
+
+        consumer.connection.call_later(hold_s, release)
+
+    def _report(
+        self,
+        delivery: Delivery,
+        task: CrawlTask,
+        stage: ReportStage,
+        result: FetchResult | None = None,
+        detail: str = "",
+    ) -> None:
+        report = TaskReport(
+            task_id=task.task_id,
+            job_id=task.job_id,
+            trace_id=task.trace_id,
+            url=task.url,
+            domain=task.domain,
+            stage=stage,
+            outcome=str(result.outcome) if result else "",
+            attempt=task.attempt,
+            detail=detail,
+        )
+        publish(self._channel(), self.topology.reports_exchange, "", report)
+
+    def _channel(self) -> BlockingChannel:
+        assert self.consumer_ is not None and self.consumer_.channel is not None
+        return self.consumer_.channel
+
+    # worker threads
+
+    def _run(self, delivery: Delivery, permit: permits.Permit) -> None:
+        task: CrawlTask = delivery.message
+        try:
+            result = self.work(task)
+        except Exception as error:  # a bug in the work must not lose the task: retry it
+            log.exception("fetch work raised on %s", task.url)
+            result = FetchResult(
+                Outcome.CONNECTION_ERROR, detail=f"fetch raised {type(error).__name__}: {error}"
+            )
+        assert self.consumer_ is not None
+        self.consumer_.call_threadsafe(delivery.generation, lambda: self._finish(delivery, permit, result))
+
+
+def lane_prefetch(capacity: int) -> dict[Priority, int]:
+    """Split S_global across the lanes by weight, at least one each, summing to ``capacity``."""
+    shares = {lane: max(1, int(capacity * LANE_WEIGHTS[lane])) for lane in PRIORITIES}
+    shares["high"] += max(0, capacity - sum(shares.values()))
+    return shares

@@ -1,0 +1,136 @@
+"""The frontier against the real RabbitMQ: dedup, scope, admission caps, backlog, job progress."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from control_plane import amqp
+from control_plane.consumer import wait_for
+from control_plane.frontier import Frontier
+from control_plane.frontier.jobs import read_progress
+from control_plane.messages import JobSpec
+from control_plane.publisher import confirmed_channel
+from control_plane.submit import submit_job
+from control_plane.topology import Topology
+from dualplane.settings import LimitSettings, Settings
+from tests.support.factories import ControlPlaneFactory
+
+pytestmark = pytest.mark.integration
+
+
+class RunningFrontier:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.frontier = Frontier(settings)
+        self.consumer = self.frontier.consumer()
+        self.thread = threading.Thread(target=self.consumer.run, daemon=True)
+        self.connection = amqp.connect(settings.amqp)
+        self.channel = confirmed_channel(self.connection)
+        self.topology = Topology(settings.queues)
+
+    def submit(self, spec: JobSpec, seeds: list[str]) -> None:
+        submit_job(self.channel, self.topology, spec, seeds)
+
+    def progress(self, job_id: str) -> dict[str, object]:
+        return read_progress(self.channel, self.topology, job_id) or {}
+
+    def wait_progress(self, job_id: str, timeout_s: float = 60, **expected: int) -> dict[str, object]:
+        seen: dict[str, object] = {}
+
+        def matches() -> bool:
+            nonlocal seen
+            seen = self.progress(job_id)
+            return all(seen.get(key) == value for key, value in expected.items())
+
+        wait_for(matches, timeout_s, interval_s=0.5)
+        assert {key: seen.get(key) for key in expected} == expected, seen
+        return seen
+
+    def lane_depth(self, lane: str = "normal") -> int:
+        queue = self.topology.lane_queue(lane)  # type: ignore[arg-type]
+        return int(self.channel.queue_declare(queue, passive=True).method.message_count)
+
+
+@pytest.fixture
+def running_frontier(
+    control_plane: ControlPlaneFactory, request: pytest.FixtureRequest
+) -> Iterator[RunningFrontier]:
+    overrides = getattr(request, "param", {})
+    settings = control_plane.settings()
+    settings = settings.model_copy(update={"limits": LimitSettings(**overrides)}) if overrides else settings
+    running = RunningFrontier(settings)
+    running.thread.start()
+    try:
+        yield running
+    finally:
+        running.consumer.stop()
+        running.thread.join(15)
+        running.frontier.close()
+        running.connection.close()
+
+
+@pytest.mark.slow
+def test_same_10000_urls_seeded_twice_with_variants_yield_exactly_10000_tasks(
+    running_frontier: RunningFrontier,
+) -> None:
+    urls = [f"http://site-{i % 1000}.example/item/{i}?b=2&a=1" for i in range(10_000)]
+    variants = [
+        url + ("#reviews" if i % 3 == 0 else "&utm_source=news" if i % 3 == 1 else "&gclid=xyz#top")
+        for i, url in enumerate(urls)
+    ]
+    reordered = [url.replace("?b=2&a=1", "?a=1&b=2") for url in urls[:1000]]
+    spec = JobSpec(job_id="dedup", obey_robots=False)
+
+    running_frontier.submit(spec, urls)
+    running_frontier.submit(spec, variants + reordered)
+
+    progress = running_frontier.wait_progress("dedup", timeout_s=240, seeded=21_000, discovered=10_000)
+    assert progress["duplicates"] == 11_000
+    assert progress["queued"] == 10_000
+    assert running_frontier.lane_depth() == 10_000
+
+
+def test_scope_rules_and_invalid_urls_are_counted_not_queued(running_frontier: RunningFrontier) -> None:
+    spec = JobSpec(
+        job_id="scoped",
+        allowed_domains=("shop.example",),
+        deny_patterns=("/logout",),
+        max_depth=2,
+        obey_robots=False,
+    )
+    seeds = [
+        "http://shop.example/a",
+        "http://www.shop.example/b",
+        "http://elsewhere.example/c",
+        "http://shop.example/logout",
+        "ftp://shop.example/file",
+    ]
+
+    running_frontier.submit(spec, seeds)
+
+    running_frontier.wait_progress("scoped", seeded=5, discovered=2, out_of_scope=2, invalid=1, queued=2)
+
+
+@pytest.mark.parametrize("running_frontier", [{"domain_concurrency": 1}], indirect=True)
+def test_domain_admission_caps_outstanding_and_keeps_the_rest_in_the_backlog(
+    running_frontier: RunningFrontier,
+) -> None:
+    cap = running_frontier.frontier.slots_per_domain  # k x P_d = 8 x 1
+    spec = JobSpec(job_id="capped", obey_robots=False)
+    seeds = [f"http://slow.example/page/{i}" for i in range(cap + 12)]
+
+    running_frontier.submit(spec, seeds)
+
+    running_frontier.wait_progress("capped", discovered=cap + 12, queued=cap, backlog=12)
+    assert running_frontier.lane_depth() == cap
+
+
+def test_job_with_a_page_limit_stops_admitting(running_frontier: RunningFrontier) -> None:
+    spec = JobSpec(job_id="limited", max_pages=5, obey_robots=False)
+
+    running_frontier.submit(spec, [f"http://p{i}.example/" for i in range(9)])
+
+    running_frontier.wait_progress("limited", seeded=9, queued=5, over_limit=4)
