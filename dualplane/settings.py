@@ -216,6 +216,19 @@ class Settings(BaseModel):
     def frontier_dir(self) -> Path:
         return self.frontier.data_dir or self.stack.data_dir / "frontier"
 
+    def to_env(self) -> dict[str, str]:
+        """These settings as ``DUALPLANE_*`` variables (secrets included), to hand to a child process."""
+        env: dict[str, str] = {}
+        for section_name in type(self).model_fields:
+            section = getattr(self, section_name)
+            prefix = type(section).model_config.get("env_prefix", "")
+            for name, value in section:
+                if value is None:
+                    continue
+                raw = value.get_secret_value() if isinstance(value, SecretStr) else value
+                env[f"{prefix}{name}".upper()] = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        return env
+
     def masked(self) -> dict[str, dict[str, Any]]:
         """The effective settings as plain data with every secret, and URL passwords, masked."""
         return {name: _masked_section(getattr(self, name)) for name in type(self).model_fields}

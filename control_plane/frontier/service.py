@@ -103,7 +103,9 @@ class Frontier:
 
     def on_report(self, delivery: Delivery) -> None:
         report: TaskReport = delivery.message
-        self.state.count(report.job_id, **_counter_moves(report))
+        moves = _counter_moves(report)
+        if moves:
+            self.state.count(report.job_id, **moves)
         if report.final:
             self.state.add_outstanding(report.domain, -1)
             self._release_backlog(report.domain, delivery)
@@ -242,6 +244,8 @@ class Frontier:
 def _counter_moves(report: TaskReport) -> dict[str, int]:
     """How one report moves a job's counters between queued, in flight, retrying and final."""
     if report.stage == "started":
+        if report.redelivered:
+            return {}
         return {"queued" if report.attempt == 1 else "retrying": -1, "in_flight": 1}
     if report.stage == "retrying":
         return {"in_flight": -1, "retrying": 1}

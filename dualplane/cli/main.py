@@ -9,7 +9,7 @@ import sys
 
 import typer
 
-from dualplane.cli import config_cmd, demo_cmd, kafka_cmd, stack_cmd
+from dualplane.cli import config_cmd, crawl_cmd, demo_cmd, dlq_cmd, kafka_cmd, run_cmd, stack_cmd, status_cmd
 from dualplane.cli.output import stderr
 from dualplane.exceptions import DualplaneError
 
@@ -22,7 +22,11 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(stack_cmd.app, name="stack")
+app.add_typer(dlq_cmd.app, name="dlq")
 app.command("demo")(demo_cmd.demo)
+app.command("crawl")(crawl_cmd.crawl)
+app.command("status")(status_cmd.status)
+app.command("run")(run_cmd.run)
 app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     kafka_cmd.kafka
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Annotated
 
 import typer
 
@@ -35,6 +36,16 @@ def status(as_json: JsonOption = False) -> None:
     _report(statuses, as_json, "stack status")
     if not all(service.healthy for service in statuses):
         raise typer.Exit(1)
+
+
+@app.command("restart")
+def restart(
+    service: Annotated[str, typer.Argument(help="kafka, rabbitmq or s3")],
+    as_json: JsonOption = False,
+) -> None:
+    """Stop and start one service that `stack up` started."""
+    status = LocalStack(Settings.from_env()).restart(service, progress)
+    _report([status], as_json, f"{service} restarted")
 
 
 @app.command("install")

@@ -72,6 +72,20 @@ class LocalStack:
             self.state.forget(service.name)
         return self.status()
 
+    def restart(self, name: str, progress: ProgressCallback = _silent) -> ServiceStatus:
+        """Stop and start one service this stack runs (operators; broker-restart tests)."""
+        service = next((s for s in self.services if s.name == name), None)
+        if service is None:
+            raise StackError(f"no service {name!r}; choose from {', '.join(s.name for s in self.services)}")
+        record = self.state.load().get(name)
+        if record is None or not record.running():
+            raise StackError(f"{name} was not started by `dualplane stack up`; restart it where it runs")
+        progress(name, f"stopping pid {record.pid}")
+        service.stop(record.pid)
+        self.state.forget(name)
+        self.up(progress)
+        return next(s for s in self.status() if s.name == name)
+
     def status(self) -> list[ServiceStatus]:
         started = self.state.load()
         return [self._status_of(service, started.get(service.name)) for service in self.services]

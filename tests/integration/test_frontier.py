@@ -2,56 +2,16 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
 
-from control_plane import amqp
-from control_plane.consumer import wait_for
-from control_plane.frontier import Frontier
-from control_plane.frontier.jobs import read_progress
 from control_plane.messages import JobSpec
-from control_plane.publisher import confirmed_channel
-from control_plane.submit import submit_job
-from control_plane.topology import Topology
-from dualplane.settings import LimitSettings, Settings
+from dualplane.settings import LimitSettings
 from tests.support.factories import ControlPlaneFactory
+from tests.support.frontier import RunningFrontier
 
 pytestmark = pytest.mark.integration
-
-
-class RunningFrontier:
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self.frontier = Frontier(settings)
-        self.consumer = self.frontier.consumer()
-        self.thread = threading.Thread(target=self.consumer.run, daemon=True)
-        self.connection = amqp.connect(settings.amqp)
-        self.channel = confirmed_channel(self.connection)
-        self.topology = Topology(settings.queues)
-
-    def submit(self, spec: JobSpec, seeds: list[str]) -> None:
-        submit_job(self.channel, self.topology, spec, seeds)
-
-    def progress(self, job_id: str) -> dict[str, object]:
-        return read_progress(self.channel, self.topology, job_id) or {}
-
-    def wait_progress(self, job_id: str, timeout_s: float = 60, **expected: int) -> dict[str, object]:
-        seen: dict[str, object] = {}
-
-        def matches() -> bool:
-            nonlocal seen
-            seen = self.progress(job_id)
-            return all(seen.get(key) == value for key, value in expected.items())
-
-        wait_for(matches, timeout_s, interval_s=0.5)
-        assert {key: seen.get(key) for key in expected} == expected, seen
-        return seen
-
-    def lane_depth(self, lane: str = "normal") -> int:
-        queue = self.topology.lane_queue(lane)  # type: ignore[arg-type]
-        return int(self.channel.queue_declare(queue, passive=True).method.message_count)
 
 
 @pytest.fixture
@@ -61,15 +21,11 @@ def running_frontier(
     overrides = getattr(request, "param", {})
     settings = control_plane.settings()
     settings = settings.model_copy(update={"limits": LimitSettings(**overrides)}) if overrides else settings
-    running = RunningFrontier(settings)
-    running.thread.start()
+    running = RunningFrontier(settings).start()
     try:
         yield running
     finally:
-        running.consumer.stop()
-        running.thread.join(15)
-        running.frontier.close()
-        running.connection.close()
+        running.stop()
 
 
 @pytest.mark.slow

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from pydantic import ValidationError
 
@@ -90,3 +92,17 @@ def test_env_names_cover_every_field() -> None:
     assert "DUALPLANE_S3_ENDPOINT_URL" in names
     assert "DUALPLANE_STACK_DATA_DIR" in names
     assert all(name.startswith("DUALPLANE_") and name.isupper() for name in names)
+
+
+def test_to_env_round_trips_through_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DUALPLANE_AMQP_URL", "amqp://u:secret@127.0.0.1:5999/%2F")
+    monkeypatch.setenv("DUALPLANE_QUEUE_DISCOVERY", "custom.discovery")
+    original = Settings.from_env()
+    for name in list(os.environ):
+        if name.startswith("DUALPLANE_"):
+            monkeypatch.delenv(name)
+
+    for name, value in original.to_env().items():
+        monkeypatch.setenv(name, value)
+
+    assert Settings.from_env() == original

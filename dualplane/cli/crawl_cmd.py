@@ -1,0 +1,132 @@
+"""``dualplane crawl``: submit a crawl job, and with ``--wait`` follow it to the end."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pika.adapters.blocking_connection import BlockingChannel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from control_plane import amqp
+from control_plane.exceptions import InvalidUrl
+from control_plane.frontier.jobs import read_progress
+from control_plane.messages import JobSpec, Priority
+from control_plane.publisher import confirmed_channel
+from control_plane.submit import submit_job
+from control_plane.topology import Topology
+from control_plane.urls import domain_of
+from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
+from dualplane.exceptions import DualplaneError
+from dualplane.settings import Settings
+
+FINISHED = ("done", "failed", "dead_lettered")
+
+
+def crawl(
+    seed: Annotated[list[str] | None, typer.Option("--seed", help="A start URL; repeat for more.")] = None,
+    seeds_file: Annotated[Path | None, typer.Option(help="A file of start URLs, one per line.")] = None,
+    job: Annotated[str | None, typer.Option("--job", help="Job id (default: a new one).")] = None,
+    priority: Annotated[str, typer.Option(help="Lane: high, normal or bulk.")] = "normal",
+    max_pages: Annotated[int | None, typer.Option(help="Stop admitting after this many pages.")] = None,
+    max_depth: Annotated[int | None, typer.Option(help="Links followed from a seed at most.")] = None,
+    allow_domain: Annotated[
+        list[str] | None, typer.Option(help="Domains in scope (default: the seeds' domains).")
+    ] = None,
+    any_domain: Annotated[bool, typer.Option(help="Follow links to any domain.")] = False,
+    deny: Annotated[list[str] | None, typer.Option(help="Regex; matching URLs are skipped.")] = None,
+    ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
+    wait: Annotated[bool, typer.Option(help="Follow the job until nothing is left to do.")] = False,
+    timeout_s: Annotated[float, typer.Option(help="Give up waiting after this long.")] = 3600,
+    as_json: JsonOption = False,
+) -> None:
+    """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
+    seeds = _read_seeds(seed or [], seeds_file)
+    if priority not in ("high", "normal", "bulk"):
+        raise typer.BadParameter(
+            f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
+        )
+    domains = () if any_domain else tuple(allow_domain or sorted({domain_of(url) for url in seeds}))
+    spec = JobSpec(
+        job_id=job or f"job-{uuid.uuid4().hex[:12]}",
+        allowed_domains=domains,
+        deny_patterns=tuple(deny or ()),
+        max_depth=max_depth,
+        max_pages=max_pages,
+        priority=_lane(priority),
+        obey_robots=not ignore_robots,
+    )
+    settings = Settings.from_env()
+    connection = amqp.connect(settings.amqp)
+    try:
+        channel = confirmed_channel(connection)
+        topology = Topology(settings.queues)
+        submit_job(channel, topology, spec, seeds)
+        stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {len(seeds)} seed(s)")
+        result = _follow(channel, topology, spec.job_id, timeout_s) if wait else None
+    finally:
+        connection.close()
+    _report(spec, len(seeds), result, as_json)
+    if wait and (result is None or not result.get("idle")):
+        raise typer.Exit(1)
+
+
+def _lane(priority: str) -> Priority:
+    return "high" if priority == "high" else "bulk" if priority == "bulk" else "normal"
+
+
+def _read_seeds(seeds: list[str], seeds_file: Path | None) -> list[str]:
+    urls = list(seeds)
+    if seeds_file is not None:
+        try:
+            lines = seeds_file.read_text().splitlines()
+        except OSError as error:
+            raise DualplaneError(f"cannot read --seeds-file {seeds_file}: {error.strerror}") from error
+        urls += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+    if not urls:
+        raise typer.BadParameter("give at least one --seed URL or a --seeds-file")
+    for url in urls:
+        try:
+            domain_of(url)
+        except InvalidUrl as error:
+            raise typer.BadParameter(str(error), param_hint="--seed") from error
+    return urls
+
+
+def _follow(
+    channel: BlockingChannel, topology: Topology, job_id: str, timeout_s: float
+) -> dict[str, Any] | None:
+    """Show progress until the job has been idle (nothing queued, running, retrying or waiting)
+    for three snapshots in a row, or ``timeout_s`` passes."""
+    deadline = time.monotonic() + timeout_s
+    snapshot: dict[str, Any] | None = None
+    idle_streak = 0
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as progress:
+        bar = progress.add_task(f"crawling {job_id}", total=None)
+        while time.monotonic() < deadline:
+            snapshot = read_progress(channel, topology, job_id)
+            if snapshot:
+                finished = sum(int(snapshot[key]) for key in FINISHED)
+                left = int(snapshot["outstanding"]) + int(snapshot["backlog"])
+                progress.update(bar, completed=finished, total=finished + left)
+                idle_streak = idle_streak + 1 if snapshot.get("idle") else 0
+                if idle_streak >= 3 and finished > 0:
+                    break
+            time.sleep(1.0)
+    return snapshot
+
+
+def _report(spec: JobSpec, seeds: int, result: dict[str, Any] | None, as_json: bool) -> None:
+    if as_json:
+        print_json({"job_id": spec.job_id, "seeds": seeds, "progress": result})
+        return
+    if result is None:
+        hint = f"follow with `dualplane status --job {spec.job_id}`"
+        stdout.print(f"job {spec.job_id}: {seeds} seed(s) submitted; {hint}")
+        return
+    rows = [[key, str(value)] for key, value in result.items() if key not in ("job_id",)]
+    stdout.print(table(f"job {spec.job_id}", ["counter", "value"], rows))

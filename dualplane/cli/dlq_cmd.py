@@ -1,0 +1,64 @@
+"""``dualplane dlq list | redrive``: inspect dead letters and send fixed ones back."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from control_plane import amqp
+from control_plane.dead_letters import DeadLetter, list_dead_letters, redrive
+from control_plane.publisher import confirmed_channel
+from control_plane.topology import Topology
+from dualplane.cli.output import JsonOption, print_json, stdout, table
+from dualplane.settings import Settings
+
+app = typer.Typer(help="Dead letters: messages that could not be handled, with the reason.")
+
+
+@app.command("list")
+def list_(
+    limit: Annotated[int, typer.Option(help="Show at most this many.")] = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """Show dead letters (oldest first) without removing them."""
+    settings = Settings.from_env()
+    connection = amqp.connect(settings.amqp)
+    try:
+        channel = connection.channel()
+        Topology(settings.queues).declare(channel)
+        letters = list_dead_letters(channel, Topology(settings.queues), limit)
+    finally:
+        connection.close()
+    if as_json:
+        print_json(letters)
+        return
+    rows = [[d.failed_at, d.kind or "?", d.job_id or "", d.source_queue, d.reason] for d in letters]
+    stdout.print(
+        table(f"{len(letters)} dead letter(s)", ["failed at", "kind", "job", "from", "reason"], rows)
+    )
+
+
+@app.command("redrive")
+def redrive_(
+    job: Annotated[str | None, typer.Option("--job", help="Only this job's dead letters.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Only those whose reason contains this text.")] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Send dead letters back to where they failed (after you fixed the cause)."""
+    settings = Settings.from_env()
+
+    def matches(letter: DeadLetter) -> bool:
+        return (job is None or letter.job_id == job) and (reason is None or reason in letter.reason)
+
+    connection = amqp.connect(settings.amqp)
+    try:
+        channel = confirmed_channel(connection)
+        Topology(settings.queues).declare(channel)
+        redriven, left = redrive(channel, Topology(settings.queues), matches)
+    finally:
+        connection.close()
+    if as_json:
+        print_json({"redriven": redriven, "left": left})
+    else:
+        stdout.print(f"redriven {redriven}, left {left} in the dead-letter queue")

@@ -1,0 +1,73 @@
+"""The long-running services ``dualplane run`` knows, each built from the settings.
+
+A service is anything with ``run()`` (blocks until stopped), ``stop()`` (from any thread) and
+``close()``. New services register here as they land.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from control_plane.frontier import Frontier
+from dualplane.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Service(Protocol):
+    name: str
+
+    def run(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class ConsumerService:
+    """A control-plane consumer plus the object that owns its state."""
+
+    name: str
+    run: Callable[[], None]
+    stop: Callable[[], None]
+    close: Callable[[], None]
+
+
+def frontier_service(settings: Settings) -> Service:
+    frontier = Frontier(settings)
+    consumer = frontier.consumer()
+    return ConsumerService("frontier", consumer.run, consumer.stop, frontier.close)
+
+
+REGISTRY: dict[str, Callable[[Settings], Service]] = {
+    "frontier": frontier_service,
+}
+
+
+def run_services(settings: Settings, names: list[str]) -> None:
+    """Run the named services side by side until SIGINT or SIGTERM, then stop them cleanly."""
+    services = [REGISTRY[name](settings) for name in names]
+    threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        log.info("received %s; stopping %s", signal.Signals(signum).name, ", ".join(names))
+        stopping.set()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    for thread in threads:
+        thread.start()
+    while not stopping.is_set() and any(t.is_alive() for t in threads):
+        stopping.wait(0.5)
+    for service in services:
+        service.stop()
+    for thread, service in zip(threads, services, strict=True):
+        thread.join(timeout=30)
+        service.close()

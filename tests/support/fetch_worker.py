@@ -1,0 +1,49 @@
+"""A fetcher process for control-plane tests: the real TaskRunner with a plain HTTP GET as work.
+
+Run as ``python -m tests.support.fetch_worker``; it reads its settings (queue names, P_d,
+delays) from the ``DUALPLANE_*`` environment like any dualplane process, and stops on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+
+import httpx
+
+from control_plane.fetch_control import FetchResult, TaskRunner
+from control_plane.messages import CrawlTask
+from control_plane.retry_policy import Outcome
+from dualplane.settings import Settings
+
+
+def http_get(client: httpx.Client, task: CrawlTask) -> FetchResult:
+    try:
+        response = client.get(task.url)
+    except httpx.TimeoutException as error:
+        return FetchResult(Outcome.TIMEOUT, detail=str(error))
+    except httpx.HTTPError as error:
+        return FetchResult(Outcome.CONNECTION_ERROR, detail=str(error))
+    status = response.status_code
+    if status == 404:
+        return FetchResult(Outcome.NOT_FOUND, status)
+    if status >= 500:
+        return FetchResult(Outcome.SERVER_ERROR, status)
+    return FetchResult(Outcome.OK, status)
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("pika").setLevel(logging.WARNING)
+    settings = Settings.from_env()
+    client = httpx.Client(timeout=30)
+    runner = TaskRunner(settings, lambda task: http_get(client, task))
+    consumer = runner.consumer()
+    signal.signal(signal.SIGTERM, lambda *_: consumer.stop())
+    consumer.run()
+    runner.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,69 @@
+"""A frontier running on a thread for a test, plus the probes tests use to watch a job."""
+
+from __future__ import annotations
+
+import threading
+
+from control_plane import amqp
+from control_plane.consumer import wait_for
+from control_plane.frontier import Frontier
+from control_plane.frontier.jobs import read_progress
+from control_plane.messages import JobSpec
+from control_plane.publisher import confirmed_channel
+from control_plane.submit import submit_job
+from control_plane.topology import Topology
+from dualplane.settings import Settings
+
+
+class RunningFrontier:
+    """Start with :meth:`start`; probes open a fresh connection each time, so they survive restarts."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.frontier = Frontier(settings)
+        self.consumer = self.frontier.consumer()
+        self.thread = threading.Thread(target=self.consumer.run, daemon=True)
+        self.topology = Topology(settings.queues)
+
+    def start(self) -> RunningFrontier:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.consumer.stop()
+        self.thread.join(15)
+        self.frontier.close()
+
+    def submit(self, spec: JobSpec, seeds: list[str]) -> None:
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            submit_job(confirmed_channel(connection), self.topology, spec, seeds)
+        finally:
+            connection.close()
+
+    def progress(self, job_id: str) -> dict[str, object]:
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            return read_progress(connection.channel(), self.topology, job_id) or {}
+        finally:
+            connection.close()
+
+    def wait_progress(self, job_id: str, timeout_s: float = 60, **expected: int) -> dict[str, object]:
+        seen: dict[str, object] = {}
+
+        def matches() -> bool:
+            nonlocal seen
+            seen = self.progress(job_id)
+            return all(seen.get(key) == value for key, value in expected.items())
+
+        wait_for(matches, timeout_s, interval_s=0.5)
+        assert {key: seen.get(key) for key in expected} == expected, seen
+        return seen
+
+    def lane_depth(self, lane: str = "normal") -> int:
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            queue = self.topology.lane_queue(lane)  # type: ignore[arg-type]
+            return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
+        finally:
+            connection.close()
