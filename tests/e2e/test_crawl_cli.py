@@ -1,0 +1,108 @@
+"""``dualplane run frontier``, ``crawl --wait``, ``status`` and ``dlq`` end to end, as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from control_plane import amqp
+from control_plane.publisher import confirmed_channel, publish
+from control_plane.topology import Topology
+from dualplane.settings import LimitSettings, Settings
+from tests.support.cli import run_cli
+from tests.support.factories import ControlPlaneFactory
+from tests.support.recording_server import RecordingHost
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture
+def private_settings(control_plane: ControlPlaneFactory) -> Settings:
+    return control_plane.settings().model_copy(update={"limits": LimitSettings(domain_delay_ms=50)})
+
+
+@pytest.fixture
+def env(private_settings: Settings) -> dict[str, str]:
+    return private_settings.to_env()
+
+
+@pytest.fixture
+def services(env: dict[str, str], tmp_path: Path) -> Iterator[None]:
+    commands = [
+        [sys.executable, "-m", "dualplane", "run", "frontier"],
+        [sys.executable, "-m", "tests.support.fetch_worker"],
+    ]
+    processes = []
+    for i, command in enumerate(commands):
+        log = (tmp_path / f"service-{i}.log").open("wb")
+        processes.append(
+            subprocess.Popen(
+                command, env={**os.environ, **env}, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT
+            )
+        )
+    yield
+    for process in processes:
+        process.send_signal(signal.SIGTERM)
+    for process in processes:
+        assert process.wait(30) == 0, (tmp_path / "service-0.log").read_text()[-2000:]
+
+
+def test_crawl_wait_reports_the_finished_job(env: dict[str, str], services: None) -> None:
+    with RecordingHost(latency_s=0.02) as host:
+        seeds = [f"{host.base_url}/a", f"{host.base_url}/b", f"{host.base_url}/a#dup"]
+        args = [arg for url in seeds for arg in ("--seed", url)]
+
+        result = run_cli("crawl", *args, "--job", "e2e-job", "--wait", "--timeout-s", "90", "--json", env=env)
+
+        assert result.exit_code == 0, result.stdout + result.stderr
+        progress = result.json()["progress"]
+        assert progress["done"] == 2 and progress["duplicates"] == 1 and progress["idle"] is True
+        assert dict(host.requests) == {"/a": 1, "/b": 1}
+
+    status = run_cli("status", "--job", "e2e-job", "--json", env=env)
+    assert status.exit_code == 0
+    assert status.json()["job"]["done"] == 2
+    lanes = {q["name"]: q for q in status.json()["queues"]}
+    assert any(name.endswith(".tasks.normal") for name in lanes)
+
+
+def test_dlq_list_shows_the_reason_and_redrive_brings_it_back(
+    private_settings: Settings, env: dict[str, str]
+) -> None:
+    connection = amqp.connect(private_settings.amqp)
+    channel = confirmed_channel(connection)
+    Topology(private_settings.queues).declare(channel)
+    body = json.dumps({"kind": "discovered", "version": 9}).encode()
+    publish(channel, private_settings.queues.discovery, "", body)
+    connection.close()
+
+    with_consumer = subprocess.Popen(
+        [sys.executable, "-m", "dualplane", "run", "frontier"], env={**os.environ, **env}, cwd=ROOT
+    )
+    try:
+        listed = None
+        for _ in range(40):
+            listed = run_cli("dlq", "list", "--json", env=env)
+            if listed.exit_code == 0 and listed.json():
+                break
+        assert listed is not None and listed.exit_code == 0
+        letters = listed.json()
+        assert len(letters) == 1
+        assert letters[0]["reason"].startswith("unknown version 9 of 'discovered' messages")
+
+        table = run_cli("dlq", "list", env=env)
+        assert "unknown version 9" in table.stdout
+
+        redriven = run_cli("dlq", "redrive", "--reason", "unknown version", "--json", env=env)
+        assert redriven.json() == {"redriven": 1, "left": 0}
+    finally:
+        with_consumer.send_signal(signal.SIGTERM)
+        with_consumer.wait(30)
