@@ -29,6 +29,7 @@ class Outcome(StrEnum):
     BLOCKED_CHALLENGE = "blocked_challenge"
     PARSE_ERROR = "parse_error"
     INVALID_CONTENT = "invalid_content"
+    SSRF_REFUSED = "ssrf_refused"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ RULES: Mapping[Outcome, RetryRule] = MappingProxyType({
     Outcome.BLOCKED_CHALLENGE: RetryRule(True,  120, True,  "bot challenge: back off hard", min_delay_s=120),
     Outcome.NOT_FOUND:         RetryRule(False,   0, False, "404/410: the page is gone"),
     Outcome.ROBOTS_DISALLOWED: RetryRule(False,   0, False, "robots.txt forbids it"),
+    Outcome.SSRF_REFUSED:      RetryRule(False,   0, False, "private or metadata address: never fetched"),
     Outcome.PARSE_ERROR:       RetryRule(False,   0, False, "the same bytes would fail again"),
     Outcome.TOO_LARGE:         RetryRule(False,   0, False, "over the page size limit"),
     Outcome.INVALID_CONTENT:   RetryRule(False,   0, False, "not content we extract"),

@@ -9,7 +9,17 @@ import sys
 
 import typer
 
-from dualplane.cli import config_cmd, crawl_cmd, demo_cmd, dlq_cmd, kafka_cmd, run_cmd, stack_cmd, status_cmd
+from dualplane.cli import (
+    config_cmd,
+    crawl_cmd,
+    demo_cmd,
+    dlq_cmd,
+    kafka_cmd,
+    run_cmd,
+    sample_site_cmd,
+    stack_cmd,
+    status_cmd,
+)
 from dualplane.cli.output import stderr
 from dualplane.exceptions import DualplaneError
 
@@ -27,6 +37,7 @@ app.command("demo")(demo_cmd.demo)
 app.command("crawl")(crawl_cmd.crawl)
 app.command("status")(status_cmd.status)
 app.command("run")(run_cmd.run)
+app.command("sample-site")(sample_site_cmd.sample_site)
 app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     kafka_cmd.kafka
 )

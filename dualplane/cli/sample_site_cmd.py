@@ -1,0 +1,101 @@
+"""``dualplane sample-site``: serve the deterministic sample website on loopback until Ctrl-C."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
+from dualplane.sample_site import AntiBot, AntiBotMode, SampleSite, SiteSpec
+from dualplane.sample_site.layout import site_name
+from dualplane.sample_site.server import policy_json
+
+
+def sample_site(
+    *,
+    hosts: Annotated[
+        int, typer.Option("--hosts", min=1, help="Hosts, one port each: shop, news, mixed, …")
+    ] = 3,
+    pages: Annotated[int, typer.Option("--pages", min=1, help="Products and articles per host.")] = 100,
+    seed: Annotated[int, typer.Option("--seed", help="Same seed and sizes, same pages, byte for byte.")] = 7,
+    base_port: Annotated[
+        int, typer.Option("--base-port", min=0, max=65535, help="First port; 0 picks a free range.")
+    ] = 0,
+    latency_ms: Annotated[
+        int, typer.Option("--latency-ms", min=0, help="Delay of every page response.")
+    ] = 20,
+    anti_bot_rps: Annotated[
+        float | None,
+        typer.Option("--anti-bot-rps", help="Block clients above this many requests/s per host."),
+    ] = None,
+    anti_bot_mode: Annotated[
+        AntiBotMode,
+        typer.Option("--anti-bot-mode", help="How to block: 429 + Retry-After, a captcha page, or both."),
+    ] = "429",
+    as_json: JsonOption = False,
+) -> None:
+    """Serve a deterministic multi-host website on 127.0.0.1 for demos, tests and benchmarks.
+
+    Runs until Ctrl-C. Every host also serves /_stats, /_log, /_truth and /_control/anti_bot.
+    """
+    if anti_bot_rps is not None and anti_bot_rps <= 0:
+        raise typer.BadParameter(
+            "must be > 0 (leave it out to disable the anti-bot)", param_hint="--anti-bot-rps"
+        )
+    anti_bot = AntiBot(anti_bot_rps, anti_bot_mode) if anti_bot_rps is not None else None
+    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot)
+    site = SampleSite(spec)
+    progress("site", f"starting {hosts} hosts, {pages} pages each, seed {seed}")
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: site.stop())
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the user stops it
+        site.run(on_ready=lambda running: _announce(running, as_json))
+    progress("site", f"stopped; {site.stats().total_requests} requests served")
+
+
+def _announce(site: SampleSite, as_json: bool) -> None:
+    if as_json:
+        print_json(describe(site))
+        sys.stdout.flush()  # a reader waits for this line while the site keeps running
+    else:
+        rows = [
+            [str(host["index"]), host["kind"], host["name"], host["url"], host["anti_bot"]]
+            for host in _hosts(site)
+        ]
+        stdout.print(table("sample site", ["host", "kind", "name", "url", "anti-bot"], rows))
+        progress("site", f"seeds: {' '.join(site.seeds)}")
+    progress("site", f"serving; traffic at {site.urls[0]}/_stats; Ctrl-C to stop")
+
+
+def describe(site: SampleSite) -> dict[str, Any]:
+    """What ``--json`` prints once the site is ready."""
+    spec = site.spec
+    return {
+        "urls": site.urls,
+        "seeds": site.seeds,
+        "seed": spec.seed,
+        "pages_per_host": spec.pages_per_host,
+        "latency_ms": spec.latency_ms,
+        "hosts": [{**host, "anti_bot": policy_json(site.anti_bot(host["index"]))} for host in _hosts(site)],
+        "endpoints": {name: f"{site.urls[0]}/_{name}" for name in ("stats", "log", "truth")},
+    }
+
+
+def _hosts(site: SampleSite) -> list[dict[str, Any]]:
+    hosts = []
+    for index, url in enumerate(site.urls):
+        policy = site.anti_bot(index)
+        shown = f"{policy.max_rps:g} rps -> {policy.mode}" if policy else "off"
+        hosts.append(
+            {
+                "index": index,
+                "kind": site.spec.kind(index),
+                "name": site_name(site.spec, index),
+                "url": url,
+                "anti_bot": shown,
+            }
+        )
+    return hosts

@@ -1,0 +1,93 @@
+"""Ground truth: what an extractor should find on every product and article page of a site."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from dualplane.sample_site.content import Catalog
+from dualplane.sample_site.spec import SiteSpec
+
+
+@dataclass(frozen=True)
+class ProductTruth:
+    """One product. ``price`` is a decimal string (``"1299.00"``), ``availability`` a schema.org URL."""
+
+    url: str
+    name: str
+    sku: str
+    price: str
+    currency: str
+    availability: str
+    markup: str
+
+
+@dataclass(frozen=True)
+class ArticleTruth:
+    """One article. ``published_at`` is ISO 8601 with offset; ``body`` joins paragraphs with a blank line."""
+
+    url: str
+    headline: str
+    authors: tuple[str, ...]
+    published_at: str
+    body: str
+    markup: str
+
+
+@dataclass(frozen=True)
+class Truth:
+    products: tuple[ProductTruth, ...]
+    articles: tuple[ArticleTruth, ...]
+
+    def by_url(self) -> dict[str, ProductTruth | ArticleTruth]:
+        items: list[ProductTruth | ArticleTruth] = [*self.products, *self.articles]
+        return {item.url: item for item in items}
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form, as ``GET /_truth`` serves it."""
+        return {
+            "products": [dataclasses.asdict(item) for item in self.products],
+            "articles": [
+                {**dataclasses.asdict(item), "authors": list(item.authors)} for item in self.articles
+            ],
+        }
+
+
+def iter_products(spec: SiteSpec) -> Iterator[ProductTruth]:
+    catalog = Catalog(spec)
+    for host in range(spec.hosts):
+        origin = spec.origin(host)
+        for index in range(catalog.product_count(host)):
+            product = catalog.product(host, index)
+            yield ProductTruth(
+                url=origin + product.path,
+                name=product.name,
+                sku=product.sku,
+                price=f"{product.price:.2f}",
+                currency=product.currency,
+                availability=product.availability_url,
+                markup=product.markup,
+            )
+
+
+def iter_articles(spec: SiteSpec) -> Iterator[ArticleTruth]:
+    catalog = Catalog(spec)
+    for host in range(spec.hosts):
+        origin = spec.origin(host)
+        for index in range(catalog.article_count(host)):
+            article = catalog.article(host, index)
+            yield ArticleTruth(
+                url=origin + article.path,
+                headline=article.headline,
+                authors=article.authors,
+                published_at=article.published_at.isoformat(),
+                body=article.body,
+                markup=article.markup,
+            )
+
+
+def ground_truth(spec: SiteSpec) -> Truth:
+    """Every product and article of the site described by ``spec`` (its ``base_port`` must be known)."""
+    return Truth(tuple(iter_products(spec)), tuple(iter_articles(spec)))
