@@ -1,7 +1,8 @@
 """The fetch side of the control contract: which task runs when, how hard a domain is pushed.
 
-A :class:`TaskRunner` consumes the priority lanes and runs a ``FetchWork`` function per task on a
-thread pool. What it guarantees, whatever the work does:
+A :class:`TaskRunner` consumes the priority lanes (pika, on its connection thread) and runs an
+async ``FetchWork`` coroutine per task on its own asyncio event loop thread, so hundreds of
+requests can be in flight on one thread. What it guarantees, whatever the work does:
 
 - **Capacity.** Pull capacity is S_global (``DUALPLANE_LIMIT_FETCH_CONCURRENCY``) through consumer
   prefetch: the lanes share it by weight (high 50%, normal 30%, bulk 20%), so a flood of bulk
@@ -16,6 +17,9 @@ thread pool. What it guarantees, whatever the work does:
 - **Retries.** Each result goes through :func:`control_plane.retry_policy.decide`: retried via a
   delay tier with the attempt recorded in the task's history, given up, or dead-lettered with the
   whole history once attempts run out.
+- **Redirects.** A result with ``redirect_to`` (a 3xx the fetcher did not follow) sends the target
+  to the frontier as a discovered URL, so it is scoped, deduplicated and fetched once per job
+  like any link, and each hop passes the SSRF guard on its own.
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
   confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ.
   Reports to the frontier are published before the ack.
@@ -23,11 +27,12 @@ thread pool. What it guarantees, whatever the work does:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
+import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -36,7 +41,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from control_plane import permits
 from control_plane.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.dead_letters import dead_letter
-from control_plane.messages import PRIORITIES, CrawlTask, Priority, ReportStage, TaskReport
+from control_plane.messages import PRIORITIES, CrawlTask, DiscoveredUrl, Priority, ReportStage, TaskReport
 from control_plane.publisher import publish
 from control_plane.retry_policy import DelayTiers, Outcome, RetryDecision, decide
 from control_plane.topology import Topology
@@ -47,6 +52,10 @@ log = logging.getLogger(__name__)
 LANE_WEIGHTS: dict[Priority, float] = {"high": 0.5, "normal": 0.3, "bulk": 0.2}
 
 
+class HandOffFailed(Exception):
+    """Raised by ``FetchWork`` when the next stage did not confirm its outputs: requeue, no attempt."""
+
+
 @dataclass(frozen=True)
 class FetchResult:
     """What one attempt at a task produced, as the retry policy needs it."""
@@ -55,10 +64,13 @@ class FetchResult:
     status: int | None = None
     detail: str = ""
     retry_after_s: float | None = None
+    # A redirect's target, handed to the frontier as a discovered URL (so it is deduplicated).
+    redirect_to: str | None = None
 
 
-FetchWork = Callable[[CrawlTask], FetchResult]
-"""Runs one attempt on a worker thread; returns only once its outputs are safely handed on."""
+FetchWork = Callable[[CrawlTask], Awaitable[FetchResult]]
+"""One attempt at a task, on the runner's event loop; returns only once its outputs are safely
+handed on (the fetcher: once Kafka confirmed the page and the event)."""
 
 
 @dataclass
@@ -77,7 +89,9 @@ class TaskRunner:
         self.tiers = DelayTiers(settings.queues.tiers())
         self.rng = rng or random.Random()
         self.capacity = settings.limits.fetch_concurrency
-        self.executor = ThreadPoolExecutor(max_workers=self.capacity, thread_name_prefix="fetch")
+        self.loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="fetch-loop", daemon=True)
+        self._loop_thread.start()
         self.permit_channel: BlockingChannel | None = None
         self.waiting: list[_Waiting] = []
         self.in_flight = 0
@@ -99,7 +113,9 @@ class TaskRunner:
         return self.consumer_
 
     def close(self) -> None:
-        self.executor.shutdown(wait=True, cancel_futures=True)
+        """Stop the event loop; call after the consumer stopped (unacked tasks are requeued)."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._loop_thread.join(timeout=10)
 
     # connection thread
 
@@ -141,7 +157,7 @@ class TaskRunner:
         task: CrawlTask = delivery.message
         self._report(delivery, task, "started")
         self.in_flight += 1
-        self.executor.submit(self._run, delivery, permit)
+        asyncio.run_coroutine_threadsafe(self._run(delivery, permit), self.loop)
 
     def _defer(self, delivery: Delivery) -> None:
         """No permit came free in time: send the task round the shortest delay tier, unchanged."""
@@ -188,9 +204,19 @@ class TaskRunner:
             )
             self._report(delivery, task, "dead_lettered", result, decision.reason)
         else:
+            if result.redirect_to:
+                found = DiscoveredUrl(
+                    job_id=task.job_id, url=result.redirect_to, depth=task.depth, source_url=task.url
+                )
+                publish(channel, self.topology.discovery_exchange, "", found)
             stage: ReportStage = "done" if decision.action == "done" else "failed"
             self._report(delivery, task, stage, result, decision.reason)
         delivery.ack()
+
+    def _requeue(self, delivery: Delivery, permit: permits.Permit) -> None:
+        self.in_flight -= 1
+        delivery.requeue()
+        self._hold_then_release(permit, delivery.message)
 
     def _hold_then_release(self, permit: permits.Permit, task: CrawlTask) -> None:
         delay_ms = max(self.settings.limits.domain_delay_ms, task.crawl_delay_ms or 0)
@@ -230,12 +256,19 @@ class TaskRunner:
         assert self.consumer_ is not None and self.consumer_.channel is not None
         return self.consumer_.channel
 
-    # worker threads
+    # the event loop
 
-    def _run(self, delivery: Delivery, permit: permits.Permit) -> None:
+    async def _run(self, delivery: Delivery, permit: permits.Permit) -> None:
         task: CrawlTask = delivery.message
+        assert self.consumer_ is not None
         try:
-            result = self.work(task)
+            result = await self.work(task)
+        except HandOffFailed as error:
+            # The next stage (Kafka) did not take the outputs: not the site's fault, so no attempt
+            # is counted. Requeue the task; the permit is held for the delay as usual.
+            log.warning("%s: %s; requeueing the task", task.url, error)
+            self.consumer_.call_threadsafe(delivery.generation, lambda: self._requeue(delivery, permit))
+            return
         except Exception as error:  # a bug in the work must not lose the task: retry it
             log.exception("fetch work raised on %s", task.url)
             result = FetchResult(

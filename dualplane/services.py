@@ -6,6 +6,7 @@ A service is anything with ``run()`` (blocks until stopped), ``stop()`` (from an
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
 import threading
@@ -13,7 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from control_plane.fetch_control import TaskRunner
+from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
+from data_plane.extractor_service import Extractor
+from data_plane.topics import ensure_data_plane_topics
 from dualplane.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -45,8 +50,28 @@ def frontier_service(settings: Settings) -> Service:
     return ConsumerService("frontier", consumer.run, consumer.stop, frontier.close)
 
 
+def fetcher_service(settings: Settings) -> Service:
+    ensure_data_plane_topics(settings)
+    fetcher = Fetcher.from_settings(settings)
+    runner = TaskRunner(settings, fetcher)
+    consumer = runner.consumer()
+
+    def close() -> None:
+        asyncio.run_coroutine_threadsafe(fetcher.aclose(), runner.loop).result(timeout=60)
+        runner.close()
+
+    return ConsumerService("fetcher", consumer.run, consumer.stop, close)
+
+
+def extractor_service(settings: Settings) -> Service:
+    extractor = Extractor(settings)
+    return ConsumerService("extractor", extractor.run, extractor.stop, extractor.close)
+
+
 REGISTRY: dict[str, Callable[[Settings], Service]] = {
     "frontier": frontier_service,
+    "fetcher": fetcher_service,
+    "extractor": extractor_service,
 }
 
 

@@ -47,6 +47,7 @@ class KafkaSettings(BaseSettings):
     ssl_key_password: SecretStr | None = None
     client_id: str = "dualplane"
     replication_factor: int = Field(default=1, ge=1)
+    group_prefix: str = "dualplane"  # consumer groups are named <prefix>-<service>
 
     def client_config(self) -> dict[str, str]:
         """librdkafka connection and security keys shared by producers, consumers and admins."""
@@ -83,6 +84,9 @@ class TopicSettings(BaseSettings):
     dead_letters: str = "dead-letters"
     schemas: str = "_dualplane.schemas"
     throttle_state: str = "throttle.state"
+    partitions: int = Field(default=6, ge=1)
+    # Raw pages are the replay source: keep them long (default 30 days).
+    pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)
 
 
 class AmqpSettings(BaseSettings):
@@ -177,6 +181,14 @@ class FetchSettings(BaseSettings):
     read_timeout_s: float = Field(default=30.0, gt=0)
     # Loopback and private addresses are refused unless listed here (tests, the demo).
     allow_hosts: str = ""
+    # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every
+    # page is fetched once per job). >0: follow inline, recording the chain (may refetch targets).
+    max_redirects: int = Field(default=0, ge=0)
+    backend: Literal["direct", "scraping_api"] = "direct"
+    scraping_api_url: str = "https://api.scrapingant.com/v2/general"
+    scraping_api_key: SecretStr | None = None
+    scraping_api_render_js: bool = False
+    proxies: str = ""  # comma-separated proxy URLs, rotated; banned ones are quarantined
 
 
 class StackSettings(BaseSettings):
@@ -215,6 +227,41 @@ class Settings(BaseModel):
     @property
     def frontier_dir(self) -> Path:
         return self.frontier.data_dir or self.stack.data_dir / "frontier"
+
+    def with_private_names(self, prefix: str, data_dir: Path) -> Settings:
+        """A copy whose every queue, exchange, topic and consumer group starts with ``prefix`` and
+        whose frontier keeps its state in ``data_dir``: for tests and benchmarks that share brokers."""
+        queues = QueueSettings(
+            discovery=f"{prefix}.discovery",
+            crawl_tasks=f"{prefix}.tasks",
+            dead_letters=f"{prefix}.dead",
+            throttle_exchange=f"{prefix}.throttle",
+            reports=f"{prefix}.reports",
+            retry_prefix=f"{prefix}.retry",
+            permits_prefix=f"{prefix}.permits",
+            jobs_prefix=f"{prefix}.jobs",
+        )
+        topics = self.topics.model_copy(
+            update={
+                name: f"{prefix}.{getattr(self.topics, name)}"
+                for name in (
+                    "pages_raw",
+                    "fetch_events",
+                    "records",
+                    "dead_letters",
+                    "schemas",
+                    "throttle_state",
+                )
+            }
+        )
+        return self.model_copy(
+            update={
+                "queues": queues,
+                "topics": topics,
+                "kafka": self.kafka.model_copy(update={"group_prefix": prefix}),
+                "frontier": self.frontier.model_copy(update={"data_dir": data_dir}),
+            }
+        )
 
     def to_env(self) -> dict[str, str]:
         """These settings as ``DUALPLANE_*`` variables (secrets included), to hand to a child process."""

@@ -24,6 +24,7 @@ import time
 from control_plane import permits
 from control_plane.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.exceptions import InvalidUrl, MessageRejected
+from control_plane.fetcher.ssrf import SsrfGuard
 from control_plane.frontier.jobs import JobSnapshots
 from control_plane.frontier.state import FrontierState
 from control_plane.messages import CrawlTask, DiscoveredUrl, JobSpec, TaskReport
@@ -60,6 +61,7 @@ class Frontier:
         extra = {p.strip() for p in settings.frontier.tracking_params.split(",") if p.strip()}
         self.strip_params = DEFAULT_TRACKING_PARAMS | frozenset(extra)
         self.snapshots = JobSnapshots(self.topology)
+        self.guard = SsrfGuard.from_setting(settings.fetch.allow_hosts)
         self.consumer_: ControlConsumer | None = None
         self._scopes: dict[str, ScopeRules] = {}
         self._last_sweep = 0.0
@@ -153,7 +155,9 @@ class Frontier:
             self.state.count(job.job_id, over_limit=1)
             return
         delay_ms = None
-        if job.obey_robots:
+        # robots.txt is fetched by the frontier itself: never from an address the fetcher would
+        # refuse (SSRF). Such URLs are admitted unchecked, and the fetcher records the refusal.
+        if job.obey_robots and self.guard.allows(url):
             robots = self.robots.check(url)
             if not robots.allowed:
                 self.state.count(job.job_id, disallowed=1)

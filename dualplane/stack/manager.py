@@ -74,17 +74,21 @@ class LocalStack:
 
     def restart(self, name: str, progress: ProgressCallback = _silent) -> ServiceStatus:
         """Stop and start one service this stack runs (operators; broker-restart tests)."""
+        self.stop_service(name, progress)
+        self.up(progress)
+        return next(s for s in self.status() if s.name == name)
+
+    def stop_service(self, name: str, progress: ProgressCallback = _silent) -> None:
+        """Stop one service this stack started; ``up`` starts it again."""
         service = next((s for s in self.services if s.name == name), None)
         if service is None:
             raise StackError(f"no service {name!r}; choose from {', '.join(s.name for s in self.services)}")
         record = self.state.load().get(name)
         if record is None or not record.running():
-            raise StackError(f"{name} was not started by `dualplane stack up`; restart it where it runs")
+            raise StackError(f"{name} was not started by `dualplane stack up`; stop it where it runs")
         progress(name, f"stopping pid {record.pid}")
         service.stop(record.pid)
         self.state.forget(name)
-        self.up(progress)
-        return next(s for s in self.status() if s.name == name)
 
     def status(self) -> list[ServiceStatus]:
         started = self.state.load()

@@ -17,7 +17,8 @@ from control_plane import amqp
 from control_plane.messages import PRIORITIES
 from control_plane.topology import Topology
 from data_plane import kafka_clients
-from dualplane.settings import FrontierSettings, QueueSettings, Settings
+from data_plane.topics import topic_configs
+from dualplane.settings import Settings
 
 
 def unique_name(prefix: str) -> str:
@@ -140,19 +141,13 @@ class ControlPlaneFactory:
 
     def settings(self, **queue_overrides: Any) -> Settings:
         prefix = unique_name("cp")
-        names = {
-            "discovery": f"{prefix}.discovery",
-            "crawl_tasks": f"{prefix}.tasks",
-            "dead_letters": f"{prefix}.dead",
-            "throttle_exchange": f"{prefix}.throttle",
-            "reports": f"{prefix}.reports",
-            "retry_prefix": f"{prefix}.retry",
-            "permits_prefix": f"{prefix}.permits",
-            "jobs_prefix": f"{prefix}.jobs",
-        }
-        queues = QueueSettings(**{**names, **queue_overrides})
-        frontier = FrontierSettings(data_dir=self.tmp_path / prefix / "frontier")
-        made = self.base.model_copy(update={"queues": queues, "frontier": frontier})
+        made = self.base.with_private_names(prefix, self.tmp_path / prefix / "frontier")
+        made = made.model_copy(
+            update={
+                "queues": made.queues.model_copy(update=queue_overrides),
+                "topics": made.topics.model_copy(update={"partitions": 3}),
+            }
+        )
         self.made.append(made)
         return made
 
@@ -164,6 +159,14 @@ class ControlPlaneFactory:
             for settings in self.made:
                 _delete_topology(connection, settings)
             connection.close()
+        with suppress(Exception):
+            admin = kafka_clients.admin(self.base.kafka)
+            existing = set(admin.list_topics(timeout=10).topics)
+            mine = [name for s in self.made for name in topic_configs(s) if name in existing]
+            if mine:
+                for future in admin.delete_topics(mine, operation_timeout=30).values():
+                    with suppress(Exception):
+                        future.result()
 
 
 def _delete_topology(connection: Any, settings: Settings) -> None:

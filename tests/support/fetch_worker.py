@@ -18,9 +18,9 @@ from control_plane.retry_policy import Outcome
 from dualplane.settings import Settings
 
 
-def http_get(client: httpx.Client, task: CrawlTask) -> FetchResult:
+async def http_get(client: httpx.AsyncClient, task: CrawlTask) -> FetchResult:
     try:
-        response = client.get(task.url)
+        response = await client.get(task.url)
     except httpx.TimeoutException as error:
         return FetchResult(Outcome.TIMEOUT, detail=str(error))
     except httpx.HTTPError as error:
@@ -37,7 +37,7 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pika").setLevel(logging.WARNING)
     settings = Settings.from_env()
-    client = httpx.Client(timeout=30)
+    client = httpx.AsyncClient(timeout=30)
     runner = TaskRunner(settings, lambda task: http_get(client, task))
     consumer = runner.consumer()
     signal.signal(signal.SIGTERM, lambda *_: consumer.stop())

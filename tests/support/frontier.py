@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from control_plane import amqp
 from control_plane.consumer import wait_for
@@ -15,24 +16,12 @@ from control_plane.topology import Topology
 from dualplane.settings import Settings
 
 
-class RunningFrontier:
-    """Start with :meth:`start`; probes open a fresh connection each time, so they survive restarts."""
+class JobProbe:
+    """Submit jobs and watch their progress; each call opens a fresh connection (survives restarts)."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.frontier = Frontier(settings)
-        self.consumer = self.frontier.consumer()
-        self.thread = threading.Thread(target=self.consumer.run, daemon=True)
         self.topology = Topology(settings.queues)
-
-    def start(self) -> RunningFrontier:
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.consumer.stop()
-        self.thread.join(15)
-        self.frontier.close()
 
     def submit(self, spec: JobSpec, seeds: list[str]) -> None:
         connection = amqp.connect(self.settings.amqp)
@@ -60,6 +49,22 @@ class RunningFrontier:
         assert {key: seen.get(key) for key in expected} == expected, seen
         return seen
 
+    def wait_finished(self, job_id: str, timeout_s: float = 180, quiet_s: float = 4) -> dict[str, object]:
+        """Wait until the job is idle with something done, and its counters stopped moving."""
+        last: dict[str, object] = {}
+        stable_since = time.monotonic()
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            now = self.progress(job_id)
+            if now != last:
+                last, stable_since = now, time.monotonic()
+            elif (
+                now.get("idle") and int(now.get("done", 0)) > 0 and time.monotonic() - stable_since >= quiet_s
+            ):  # type: ignore[call-overload]
+                return now
+            time.sleep(0.5)
+        raise AssertionError(f"job {job_id} did not finish within {timeout_s} s: {last}")
+
     def lane_depth(self, lane: str = "normal") -> int:
         connection = amqp.connect(self.settings.amqp)
         try:
@@ -67,3 +72,22 @@ class RunningFrontier:
             return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
         finally:
             connection.close()
+
+
+class RunningFrontier(JobProbe):
+    """A frontier on a thread of the test process; :meth:`start` it, :meth:`stop` it."""
+
+    def __init__(self, settings: Settings) -> None:
+        super().__init__(settings)
+        self.frontier = Frontier(settings)
+        self.consumer = self.frontier.consumer()
+        self.thread = threading.Thread(target=self.consumer.run, daemon=True)
+
+    def start(self) -> RunningFrontier:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.consumer.stop()
+        self.thread.join(15)
+        self.frontier.close()

@@ -1,0 +1,176 @@
+"""Fetch throughput on the sample site with one and two fetcher processes, and CPU per page.
+
+Runs the real pipeline (``dualplane run frontier|fetcher|extractor`` as processes) against the
+embedded stack, with private queue and topic names, crawling a sample site big enough to keep
+the fetchers busy. Politeness is opened wide (P_d 16, no delay) so the figure is the fetcher's
+own throughput, not the politeness budget. Reports the median of ``--rounds`` crawls:
+
+- pages/s: pages in ``pages.raw`` divided by the time from the first to the last fetch event;
+- CPU s/page: user + system CPU of the fetcher processes divided by the pages fetched.
+
+    .venv/bin/python benchmarks/fetch_throughput.py --pages 400 --rounds 3 [--json]
+
+Needs the stack up (``dualplane stack up``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from confluent_kafka import TopicPartition
+
+from control_plane import amqp
+from control_plane.frontier.jobs import read_progress
+from control_plane.messages import JobSpec
+from control_plane.publisher import confirmed_channel
+from control_plane.submit import submit_job
+from control_plane.topology import Topology
+from control_plane.urls import domain_of
+from data_plane import kafka_clients
+from dualplane.sample_site import SampleSite, SiteSpec
+from dualplane.settings import FetchSettings, LimitSettings, Settings
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def private_settings(work: Path) -> Settings:
+    prefix = f"bench-{uuid.uuid4().hex[:8]}"
+    settings = Settings.from_env().with_private_names(prefix, work / prefix)
+    return settings.model_copy(
+        update={
+            "frontier": settings.frontier.model_copy(update={"outstanding_per_slot": 64}),
+            "limits": LimitSettings(domain_concurrency=16, domain_delay_ms=0, fetch_concurrency=64),
+            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.2),
+        }
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
+
+
+def fetch_span_s(settings: Settings) -> tuple[int, float]:
+    """(pages in pages.raw, seconds between the first and last fetch event's timestamps)."""
+    consumer = kafka_clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-bench-reader")
+    try:
+        pages = 0
+        for topic in (settings.topics.pages_raw,):
+            metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+            for partition in metadata.partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+                pages += high - low
+        times: list[int] = []
+        topic = settings.topics.fetch_events
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
+        }
+        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+        remaining = {p for p, end in ends.items() if end > 0}
+        while remaining:
+            message = consumer.poll(5)
+            if message is None:
+                break
+            if message.error() is None:
+                times.append(message.timestamp()[1])
+                if message.offset() + 1 >= ends[message.partition()]:
+                    remaining.discard(message.partition())
+        return pages, (max(times) - min(times)) / 1000 if len(times) > 1 else 0.0
+    finally:
+        consumer.close()
+
+
+def wait_finished(settings: Settings, job_id: str, timeout_s: float = 600) -> None:
+    connection = amqp.connect(settings.amqp)
+    topology = Topology(settings.queues)
+    last: dict[str, object] | None = None
+    stable_since = time.monotonic()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while time.monotonic() < deadline:
+            now = read_progress(connection.channel(), topology, job_id)
+            if now != last:
+                last, stable_since = now, time.monotonic()
+            elif now and now.get("idle") and time.monotonic() - stable_since > 3:
+                return
+            time.sleep(0.5)
+    finally:
+        connection.close()
+    raise TimeoutError(f"job {job_id} did not finish: {last}")
+
+
+def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float]:
+    settings = private_settings(work)
+    env = {**os.environ, **settings.to_env()}
+    processes: dict[str, list[subprocess.Popen[bytes]]] = {"frontier": [], "extractor": [], "fetcher": []}
+    with SampleSite(SiteSpec(seed=21, hosts=4, pages_per_host=pages_per_host, latency_ms=10)) as site:
+        try:
+            for service, count in (("frontier", 1), ("extractor", 1), ("fetcher", fetchers)):
+                for _ in range(count):
+                    processes[service].append(subprocess.Popen(
+                        [sys.executable, "-m", "dualplane", "run", service, "--log-level", "warning"],
+                        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    ))  # fmt: skip
+            time.sleep(3)
+            connection = amqp.connect(settings.amqp)
+            spec = JobSpec(job_id="bench", allowed_domains=tuple(domain_of(s) for s in site.seeds))
+            submit_job(confirmed_channel(connection), Topology(settings.queues), spec, site.seeds)
+            connection.close()
+            wait_finished(settings, "bench")
+            cpu_s = sum(cpu_seconds(p.pid) for p in processes["fetcher"])
+        finally:
+            for group in processes.values():
+                for process in group:
+                    process.send_signal(signal.SIGTERM)
+            for group in processes.values():
+                for process in group:
+                    process.wait(60)
+    pages, span_s = fetch_span_s(settings)
+    return {"pages": pages, "span_s": span_s, "pages_per_s": pages / span_s, "cpu_s_per_page": cpu_s / pages}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=400, help="pages per host (4 hosts)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="dualplane-bench-") as work:
+        for fetchers in (1, 2):
+            rounds = [one_crawl(fetchers, args.pages, Path(work)) for _ in range(args.rounds)]
+            report[f"{fetchers}_fetcher"] = {
+                key: statistics.median(r[key] for r in rounds)
+                for key in ("pages", "pages_per_s", "cpu_s_per_page")
+            }
+    report["scaling_2_vs_1"] = {
+        "ratio": report["2_fetcher"]["pages_per_s"] / report["1_fetcher"]["pages_per_s"]
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"fetch throughput on the sample site, median of {args.rounds} crawls (2 cores, all services)")
+    for name in ("1_fetcher", "2_fetcher"):
+        figures = report[name]
+        cpu_ms = figures["cpu_s_per_page"] * 1000
+        label = name.replace("_", " ")
+        rate, pages = figures["pages_per_s"], figures["pages"]
+        print(f"  {label}: {rate:7.1f} pages/s, {cpu_ms:6.2f} ms CPU/page ({pages:.0f} pages)")
+    print(f"  2 fetchers vs 1: {report['scaling_2_vs_1']['ratio']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

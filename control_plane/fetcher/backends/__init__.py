@@ -1,0 +1,1 @@
+"""Fetch backends: the FetchBackend interface (``base``) and one module per implementation."""

@@ -1,0 +1,160 @@
+"""Bot-challenge and captcha page detectors: one table, one row per thing we recognise.
+
+To recognise a new interstitial, add a row to :data:`DETECTORS` and a realistic snippet of it to
+``tests/unit/test_fetch_classify.py``. A row matches when every condition it sets holds:
+
+- ``body``: a regex (bytes, case-insensitive) found in the first :data:`SCAN_BYTES` of the body;
+- ``headers``: for each (lower-case) header name, a regex found in its value;
+- ``statuses``: the status is one of these;
+- ``max_body_bytes``: the body is at most this long. Captcha widgets also sit on ordinary login
+  and contact forms, so widget-only rows fire only on tiny pages, where the widget *is* the page.
+
+Markers that also appear on normal pages of protected sites (Cloudflare's ``jsd`` bot script
+under ``/cdn-cgi/challenge-platform/scripts/``, PerimeterX's ``_pxAppId`` sensor, DataDome's
+``js.datadome.co`` tag) are deliberately not used.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+SCAN_BYTES = 64 * 1024
+# Real interstitials are a few KiB; ordinary pages with a captcha form are usually far larger.
+TINY_PAGE_BYTES = 32 * 1024
+BLOCKED_MARKER = "x-dualplane-blocked"
+"""Header a backend sets when the block was detected upstream (e.g. by a scraping API)."""
+
+
+def _re(pattern: str) -> re.Pattern[bytes]:
+    return re.compile(pattern.encode(), re.IGNORECASE | re.DOTALL)
+
+
+def _header(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern, re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Detector:
+    """One recognisable challenge or block page; see the module docstring for the conditions."""
+
+    name: str
+    vendor: str
+    body: re.Pattern[bytes] | None = None
+    headers: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
+    statuses: frozenset[int] | None = None
+    max_body_bytes: int | None = None
+
+    def matches(self, status: int, headers: Mapping[str, str], body: bytes) -> bool:
+        if self.statuses is not None and status not in self.statuses:
+            return False
+        if self.max_body_bytes is not None and len(body) > self.max_body_bytes:
+            return False
+        for name, pattern in self.headers.items():
+            if name not in headers or not pattern.search(headers[name]):
+                return False
+        return self.body is None or self.body.search(body, 0, SCAN_BYTES) is not None
+
+
+DETECTORS: tuple[Detector, ...] = (
+    # A backend (e.g. the scraping API adapter) already knows the request was blocked.
+    Detector("upstream-marker", "dualplane", headers={BLOCKED_MARKER: _header(".")}),
+    # Cloudflare labels every challenge response it serves with this header.
+    Detector("cloudflare-mitigated", "Cloudflare", headers={"cf-mitigated": _header(r"\bchallenge\b")}),
+    # Cloudflare managed/JS challenge page: its config object, its orchestrator script, and the
+    # element ids of the older "I'm Under Attack" page.
+    Detector(
+        "cloudflare-challenge",
+        "Cloudflare",
+        body=_re(
+            r"window\._cf_chl_opt|/cdn-cgi/challenge-platform/h/[bg]/orchestrate/"
+            r"|id=[\"']cf-challenge-running|cf-browser-verification|cf_chl_prog"
+        ),
+    ),
+    # Cloudflare's "Attention Required!" captcha page and "Sorry, you have been blocked" WAF page.
+    Detector(
+        "cloudflare-block",
+        "Cloudflare",
+        body=_re(r"<title>\s*Attention Required! \| Cloudflare|<div[^>]+id=[\"']cf-error-details"),
+    ),
+    # The interstitial's title alone, on a tiny page (other Cloudflare markers can be missing).
+    Detector(
+        "just-a-moment",
+        "Cloudflare",
+        body=_re(r"<title>\s*Just a moment\.\.\.\s*</title>"),
+        max_body_bytes=TINY_PAGE_BYTES,
+    ),
+    # A 403 answered by Cloudflare itself is a bot or WAF block more often than the origin's.
+    Detector(
+        "cloudflare-403", "Cloudflare", headers={"server": _header(r"^cloudflare")}, statuses=frozenset({403})
+    ),
+    # Google reCAPTCHA widget (v2 checkbox or invisible) as the whole page.
+    Detector(
+        "recaptcha",
+        "Google",
+        body=_re(r"class=[\"'][^\"']*\bg-recaptcha\b|(?:www\.google|www\.recaptcha)\.(?:com|net)/recaptcha/"),
+        max_body_bytes=TINY_PAGE_BYTES,
+    ),
+    # hCaptcha widget as the whole page.
+    Detector(
+        "hcaptcha",
+        "hCaptcha",
+        body=_re(r"class=[\"'][^\"']*\bh-captcha\b|(?:js|api|newassets)\.hcaptcha\.com"),
+        max_body_bytes=TINY_PAGE_BYTES,
+    ),
+    # Cloudflare Turnstile widget as the whole page.
+    Detector(
+        "turnstile",
+        "Cloudflare",
+        body=_re(r"class=[\"'][^\"']*\bcf-turnstile\b|challenges\.cloudflare\.com/turnstile/"),
+        max_body_bytes=TINY_PAGE_BYTES,
+    ),
+    # PerimeterX / HUMAN block page: the "press & hold" captcha container and its script host.
+    Detector(
+        "perimeterx",
+        "PerimeterX",
+        body=_re(r"id=[\"']px-captcha\b|captcha\.px-cdn\.net|/captcha/captcha\.js\?a="),
+    ),
+    # PerimeterX's block page also carries the _pxhd cookie value inline; only trusted when tiny.
+    Detector("perimeterx-pxhd", "PerimeterX", body=_re(r"\b_pxhd\b"), max_body_bytes=TINY_PAGE_BYTES),
+    # DataDome serves its captcha in an iframe from captcha-delivery.com.
+    Detector("datadome", "DataDome", body=_re(r"(?:geo|ct|interstitial)\.captcha-delivery\.com")),
+    # DataDome marks the responses it blocks with x-datadome (and answers them with 403).
+    Detector("datadome-header", "DataDome", headers={"x-datadome": _header(".")}, statuses=frozenset({403})),
+    # Akamai's edge refusal: "Access Denied ... Reference #18.xxxx" on a tiny page.
+    Detector(
+        "akamai-reference",
+        "Akamai",
+        body=_re(r"<title>\s*Access Denied\s*</title>.*Reference(?:\s|&#32;)+(?:#|&#35;)[0-9a-f]"),
+        max_body_bytes=8 * 1024,
+    ),
+    # Imperva (Incapsula) interstitial and block page.
+    Detector("imperva", "Imperva", body=_re(r"_Incapsula_Resource|Incapsula incident ID")),
+    # AWS WAF tells the client which action it took.
+    Detector("aws-waf", "AWS", headers={"x-amzn-waf-action": _header(r"captcha|challenge|block")}),
+    # LinkedIn and a few others answer bots with the non-standard status 999.
+    Detector("status-999", "generic", statuses=frozenset({999})),
+    # Generic human checks, only on tiny pages: an article may say these words in passing.
+    Detector(
+        "generic-human-check",
+        "generic",
+        body=_re(
+            r"verify (?:that )?you are (?:a )?human|are you a (?:robot|human)"
+            r"|prove you(?:'re| are) (?:not a robot|human)"
+            r"|unusual traffic from your (?:computer )?network|please complete the security check"
+            r"|press (?:&amp;|&) hold"
+        ),
+        max_body_bytes=TINY_PAGE_BYTES,
+    ),
+)
+
+
+def find_challenge(
+    status: int, headers: Mapping[str, str], body: bytes, detectors: tuple[Detector, ...] = DETECTORS
+) -> Detector | None:
+    """The first detector matching this response (``headers`` with lower-case names), or None."""
+    for detector in detectors:
+        if detector.matches(status, headers, body):
+            return detector
+    return None

@@ -1,0 +1,169 @@
+"""One fetch attempt, end to end: guard, request, classify, hand the results to Kafka.
+
+:class:`Fetcher` is the ``FetchWork`` of the fetch-side :class:`~control_plane.fetch_control.TaskRunner`:
+it returns a :class:`FetchResult` for the retry policy only after Kafka confirmed the fetch event
+(and, for a successful fetch, the raw page), so the runner's ack means "safely in the data plane".
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urljoin
+
+from control_plane.fetch_control import FetchResult, HandOffFailed
+from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from control_plane.fetcher.backends.direct import DirectBackend
+from control_plane.fetcher.backends.proxies import ProxyPool
+from control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
+from control_plane.fetcher.classify import Classification, classify
+from control_plane.fetcher.exceptions import FetchFailed
+from control_plane.fetcher.outputs import KafkaOutputs
+from control_plane.fetcher.ssrf import SsrfGuard
+from control_plane.messages import CrawlTask
+from control_plane.retry_policy import Outcome
+from dualplane.settings import Settings
+
+# Response headers worth keeping with a raw page (for extraction, caching and debugging).
+KEPT_HEADERS = (
+    "content-type", "content-language", "last-modified", "etag", "cache-control", "expires",
+    "link", "x-robots-tag", "server", "date", "content-length",
+)  # fmt: skip
+
+
+class Fetcher:
+    """Fetches one task with ``backend`` and hands page and event to ``outputs``."""
+
+    def __init__(self, settings: Settings, backend: FetchBackend, outputs: KafkaOutputs) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.outputs = outputs
+        self.fetcher_id = f"{socket.gethostname()}-{os.getpid()}"
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Fetcher:
+        return cls(settings, backend_from_settings(settings), KafkaOutputs(settings))
+
+    async def __call__(self, task: CrawlTask) -> FetchResult:
+        fetched_at = datetime.now(UTC)
+        started = time.monotonic()
+        response: FetchResponse | None = None
+        try:
+            response = await self.backend.fetch(self._request(task))
+            verdict = classify(response)
+        except FetchFailed as failure:
+            verdict = Classification(failure.outcome, None, str(failure))
+        latency_ms = int((time.monotonic() - started) * 1000)
+        event = fetch_event(
+            task,
+            response,
+            verdict=verdict,
+            fetched_at=fetched_at,
+            latency_ms=latency_ms,
+            fetcher_id=self.fetcher_id,
+        )
+        page = raw_page(task, response, fetched_at) if response and verdict.outcome is Outcome.OK else None
+        try:
+            await self.outputs.send(page, event)
+        except HandOffFailed:
+            raise
+        except Exception as error:  # e.g. a schema error: the outputs were not handed on
+            raise HandOffFailed(f"could not produce outputs for {task.url}: {error}") from error
+        status = response.status if response else None
+        redirect_to = _location(response) if verdict.outcome is Outcome.REDIRECT else None
+        return FetchResult(verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to)
+
+    async def aclose(self) -> None:
+        await self.backend.aclose()
+        self.outputs.close()
+
+    def _request(self, task: CrawlTask) -> FetchRequest:
+        fetch = self.settings.fetch
+        return FetchRequest(
+            url=task.url,
+            user_agent=fetch.user_agent,
+            connect_timeout_s=fetch.connect_timeout_s,
+            read_timeout_s=fetch.read_timeout_s,
+            max_bytes=self.settings.limits.max_page_bytes,
+            max_redirects=fetch.max_redirects,
+        )
+
+
+def backend_from_settings(settings: Settings) -> FetchBackend:
+    fetch = settings.fetch
+    if fetch.backend == "scraping_api":
+        if fetch.scraping_api_key is None:
+            raise FetchFailed(
+                "DUALPLANE_FETCH_BACKEND=scraping_api needs DUALPLANE_FETCH_SCRAPING_API_KEY to be set"
+            )
+        return ScrapingApiBackend(
+            fetch.scraping_api_url,
+            fetch.scraping_api_key.get_secret_value(),
+            render_js=fetch.scraping_api_render_js,
+        )
+    proxies = [p.strip() for p in fetch.proxies.split(",") if p.strip()]
+    return DirectBackend(
+        SsrfGuard.from_setting(fetch.allow_hosts),
+        max_connections=settings.limits.fetch_concurrency,
+        proxies=ProxyPool(proxies) if proxies else None,
+    )
+
+
+def fetch_event(
+    task: CrawlTask,
+    response: FetchResponse | None,
+    *,
+    verdict: Classification,
+    fetched_at: datetime,
+    latency_ms: int,
+    fetcher_id: str,
+) -> dict[str, Any]:
+    """The ``fetch_event`` record of one attempt (schemas/avro/fetch_event)."""
+    return {
+        "job_id": task.job_id,
+        "trace_id": task.trace_id,
+        "task_id": task.task_id,
+        "url": task.url,
+        "final_url": response.final_url if response else None,
+        "domain": task.domain,
+        "outcome": str(verdict.outcome),
+        "status": response.status if response else None,
+        "latency_ms": latency_ms,
+        "bytes": len(response.body) if response else 0,
+        "attempt": task.attempt,
+        "fetched_at": fetched_at,
+        "retry_after_s": verdict.retry_after_s,
+        "detail": verdict.detail[:1000],
+        "fetcher_id": fetcher_id,
+    }
+
+
+def raw_page(task: CrawlTask, response: FetchResponse, fetched_at: datetime) -> dict[str, Any]:
+    """The ``raw_page`` envelope of a fetched page (schemas/avro/raw_page)."""
+    return {
+        "job_id": task.job_id,
+        "trace_id": task.trace_id,
+        "task_id": task.task_id,
+        "url": task.url,
+        "final_url": response.final_url,
+        "domain": task.domain,
+        "depth": task.depth,
+        "attempt": task.attempt,
+        "status": response.status,
+        "fetched_at": fetched_at,
+        "content_type": response.content_type,
+        "charset": response.charset,
+        "headers": {k: v for k, v in response.headers.items() if k in KEPT_HEADERS},
+        "redirect_chain": list(response.redirect_chain),
+        "body": response.body,
+        "body_truncated": response.truncated,
+        "claim_check": None,
+    }
+
+
+def _location(response: FetchResponse | None) -> str | None:
+    location = response.headers.get("location") if response else None
+    return urljoin(response.final_url, location.strip()) if response and location else None

@@ -1,0 +1,66 @@
+"""Links of an HTML page: absolute, de-duplicated, with rel and nofollow kept.
+
+Parsed with selectolax (the Lexbor engine: fast, and forgiving of broken HTML). ``<base href>``
+is honoured, whitespace inside href values is trimmed, fragments are dropped, and links that
+cannot be crawled (``javascript:``, ``mailto:``, ``tel:``, data URIs) are left out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+from selectolax.lexbor import LexborHTMLParser as HTMLParser
+
+CRAWLABLE_SCHEMES = frozenset({"http", "https"})
+MAX_TEXT = 200
+
+
+@dataclass(frozen=True)
+class Link:
+    url: str
+    rel: str | None
+    nofollow: bool
+    text: str | None
+
+
+def extract_links(html: str, page_url: str) -> list[Link]:
+    """Every crawlable ``<a href>`` of ``html`` resolved against ``page_url`` (or ``<base href>``)."""
+    tree = HTMLParser(html)
+    base = _base_url(tree, page_url)
+    page_nofollow = _meta_nofollow(tree)
+    links: dict[str, Link] = {}
+    for anchor in tree.css("a[href]"):
+        href = (anchor.attributes.get("href") or "").strip()
+        url = _absolute(href, base)
+        if url is None or url in links:
+            continue
+        rel = (anchor.attributes.get("rel") or "").strip().lower() or None
+        nofollow = page_nofollow or (rel is not None and "nofollow" in rel.split())
+        text = " ".join(anchor.text(separator=" ").split())[:MAX_TEXT] or None
+        links[url] = Link(url, rel, nofollow, text)
+    return list(links.values())
+
+
+def _base_url(tree: HTMLParser, page_url: str) -> str:
+    base = tree.css_first("base[href]")
+    href = (base.attributes.get("href") or "").strip() if base else ""
+    return urljoin(page_url, href) if href else page_url
+
+
+def _meta_nofollow(tree: HTMLParser) -> bool:
+    for meta in tree.css("meta[name]"):
+        if (meta.attributes.get("name") or "").lower() == "robots":
+            return "nofollow" in (meta.attributes.get("content") or "").lower()
+    return False
+
+
+def _absolute(href: str, base: str) -> str | None:
+    if not href or href.startswith("#"):
+        return None
+    try:
+        url, _fragment = urldefrag(urljoin(base, href))
+        scheme = urlsplit(url).scheme
+    except ValueError:
+        return None  # e.g. an invalid IPv6 literal in a link: skip that link, not the page
+    return url if scheme in CRAWLABLE_SCHEMES else None

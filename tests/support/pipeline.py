@@ -1,0 +1,61 @@
+"""The crawl pipeline as real processes (``dualplane run SERVICE``) for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import schemas
+from data_plane.reader import read_to_end
+from dualplane.settings import Settings
+
+ROOT = Path(__file__).parents[2]
+
+
+class Pipeline:
+    """Starts services with the test's settings, kills them on request, stops them all at the end."""
+
+    def __init__(self, settings: Settings, tmp_path: Path) -> None:
+        self.settings = settings
+        self.tmp_path = tmp_path
+        self.processes: list[tuple[str, subprocess.Popen[bytes]]] = []
+
+    def start(self, service: str) -> subprocess.Popen[bytes]:
+        log = (self.tmp_path / f"{service}-{len(self.processes)}.log").open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dualplane", "run", service, "--log-level", "info"],
+            env={**os.environ, **self.settings.to_env()},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+        )
+        self.processes.append((service, process))
+        return process
+
+    def kill(self, process: subprocess.Popen[bytes]) -> None:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def logs(self) -> str:
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.tmp_path.glob("*.log"))
+        )
+
+    def stop_all(self) -> None:
+        for _name, process in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for _name, process in self.processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def read_topic(settings: Settings, topic: str) -> list[dict[str, Any]]:
+    """Every record of ``topic`` from the beginning to its current end, decoded."""
+    return [schemas.decode(message.value() or b"").record for message in read_to_end(settings.kafka, topic)]
