@@ -105,11 +105,8 @@ class Frontier:
 
     def on_report(self, delivery: Delivery) -> None:
         report: TaskReport = delivery.message
-        moves = _counter_moves(report)
-        if moves:
-            self.state.count(report.job_id, **moves)
-        if report.final:
-            self.state.add_outstanding(report.domain, -1)
+        became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
+        if became_final:
             self._release_backlog(report.domain, delivery)
         self.snapshots.mark(report.job_id)
         self.state.commit()
@@ -190,8 +187,7 @@ class Frontier:
         assert channel is not None
         self._ensure_permits(task.domain, consumer)
         publish(channel, self.topology.tasks_exchange, task.priority, task)
-        self.state.add_outstanding(task.domain, 1)
-        self.state.count(task.job_id, queued=1)
+        self.state.task_issued(task.task_id, task.job_id, task.domain)
 
     def _release_backlog(self, domain: str, delivery: Delivery | None) -> None:
         consumer = delivery.consumer if delivery else self.consumer_
@@ -243,15 +239,3 @@ class Frontier:
             )
             self._scopes[job.job_id] = rules
         return rules
-
-
-def _counter_moves(report: TaskReport) -> dict[str, int]:
-    """How one report moves a job's counters between queued, in flight, retrying and final."""
-    if report.stage == "started":
-        if report.redelivered:
-            return {}
-        return {"queued" if report.attempt == 1 else "retrying": -1, "in_flight": 1}
-    if report.stage == "retrying":
-        return {"in_flight": -1, "retrying": 1}
-    final = {"done": "done", "failed": "failed", "dead_lettered": "dead_lettered"}[report.stage]
-    return {"in_flight": -1, final: 1}

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from control_plane.messages import JobSpec
 
@@ -26,12 +27,6 @@ CREATE TABLE IF NOT EXISTS jobs (
     disallowed INTEGER NOT NULL DEFAULT 0,
     over_limit INTEGER NOT NULL DEFAULT 0,
     invalid INTEGER NOT NULL DEFAULT 0,
-    queued INTEGER NOT NULL DEFAULT 0,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    retrying INTEGER NOT NULL DEFAULT 0,
-    done INTEGER NOT NULL DEFAULT 0,
-    failed INTEGER NOT NULL DEFAULT 0,
-    dead_lettered INTEGER NOT NULL DEFAULT 0,
     backlog INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
@@ -50,7 +45,26 @@ CREATE TABLE IF NOT EXISTS backlog (
     task TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS backlog_by_domain ON backlog (domain, id);
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    state TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tasks_by_job ON tasks (job_id, state);
 """
+
+# Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
+# so counters stay exact however often fetchers crash and tasks are redelivered.
+TASK_STATES = ("queued", "in_flight", "retrying", "done", "failed", "dead_lettered")
+FINAL_STATES = frozenset({"done", "failed", "dead_lettered"})
+STAGE_TO_STATE = {
+    "started": "in_flight",
+    "retrying": "retrying",
+    "done": "done",
+    "failed": "failed",
+    "dead_lettered": "dead_lettered",
+}
 
 
 @dataclass(frozen=True)
@@ -92,7 +106,10 @@ class JobProgress:
         }
 
 
-COUNTERS = tuple(f.name for f in fields(JobProgress) if f.name not in ("job_id", "created_at", "updated_at"))
+# Counted once per discovered URL as it passes the frontier's pipeline.
+FUNNEL = (
+    "seeded", "discovered", "duplicates", "out_of_scope", "disallowed", "over_limit", "invalid", "backlog",
+)  # fmt: skip
 
 
 class FrontierState:
@@ -129,8 +146,8 @@ class FrontierState:
         return JobSpec.model_validate(json.loads(row[0])) if row else None
 
     def count(self, job_id: str, **deltas: int) -> None:
-        """Add ``deltas`` to the job's counters, e.g. ``count(job, queued=-1, done=1)``."""
-        unknown = set(deltas) - set(COUNTERS)
+        """Add ``deltas`` to the job's funnel counters, e.g. ``count(job, duplicates=1)``."""
+        unknown = set(deltas) - set(FUNNEL)
         if unknown:
             raise ValueError(f"unknown job counters: {sorted(unknown)}")
         assignments = ", ".join(f"{name} = MAX(0, {name} + ?)" for name in deltas)
@@ -141,18 +158,52 @@ class FrontierState:
         )
 
     def progress(self, job_id: str) -> JobProgress | None:
-        columns = ", ".join(f.name for f in fields(JobProgress))
+        columns = ", ".join(("job_id", *FUNNEL, "created_at", "updated_at"))
         row = self.db.execute(f"SELECT {columns} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-        return JobProgress(*row) if row else None
+        if row is None:
+            return None
+        values: dict[str, Any] = dict(zip(("job_id", *FUNNEL, "created_at", "updated_at"), row, strict=True))
+        values.update(dict.fromkeys(TASK_STATES, 0))
+        query = "SELECT state, COUNT(*) FROM tasks WHERE job_id = ? GROUP BY state"
+        values.update(dict(self.db.execute(query, (job_id,)).fetchall()))
+        return JobProgress(**values)
 
     def pages_admitted(self, job_id: str) -> int:
-        """Tasks ever issued for the job (what ``max_pages`` limits)."""
-        row = self.db.execute(
-            "SELECT queued + in_flight + retrying + done + failed + dead_lettered + backlog "
-            "FROM jobs WHERE job_id = ?",
-            (job_id,),
-        ).fetchone()
-        return int(row[0]) if row else 0
+        """Tasks ever issued for the job plus those waiting in the backlog (what ``max_pages`` limits)."""
+        issued = self.db.execute("SELECT COUNT(*) FROM tasks WHERE job_id = ?", (job_id,)).fetchone()[0]
+        backlog = self.db.execute("SELECT backlog FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return int(issued) + (int(backlog[0]) if backlog else 0)
+
+    # tasks
+
+    def task_issued(self, task_id: str, job_id: str, domain: str) -> None:
+        """Record a published task as queued and count it against its domain."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, 'queued')",
+            (task_id, job_id, domain),
+        )
+        self.add_outstanding(domain, 1)
+
+    def task_reported(self, task_id: str, job_id: str, domain: str, stage: str) -> bool:
+        """Move the task to the state ``stage`` implies; True when it became final just now.
+
+        Reports for a task already final are ignored, so duplicates after crashes count once.
+        """
+        new_state = STAGE_TO_STATE[stage]
+        row = self.db.execute("SELECT state FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None:  # issued before this database existed: adopt it
+            self.db.execute(
+                "INSERT INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, ?)",
+                (task_id, job_id, domain, new_state),
+            )
+            return False
+        if row[0] in FINAL_STATES or row[0] == new_state:
+            return False
+        self.db.execute("UPDATE tasks SET state = ? WHERE task_id = ?", (new_state, task_id))
+        if new_state in FINAL_STATES:
+            self.add_outstanding(domain, -1)
+            return True
+        return False
 
     def job_ids(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
