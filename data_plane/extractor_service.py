@@ -1,26 +1,34 @@
-"""The extractor service: ``pages.raw`` in; links to the frontier, failures to Kafka dead letters.
+"""The extractor service: ``pages.raw`` in; Avro records, links and dead letters out, exactly once.
 
-For every raw page: decode the envelope, decode the body with its charset, extract the links and
-publish each as a discovered URL (depth + 1) to RabbitMQ with publisher confirms. Offsets are
-committed only after the links are confirmed, so a crash re-reads the page and re-publishes its
-links (the frontier's dedup absorbs the repeats): nothing is lost. A page that cannot be decoded
-goes to the Kafka dead-letter topic with the reason and its source topic/partition/offset, and
-the service moves on. Links marked ``nofollow`` (by ``rel`` or the page's robots meta) are not
-followed.
+Consume-transform-produce with Kafka transactions: for each batch of raw pages the extractor
+opens a transaction, produces one ``page_record`` per page to ``records`` (key: the canonical URL,
+so downstream can upsert) or a dead letter (with the reason and the source topic/partition/offset)
+to the dead-letter topic, adds the consumed offsets to the same transaction and commits. A
+``read_committed`` consumer of ``records`` therefore sees exactly one record per page, even when
+an extractor is killed mid-batch: the open transaction is aborted (or fenced) and the batch is
+redone from the committed offsets.
 
-Settings: ``DUALPLANE_TOPIC_PAGES_RAW``, ``DUALPLANE_TOPIC_DEAD_LETTERS``, ``DUALPLANE_QUEUE_DISCOVERY``.
+Links go to the frontier over RabbitMQ with publisher confirms before the transaction commits;
+they cannot be part of a Kafka transaction, so a redone batch re-publishes them and the
+frontier's dedup absorbs the repeats (at least once, never lost).
+
+Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``, ``DUALPLANE_QUEUE_DISCOVERY``.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
-import time
+import uuid
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import pika
-from confluent_kafka import Consumer, KafkaError, Message, Producer
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from pika.adapters.blocking_connection import BlockingChannel
 
 import schemas
 from control_plane import amqp
@@ -28,25 +36,33 @@ from control_plane.messages import DiscoveredUrl
 from control_plane.publisher import confirmed_channel, publish
 from control_plane.topology import Topology
 from data_plane import kafka_clients
-from data_plane.extract.links import extract_links
-from data_plane.topics import ensure_data_plane_topics
+from data_plane.topics import prepare_data_plane
 from dualplane.settings import Settings
 
 log = logging.getLogger(__name__)
 
-COMMIT_EVERY_S = 1.0
+ExtractFunction = Callable[..., dict[str, Any]]
+"""``extract(raw_page_record, schema_version=N) -> page_record``; raises on unusable input."""
+
+
+def default_extract() -> ExtractFunction:
+    from data_plane.extract.record import extract_record  # noqa: PLC0415 (heavy libraries, loaded on use)
+
+    return extract_record
 
 
 class Extractor:
     """One extractor process; run several in one consumer group to share the partitions."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, extract: ExtractFunction | None = None) -> None:
         self.settings = settings
+        self.extract = extract or default_extract()
+        self.schema_version = settings.extract.schema_version or schemas.latest_version("page_record")
         self.group_id = f"{settings.kafka.group_prefix}-extractor"
         self.topology = Topology(settings.queues)
         self._stop = threading.Event()
         self.pages = 0
-        self.links = 0
+        self.records = 0
         self.dead_lettered = 0
 
     def stop(self) -> None:
@@ -57,7 +73,7 @@ class Extractor:
 
     def run(self) -> None:
         """Consume until stopped; after any failure start over from the committed offsets."""
-        ensure_data_plane_topics(self.settings)
+        prepare_data_plane(self.settings)
         while not self._stop.is_set():
             try:
                 self._run_once()
@@ -66,73 +82,84 @@ class Extractor:
                 self._stop.wait(2.0)
 
     def _run_once(self) -> None:
-        # Offsets are stored by hand after the hand-off, then committed: never ahead of the work.
-        consumer = kafka_clients.consumer(
-            self.settings.kafka, self.group_id, **{"enable.auto.offset.store": False}
+        consumer = kafka_clients.consumer(self.settings.kafka, self.group_id)
+        # Unique per process: offsets are committed through the consumer group's metadata (KIP-447),
+        # which fences a zombie of this group without needing a stable transactional id.
+        transactional_id = f"{self.group_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # A killed extractor's open transaction blocks read_committed readers until it times out
+        # (its successor has another id, so cannot fence it): keep that window short.
+        producer = kafka_clients.producer(
+            self.settings.kafka,
+            **{"transactional.id": transactional_id, "linger.ms": 20, "transaction.timeout.ms": 10_000},
         )
-        dead_letters = kafka_clients.producer(self.settings.kafka)
+        producer.init_transactions(30)
         connection = amqp.connect(self.settings.amqp)
         try:
             channel = confirmed_channel(connection)
             self.topology.declare(channel)
             consumer.subscribe([self.settings.topics.pages_raw])
-            self._consume(consumer, channel, connection, dead_letters)
+            while not self._stop.is_set():
+                batch = [m for m in consumer.consume(self.settings.extract.batch_size, 0.5) if _usable(m)]
+                connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
+                if batch:
+                    self._transact(batch, consumer, producer, channel, connection)
         finally:
-            consumer.close()  # commits nothing: offsets are committed explicitly after hand-off
-            dead_letters.flush(30)
+            consumer.close()
             if connection.is_open:
                 connection.close()
 
-    def _consume(
+    def _transact(
         self,
+        batch: list[Message],
         consumer: Consumer,
-        channel: Any,
+        producer: Producer,
+        channel: BlockingChannel,
         connection: pika.BlockingConnection,
-        dead_letters: Producer,
     ) -> None:
-        last_commit = time.monotonic()
-        pending = False
-        while not self._stop.is_set():
-            message = consumer.poll(0.5)
-            connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
-            if message is not None:
-                error = message.error()
-                if error is not None:
-                    if error.code() != KafkaError._PARTITION_EOF:
-                        log.warning("extractor: consumer error %s", error)
-                    continue
-                self._handle(message, channel, dead_letters)
-                consumer.store_offsets(message)
-                pending = True
-            if pending and time.monotonic() - last_commit >= COMMIT_EVERY_S:
-                _flush_or_raise(dead_letters)
-                consumer.commit(asynchronous=False)
-                last_commit, pending = time.monotonic(), False
-        if pending:
-            _flush_or_raise(dead_letters)
-            consumer.commit(asynchronous=False)
+        producer.begin_transaction()
+        try:
+            for message in batch:
+                self._handle(message, producer, channel)
+            producer.send_offsets_to_transaction(_next_offsets(batch), consumer.consumer_group_metadata(), 30)
+            producer.commit_transaction(60)
+        except Exception:
+            producer.abort_transaction(30)
+            raise  # the caller rebuilds the consumer, which resumes at the committed offsets
 
-    def _handle(self, message: Message, channel: Any, dead_letters: Producer) -> None:
+    def _handle(self, message: Message, producer: Producer, channel: BlockingChannel) -> None:
+        self.pages += 1
         try:
             page = schemas.decode(message.value() or b"").record
-            html = page["body"].decode(page.get("charset") or "utf-8", errors="replace")
-            links = extract_links(html, page["final_url"] or page["url"])
         except Exception as error:  # bad bytes must not stop the service: dead-letter them
-            self._dead_letter(message, dead_letters, f"{type(error).__name__}: {error}", "decode")
+            self._dead_letter(message, producer, f"undecodable raw page: {error}", "decode", None)
             return
-        followed = [link for link in links if not link.nofollow]
-        for link in followed:
+        try:
+            record = self.extract(page, schema_version=self.schema_version)
+            value = schemas.encode("page_record", record, self.schema_version)
+        except Exception as error:
+            self._dead_letter(message, producer, f"{type(error).__name__}: {error}", "extract", page)
+            return
+        producer.produce(self.settings.topics.records, value, str(record["canonical_url"]).encode())
+        self.records += 1
+        self._publish_links(page, record, channel)
+
+    def _publish_links(
+        self, page: Mapping[str, Any], record: Mapping[str, Any], channel: BlockingChannel
+    ) -> None:
+        """The record's links (parsed once, by the extraction) to the frontier, one level deeper."""
+        base = page.get("final_url") or page["url"]
+        follow_all = self.settings.extract.follow_nofollow
+        for link in record["links"]:
+            if link["nofollow"] and not follow_all:
+                continue
             found = DiscoveredUrl(
-                job_id=page["job_id"],
-                url=link.url,
-                depth=int(page["depth"]) + 1,
-                source_url=page["final_url"] or page["url"],
+                job_id=page["job_id"], url=link["url"], depth=int(page["depth"]) + 1, source_url=base
             )
             publish(channel, self.topology.discovery_exchange, "", found)
-        self.pages += 1
-        self.links += len(followed)
 
-    def _dead_letter(self, message: Message, producer: Producer, reason: str, stage: str) -> None:
+    def _dead_letter(
+        self, message: Message, producer: Producer, reason: str, stage: str, page: Mapping[str, Any] | None
+    ) -> None:
         log.warning("extractor: dead-lettering %s[%s]@%s: %s", message.topic(), message.partition(),
                     message.offset(), reason)  # fmt: skip
         record: dict[str, Any] = {
@@ -144,8 +171,8 @@ class Extractor:
             "reason": reason[:2000],
             "stage": stage,
             "failed_at": datetime.now(UTC),
-            "job_id": None,
-            "trace_id": None,
+            "job_id": page.get("job_id") if page else None,
+            "trace_id": page.get("trace_id") if page else None,
         }
         producer.produce(
             self.settings.topics.dead_letters, schemas.encode("dead_letter", record), message.key()
@@ -153,6 +180,19 @@ class Extractor:
         self.dead_lettered += 1
 
 
-def _flush_or_raise(producer: Producer) -> None:
-    if producer.flush(60) != 0:
-        raise RuntimeError("Kafka did not confirm dead letters within 60 s; not committing offsets")
+def _usable(message: Message) -> bool:
+    error = message.error()
+    if error is None:
+        return True
+    if error.code() != KafkaError._PARTITION_EOF:
+        log.warning("extractor: consumer error %s", error)
+    return False
+
+
+def _next_offsets(batch: list[Message]) -> list[TopicPartition]:
+    """The offsets to commit after ``batch``: one past the last message of each partition."""
+    last: dict[tuple[str, int], int] = {}
+    for message in batch:
+        key = (message.topic() or "", message.partition() or 0)
+        last[key] = max(last.get(key, -1), message.offset() or 0)
+    return [TopicPartition(topic, partition, offset + 1) for (topic, partition), offset in last.items()]

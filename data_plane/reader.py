@@ -6,6 +6,7 @@ the end offsets are fixed first, so the read always terminates even while produc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 from confluent_kafka import Message, TopicPartition
@@ -15,7 +16,10 @@ from dualplane.settings import KafkaSettings
 
 
 def read_to_end(kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0) -> Iterator[Message]:
-    """Every message of ``topic`` up to the end offsets at the time of the call, in partition order."""
+    """Every message of ``topic`` up to the end offsets at the time of the call.
+
+    Only committed messages of transactional producers are returned (``read_committed``).
+    """
     consumer = kafka_clients.consumer(kafka, f"{kafka.group_prefix}-reader", **{"enable.partition.eof": True})
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
@@ -27,18 +31,22 @@ def read_to_end(kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0) ->
                 ends[partition] = high
                 starts.append(TopicPartition(topic, partition, low))
         consumer.assign(starts)
+        deadline = time.monotonic() + timeout_s
         while ends:
-            message = consumer.poll(timeout_s)
-            if message is None:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                partition, offset = message.partition(), message.offset()
+                if partition in ends and offset is not None and offset < ends[partition]:
+                    deadline = time.monotonic() + timeout_s
+                    yield message
+            # The position skips transaction markers, which occupy offsets but are never delivered:
+            # a partition is read once its position reaches the end offset fixed at the start.
+            for position in consumer.position([TopicPartition(topic, p) for p in ends]):
+                if position.offset >= ends[position.partition]:
+                    del ends[position.partition]
+            if ends and time.monotonic() > deadline:
                 raise TimeoutError(
-                    f"no message from {topic} within {timeout_s:.0f} s; partitions left {sorted(ends)}"
+                    f"{topic}: no progress for {timeout_s:.0f} s; partitions left {sorted(ends)}"
                 )
-            if message.error() is not None:
-                continue  # partition EOF and transient errors; the end offsets decide when we stop
-            partition, offset = message.partition(), message.offset()
-            if partition in ends and offset is not None:
-                if offset + 1 >= ends[partition]:
-                    del ends[partition]
-                yield message
     finally:
         consumer.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from data_plane import kafka_clients
 from dualplane.settings import Settings
+from schemas.topic import publish_schemas
 
 WEEK_MS = str(7 * 86_400_000)
 
@@ -38,3 +39,10 @@ def ensure_data_plane_topics(settings: Settings) -> None:
             compacted_partitions if config.get("cleanup.policy") == "compact" else settings.topics.partitions
         )
         kafka_clients.ensure_topics(settings.kafka, [name], partitions=partitions, config=config)
+
+
+def prepare_data_plane(settings: Settings) -> None:
+    """What every data-plane service does first: create the topics and publish every schema to the
+    compacted schema topic, so any consumer can resolve any record's fingerprint."""
+    ensure_data_plane_topics(settings)
+    publish_schemas(settings.kafka, settings.topics.schemas)

@@ -18,7 +18,7 @@ from control_plane.fetch_control import TaskRunner
 from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
 from data_plane.extractor_service import Extractor
-from data_plane.topics import ensure_data_plane_topics
+from data_plane.topics import prepare_data_plane
 from dualplane.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def frontier_service(settings: Settings) -> Service:
 
 
 def fetcher_service(settings: Settings) -> Service:
-    ensure_data_plane_topics(settings)
+    prepare_data_plane(settings)
     fetcher = Fetcher.from_settings(settings)
     runner = TaskRunner(settings, fetcher)
     consumer = runner.consumer()

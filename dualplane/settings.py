@@ -191,6 +191,16 @@ class FetchSettings(BaseSettings):
     proxies: str = ""  # comma-separated proxy URLs, rotated; banned ones are quarantined
 
 
+class ExtractSettings(BaseSettings):
+    """The extractor: which record schema it writes and how it batches transactions."""
+
+    model_config = _section("EXTRACT_")
+
+    schema_version: int | None = Field(default=None, ge=1)  # None: the latest page_record version
+    batch_size: int = Field(default=200, ge=1)  # pages per Kafka transaction at most
+    follow_nofollow: bool = False
+
+
 class StackSettings(BaseSettings):
     """The embedded local stack: where it keeps data and which Kafka release it runs."""
 
@@ -217,6 +227,7 @@ class Settings(BaseModel):
     limits: LimitSettings = Field(default_factory=LimitSettings)
     frontier: FrontierSettings = Field(default_factory=FrontierSettings)
     fetch: FetchSettings = Field(default_factory=FetchSettings)
+    extract: ExtractSettings = Field(default_factory=ExtractSettings)
     stack: StackSettings = Field(default_factory=StackSettings)
 
     @classmethod

@@ -14,7 +14,10 @@ from dualplane.cli import (
     crawl_cmd,
     demo_cmd,
     dlq_cmd,
+    extract_cmd,
     kafka_cmd,
+    records_cmd,
+    replay_cmd,
     run_cmd,
     sample_site_cmd,
     stack_cmd,
@@ -33,11 +36,14 @@ app = typer.Typer(
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(stack_cmd.app, name="stack")
 app.add_typer(dlq_cmd.app, name="dlq")
+app.add_typer(records_cmd.app, name="records")
 app.command("demo")(demo_cmd.demo)
 app.command("crawl")(crawl_cmd.crawl)
 app.command("status")(status_cmd.status)
 app.command("run")(run_cmd.run)
 app.command("sample-site")(sample_site_cmd.sample_site)
+app.command("replay")(replay_cmd.replay_command)
+app.command("extract")(extract_cmd.extract)
 app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     kafka_cmd.kafka
 )

@@ -1,0 +1,124 @@
+"""An article read from plain markup: headline, authors and publication time without structured data.
+
+The *article area* is the ``<article>`` holding the page's ``<h1>`` (or the only ``<article>``, or an
+``itemtype`` Article, else the main content). Authors come from ``itemprop=author``, elements whose
+class says "author", ``rel=author`` links, ``<meta name=author>``, then a "By …" byline; dates from
+``article:published_time`` and similar meta tags, then the area's ``<time datetime>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from selectolax.lexbor import LexborNode
+
+from data_plane.extract.dates import parse_datetime
+from data_plane.extract.fields import ArticleFields
+from data_plane.extract.markup import Markup, ancestors, innermost, line, words
+
+MAX_AUTHORS = 10
+MAX_AUTHOR_CHARS = 80
+DATE_METAS = (
+    "article:published_time", "og:published_time", "datepublished", "pubdate", "publishdate",
+    "publish-date", "date", "dc.date.issued", "dc.date", "dcterms.created", "dcterms.date",
+    "sailthru.date", "parsely-pub-date",
+)  # fmt: skip
+AUTHOR_WORDS = frozenset({"author", "authors", "byline", "authorname", "contributor"})
+_COMMENT_WORDS = frozenset({"comment", "comments", "reply", "replies", "discussion"})
+_BY = re.compile(r"^\s*(?:by|von|par|por|door|di)\s+", re.I)
+_SPLIT_NAMES = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b|\by\b|\|)\s*")
+_NOT_A_NAME = re.compile(r"\d|@|https?:|\b(?:updated|published|posted|min read|staff)\b", re.I)
+
+
+@dataclass(frozen=True)
+class MarkupArticle:
+    """What markup says about an article, and how strongly the page looks like one."""
+
+    fields: ArticleFields
+    in_article_element: bool
+    has_date_or_byline: bool
+
+
+def markup_article(page: Markup) -> MarkupArticle:
+    """The article the page's markup shows (the body is read separately, by the text extractor)."""
+    area, is_article = _area(page)
+    published = _published_at(page, area)
+    authors = tuple(dict.fromkeys(_authors(page, area)))[:MAX_AUTHORS]
+    heading = area.css_first("h1") or page.main().css_first("h1")
+    fields = ArticleFields(
+        headline=(line(heading) if heading is not None else None) or page.meta("og:title"),
+        authors=authors,
+        published_at=published,
+    )
+    return MarkupArticle(fields, is_article, has_date_or_byline=published is not None or bool(authors))
+
+
+def _area(page: Markup) -> tuple[LexborNode, bool]:
+    main = page.main()
+    articles = main.css("article") or page.tree.css("article")
+    with_heading = [node for node in articles if node.css_first("h1") is not None]
+    if with_heading:
+        return with_heading[0], True
+    if len(articles) == 1:
+        return articles[0], True
+    typed = page.tree.css_first("[itemtype*=Article], [itemtype*=BlogPosting]")
+    return (typed, True) if typed is not None else (main, False)
+
+
+def _published_at(page: Markup, area: LexborNode) -> datetime | None:
+    published = parse_datetime(page.meta(*DATE_METAS))
+    if published is not None:
+        return published
+    times = area.css("[itemprop=datePublished]") + area.css("time[datetime]")
+    preferred = [node for node in times if {"published", "pubdate", "date"} & words(node)]
+    for node in [*preferred, *times]:
+        value = node.attributes.get("datetime") or node.attributes.get("content") or line(node)
+        published = parse_datetime(value)
+        if published is not None:
+            return published
+    return None
+
+
+def _authors(page: Markup, area: LexborNode) -> Iterator[str]:
+    for finder in (_itemprop_authors, _class_authors, _rel_authors):
+        names = list(finder(area))
+        if names:
+            yield from names
+            return
+    meta = page.meta("author", "article:author", "parsely-author", "sailthru.author", "dc.creator")
+    if meta and not meta.startswith(("http://", "https://")):
+        yield from names_in(meta)
+
+
+def _itemprop_authors(area: LexborNode) -> Iterator[str]:
+    for node in area.css("[itemprop=author]"):
+        name = node.css_first("[itemprop=name]")
+        yield from names_in((name or node).attributes.get("content") or line(name or node))
+
+
+def _class_authors(area: LexborNode) -> Iterator[str]:
+    nodes = [
+        node for node in area.css("[class], [id]") if AUTHOR_WORDS & words(node) and not _in_comments(node)
+    ]
+    for node in innermost(nodes):
+        yield from names_in(line(node))
+
+
+def _rel_authors(area: LexborNode) -> Iterator[str]:
+    for node in area.css("a[rel~=author]"):
+        yield from names_in(line(node))
+
+
+def names_in(byline: str) -> Iterator[str]:
+    """Author names from a byline: ``"By Ann Lee, Bo Kim and Cy Do"`` -> Ann Lee, Bo Kim, Cy Do."""
+    for part in _SPLIT_NAMES.split(_BY.sub("", byline.strip())):
+        name = part.strip(" .:|-\u2013")
+        if name and len(name) <= MAX_AUTHOR_CHARS and not _NOT_A_NAME.search(name):
+            yield name
+
+
+def _in_comments(node: LexborNode) -> bool:
+    return any(_COMMENT_WORDS & words(parent) for parent in ancestors(node))

@@ -1,0 +1,132 @@
+"""A page's HTML prepared for markup heuristics, and the small queries they share.
+
+The tree is parsed with selectolax (Lexbor: fast, forgiving of broken HTML) and then changed for
+reading: scripts, styles and templates are dropped, and so is every struck-through price (``<del>``,
+``<s>``, ``line-through``, class or id words like ``old``, ``was``, ``compare``, ``rrp``), so that no
+heuristic can pick up the price a product used to cost. Block elements end with a line break, so
+text reads line by line as a browser shows it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+DROPPED = "script, style, noscript, template, svg, iframe, del, s, strike"
+BLOCKS = (
+    "p, div, li, ul, ol, dl, dt, dd, tr, td, th, table, section, article, aside, header, footer, nav, main, "
+    "h1, h2, h3, h4, h5, h6, br, form, figure, figcaption, blockquote, pre, address, button"
+)
+# Words that mark a price as a former one; the weak ones only on elements whose class or id says "price".
+OLD_PRICE_WORDS = frozenset(
+    {"rrp", "msrp", "uvp", "compareat", "strikethrough", "listprice", "regularprice", "originalprice",
+     "wasprice", "oldprice"}
+)  # fmt: skip
+WEAK_OLD_PRICE_WORDS = frozenset({"old", "was", "compare", "strike", "crossed", "before", "original"})
+_WORD_SPLIT = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
+_SPACES = re.compile(r"[^\S\n]+")
+
+
+class Markup:
+    """One page's tree, ready for heuristics. Build one per page: reading it changes nothing."""
+
+    def __init__(self, html: str) -> None:
+        self.tree = LexborHTMLParser(html)
+        self._metas = _meta_values(self.tree)
+        self.lang = _attribute(self.tree.css_first("html"), "lang")
+        doomed = [*self.tree.css(DROPPED), *filter(_struck, self.tree.css("[class], [id], [style]"))]
+        for node in _outermost(doomed):  # a removed node frees its children: never touch those again
+            node.decompose()
+        for node in self.tree.css(BLOCKS):
+            node.insert_after("\n")
+
+    def meta(self, *names: str) -> str | None:
+        """The first non-empty ``content`` of a ``<meta>`` named (name, property, itemprop) in ``names``."""
+        for name in names:
+            value = self._metas.get(name.lower())
+            if value:
+                return value
+        return None
+
+    def main(self) -> LexborNode:
+        """The main content: ``<main>``, ``[role=main]``, ``#content``, else the body (or the root)."""
+        for selector in ("main", "[role=main]", "#content", "#main", "body"):
+            node = self.tree.css_first(selector)
+            if node is not None:
+                return node
+        root = self.tree.root
+        assert root is not None  # Lexbor always builds <html>, even from an empty string
+        return root
+
+
+def words(node: LexborNode) -> set[str]:
+    """Lower-cased words of ``node``'s class and id: ``"price--old productPrice"`` -> price, old, product…"""
+    found: set[str] = set()
+    for raw in (node.attributes.get("class") or "", node.attributes.get("id") or ""):
+        for token in raw.split():
+            found.add(token.lower().replace("-", "").replace("_", ""))
+            found.update(part.lower() for part in _WORD_SPLIT.split(token) if part)
+    return found
+
+
+def text(node: LexborNode, limit: int | None = None) -> str:
+    """``node``'s visible text, spaces collapsed, one line per block; about ``limit`` characters at most."""
+    raw = node.text(separator=" ")
+    lines = (_SPACES.sub(" ", line).strip() for line in raw[:limit].splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+def line(node: LexborNode) -> str:
+    """``node``'s visible text on one line."""
+    return " ".join(node.text(separator=" ").split())
+
+
+def ancestors(node: LexborNode) -> Iterator[LexborNode]:
+    parent = node.parent
+    while parent is not None and parent.tag not in ("html", "-undef", None):
+        yield parent
+        parent = parent.parent
+
+
+def innermost(nodes: Iterable[LexborNode]) -> list[LexborNode]:
+    """``nodes`` without those that contain another of them, in document order."""
+    listed = list(nodes)
+    ids = {node.mem_id for node in listed}
+    outer = {parent.mem_id for node in listed for parent in ancestors(node) if parent.mem_id in ids}
+    return [node for node in listed if node.mem_id not in outer]
+
+
+def inside(node: LexborNode, container: LexborNode) -> bool:
+    return node.mem_id == container.mem_id or any(p.mem_id == container.mem_id for p in ancestors(node))
+
+
+def _outermost(nodes: list[LexborNode]) -> list[LexborNode]:
+    ids = {node.mem_id for node in nodes}
+    return [node for node in nodes if not any(parent.mem_id in ids for parent in ancestors(node))]
+
+
+def _struck(node: LexborNode) -> bool:
+    style = (node.attributes.get("style") or "").replace(" ", "").lower()
+    if "line-through" in style:
+        return True
+    found = words(node)
+    return bool(OLD_PRICE_WORDS & found) or (
+        bool(WEAK_OLD_PRICE_WORDS & found) and any("price" in w for w in found)
+    )
+
+
+def _attribute(node: LexborNode | None, name: str) -> str | None:
+    return ((node.attributes.get(name) or "").strip() or None) if node is not None else None
+
+
+def _meta_values(tree: LexborHTMLParser) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for meta in tree.css("meta[content]"):
+        content = " ".join((meta.attributes.get("content") or "").split())
+        for key in ("name", "property", "itemprop", "http-equiv"):
+            name = (meta.attributes.get(key) or "").strip().lower()
+            if name and content and name not in values:
+                values[name] = content
+    return values

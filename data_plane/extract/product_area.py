@@ -1,0 +1,123 @@
+"""Where a product page shows its product: the area around the ``<h1>``, and the price in it.
+
+The *product area* is the smallest ancestor of the page's ``<h1>`` (up to ``AREA_LEVELS`` up) that
+holds a price element: ``itemprop=price``, ``data-price`` attributes, or an element whose class or id
+says "price" (innermost first). Failing that, the first amount written next to a currency in the
+area's text, from the product name on. Struck-through prices are gone already (see
+:class:`~data_plane.extract.markup.Markup`); containers about other products (related items,
+cards, carousels, navigation) are never read.
+"""
+
+from __future__ import annotations
+
+from selectolax.lexbor import LexborNode
+
+from data_plane.extract.markup import ancestors, innermost, line, words
+from data_plane.extract.prices import Price, amount_of, parse_price
+
+AREA_LEVELS = 6
+SCAN_CHARS = 20_000
+"""Label and phrase heuristics read this much of the product area's text: product facts come first."""
+ELSEWHERE_WORDS = frozenset(
+    {"related", "recommended", "recommendations", "similar", "carousel", "upsell", "crosssell", "card",
+     "tile", "teaser", "listing", "productgrid", "productlist", "minicart", "minibasket", "cartdrawer",
+     "wishlist", "recently", "viewed", "bundle", "accessories", "reviews", "comments"}
+)  # fmt: skip
+ELSEWHERE_TAGS = frozenset({"nav", "footer", "aside"})
+DATA_PRICE_ATTRIBUTES = ("data-price", "data-price-amount", "data-product-price")
+NOT_A_PRICE_WORDS = frozenset(
+    {"unit", "per", "perunit", "save", "saving", "savings", "discount", "badge", "shipping", "delivery",
+     "tax", "vat", "installment", "instalment", "monthly", "filter", "range", "slider"}
+)  # fmt: skip
+
+
+def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
+    """The product area within ``main`` (``main`` itself without an ``<h1>``) and the price shown there."""
+    heading = next((h1 for h1 in main.css("h1") if not elsewhere(h1, main)), None)
+    area = None
+    if heading is not None:
+        for level, area in enumerate(ancestors(heading)):
+            price = _price_element(area)
+            if price is not None:
+                return area, price
+            if level >= AREA_LEVELS or area.mem_id == main.mem_id:
+                break
+    price = _price_element(main)
+    if price is not None:
+        return main, price
+    scope = area or main
+    return scope, _currency_amount(own_text(scope, heading))
+
+
+def own_text(scope: LexborNode, heading: LexborNode | None) -> str:
+    """The scope's text from the product name on, without containers about other products.
+
+    Amounts above the name (the basket, a banner) or in related items are not the product's price.
+    """
+    skipped = {
+        node.mem_id for node in scope.css("*") if node.tag in ELSEWHERE_TAGS or ELSEWHERE_WORDS & words(node)
+    }
+    parts: list[str] = []
+    size, started = 0, heading is None
+    for node in scope.traverse(include_text=True):
+        if not started:
+            started = node.mem_id == heading.mem_id if heading is not None else True
+        if not started or node.tag != "-text" or _under(node, skipped, scope):
+            continue
+        parts.append(node.text_content or "")
+        size += len(parts[-1])
+        if size >= SCAN_CHARS:
+            break
+    return "\n".join(" ".join(part.split()) for part in "".join(parts).splitlines())
+
+
+def _under(node: LexborNode, skipped: set[int], scope: LexborNode) -> bool:
+    for parent in ancestors(node):
+        if parent.mem_id == scope.mem_id:
+            return False
+        if parent.mem_id in skipped:
+            return True
+    return False
+
+
+def _price_element(scope: LexborNode) -> Price | None:
+    for node in scope.css("[itemprop=price], [data-price], [data-price-amount], [data-product-price]"):
+        raw = node.attributes.get("content") if node.attributes.get("itemprop") == "price" else None
+        raw = raw or next(
+            (node.attributes.get(name) for name in DATA_PRICE_ATTRIBUTES if name in node.attributes), None
+        )
+        amount = amount_of(raw or line(node))
+        if amount is not None and amount > 0 and not elsewhere(node, scope):
+            shown = parse_price(line(node))
+            return Price(amount, shown.currency if shown else None)
+    candidates = [
+        node for node in scope.css("[class*=price i], [id*=price i]") if _is_price_node(node, scope)
+    ]
+    for node in innermost(candidates):
+        found = parse_price(line(node))
+        if found is not None and found.amount > 0:
+            return found
+    return None
+
+
+def _is_price_node(node: LexborNode, scope: LexborNode) -> bool:
+    found = words(node)
+    return not (NOT_A_PRICE_WORDS & found) and bool(line(node)) and not elsewhere(node, scope)
+
+
+def _currency_amount(area_text: str) -> Price | None:
+    for text_line in area_text.splitlines():
+        found = parse_price(text_line)
+        if found is not None and found.currency is not None and found.amount > 0:
+            return found
+    return None
+
+
+def elsewhere(node: LexborNode, scope: LexborNode) -> bool:
+    """True when ``node`` sits in a container about other products (related items, cards, a mini-cart…)."""
+    for parent in ancestors(node):
+        if parent.mem_id == scope.mem_id:
+            return False
+        if parent.tag in ELSEWHERE_TAGS or ELSEWHERE_WORDS & words(parent):
+            return True
+    return False

@@ -1,0 +1,197 @@
+"""One raw page in, one ``page_record`` out: the extractor's single code path (service, replay, CLI).
+
+Determinism: a record depends only on the raw page, ``schema_version``, this code (``EXTRACTOR_VERSION``)
+and the pinned versions of the parsing libraries. ``extracted_at`` defaults to the raw page's
+``fetched_at``, not the clock, so replaying the same page yields byte-identical record payloads;
+pass ``extracted_at`` to stamp a wall-clock time instead, at the price of that guarantee.
+
+Per page: decode the body (its charset, else a browser-style guess; bad bytes become U+FFFD), read
+structured data (extruct), the main text (trafilatura) and the links (:func:`extract_links`), decide
+whether the page is a product or an article and fill those parts, structured data first and markup
+heuristics where it is silent. Non-HTML bodies give a record without links or structured parts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from data_plane.extract.article import extract_article
+from data_plane.extract.exceptions import ExtractError, ExtractionFailed
+from data_plane.extract.fields import ArticleFields, ProductFields
+from data_plane.extract.language import detect_language
+from data_plane.extract.links import extract_links
+from data_plane.extract.markup import Markup
+from data_plane.extract.page_meta import canonical_url, description_of, language_of, title_of
+from data_plane.extract.product import extract_product
+from data_plane.extract.source import nesting_depth, read_source
+from data_plane.extract.structured import read_structured
+from data_plane.extract.text import MAX_TEXT_CHARS, main_text
+
+EXTRACTOR_VERSION = "1.0.0"
+SCHEMA_VERSIONS = (1, 2)
+REQUIRED_FIELDS = ("url", "domain", "job_id", "trace_id", "fetched_at", "status", "body")
+NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
+MAX_LINKS = 2000
+"""A record lists at most this many links (in document order), to stay within one Kafka message."""
+MAX_NESTING = 5000
+"""Deeper nesting of block elements is refused: parsing it takes time quadratic in the depth."""
+
+
+@dataclass
+class Content:
+    """What the body of a page holds, before it is laid out as a record of some schema version."""
+
+    markup: Markup | None = None
+    title: str | None = None
+    description: str | None = None
+    text: str | None = None
+    language: str | None = None
+    links: list[dict[str, Any]] = field(default_factory=list)
+    product: ProductFields | None = None
+    article: ArticleFields | None = None
+
+
+def extract_record(
+    page: Mapping[str, Any], *, schema_version: int = 1, extracted_at: datetime | None = None
+) -> dict[str, Any]:
+    """The ``page_record`` (version ``schema_version``) of ``page``, a decoded ``raw_page`` record.
+
+    The result encodes with ``schemas.encode("page_record", record, schema_version)``.
+    :class:`ExtractionFailed` (dead-letter the page with its ``reason``) when the page lacks envelope
+    fields, keeps its body behind an unresolved claim check, or breaks the extractor;
+    :class:`ExtractError` for a ``schema_version`` this extractor cannot write.
+    """
+    if schema_version not in SCHEMA_VERSIONS:
+        raise ExtractError(
+            f"extractor {EXTRACTOR_VERSION} writes page_record versions {SCHEMA_VERSIONS}, "
+            f"not {schema_version}; choose one of those"
+        )
+    _check_envelope(page)
+    fetched_at = _aware(page["fetched_at"], "fetched_at", page)
+    final_url = str(page.get("final_url") or page["url"])
+    try:
+        content = read_content(page, final_url)
+    except ExtractionFailed:
+        raise
+    except Exception as error:  # a page that crashes a parser must not stop the worker: dead-letter it
+        raise ExtractionFailed(
+            f"extractor {EXTRACTOR_VERSION} could not extract {final_url}: {type(error).__name__}: {error}"
+        ) from error
+    return _record(
+        page,
+        content,
+        schema_version=schema_version,
+        final_url=final_url,
+        fetched_at=fetched_at,
+        extracted_at=extracted_at or fetched_at,
+    )
+
+
+def read_content(page: Mapping[str, Any], final_url: str) -> Content:
+    """Decode and read the body of ``page`` (any media type) into :class:`Content`."""
+    headers = {str(k).lower(): str(v) for k, v in (page.get("headers") or {}).items()}
+    source = read_source(bytes(page["body"]), page.get("content_type"), page.get("charset"))
+    if source.kind == "other":
+        return Content(language=language_of(None, headers))
+    if source.kind == "text":
+        text = source.text.strip()[:MAX_TEXT_CHARS] or None
+        return Content(text=text, language=language_of(None, headers) or detect_language(text))
+    depth = nesting_depth(source.text)
+    if depth > MAX_NESTING:
+        raise ExtractionFailed(
+            f"{final_url} nests block elements {depth} deep (limit {MAX_NESTING}); its HTML is too broken "
+            "to parse in reasonable time"
+        )
+    return _html_content(source.text, final_url, headers)
+
+
+def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Content:
+    markup = Markup(html)
+    data = read_structured(html, final_url)
+    text = main_text(html, final_url)
+    description = description_of(markup)
+    product = extract_product(markup, data, final_url)
+    article = extract_article(markup, data, text, description) if product is None or data.articles else None
+    return Content(
+        markup=markup,
+        title=title_of(markup),
+        description=description,
+        text=text,
+        language=language_of(markup, headers) or detect_language(text),
+        links=[
+            _link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(html, final_url)
+        ][:MAX_LINKS],
+        product=product,
+        article=article,
+    )
+
+
+def _record(
+    page: Mapping[str, Any],
+    content: Content,
+    *,
+    schema_version: int,
+    final_url: str,
+    fetched_at: datetime,
+    extracted_at: datetime,
+) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "url": str(page["url"]),
+        "final_url": final_url,
+        "canonical_url": canonical_url(content.markup, final_url),
+        "domain": str(page["domain"]),
+        "job_id": str(page["job_id"]),
+        "trace_id": str(page["trace_id"]),
+        "fetched_at": fetched_at,
+        "extracted_at": _aware(extracted_at, "extracted_at", page),
+        "extractor_version": EXTRACTOR_VERSION,
+        "schema_version": schema_version,
+        "status": int(page["status"]),
+        "content_type": page.get("content_type"),
+        "language": content.language,
+        "title": content.title,
+        "description": content.description,
+        "text": content.text,
+    }
+    if schema_version >= 2:
+        record["word_count"] = len(content.text.split()) if content.text else None
+    record["links"] = content.links
+    record["product"] = content.product.to_record(schema_version) if content.product else None
+    record["article"] = content.article.to_record() if content.article else None
+    return record
+
+
+def _link(url: str, rel: str | None, nofollow: bool, text: str | None) -> dict[str, Any]:
+    # The schema counts ugc and sponsored as nofollow too (links.py only looks at nofollow itself).
+    nofollow = nofollow or bool(rel and NOFOLLOW_RELS & set(rel.split()))
+    return {"url": url, "rel": rel, "nofollow": nofollow, "text": text}
+
+
+def _check_envelope(page: Mapping[str, Any]) -> None:
+    missing = [name for name in REQUIRED_FIELDS if page.get(name) is None]
+    where = page.get("final_url") or page.get("url") or "a raw page"
+    if missing:
+        raise ExtractionFailed(
+            f"{where} lacks raw_page field(s) {', '.join(missing)}; it cannot become a record"
+        )
+    if not isinstance(page["body"], bytes | bytearray | memoryview):
+        raise ExtractionFailed(f"{where} has a {type(page['body']).__name__} body; raw_page bodies are bytes")
+    if not page["body"] and page.get("claim_check"):
+        raise ExtractionFailed(
+            f"{where} keeps its body at {page['claim_check']}; fetch it from the claim-check store "
+            "into the page's body before extracting"
+        )
+
+
+def _aware(value: Any, name: str, page: Mapping[str, Any]) -> datetime:
+    """A timestamp as an aware datetime: epoch milliseconds and naive datetimes are taken as UTC."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return datetime.fromtimestamp(value / 1000, tz=UTC)
+    raise ExtractionFailed(
+        f"{page.get('final_url') or page.get('url')} has {name}={value!r}; expected a datetime or epoch ms"
+    )

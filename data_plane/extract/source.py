@@ -1,0 +1,83 @@
+"""A raw page's body as text: the codec chosen like a browser would, and whether it is HTML at all.
+
+Undecodable bytes never fail a page: they become U+FFFD. Control characters other than tab and line
+breaks are dropped, since lxml (under trafilatura and extruct) refuses strings that contain them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from control_plane.fetcher.charset import detect_charset
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+TEXT_TYPES = frozenset({"text/plain"})
+SNIFF_CHARS = 1024
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_HTML_START = re.compile(
+    r"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|meta|title)\b", re.I | re.S
+)
+
+# Block elements that nest without implied end tags: HTML parsers (Lexbor, html5lib) spend time
+# quadratic in how deep they nest, so thousands of unclosed <div>s can take minutes.
+_NESTING_TAG = re.compile(
+    r"<(/?)(?:div|ul|ol|dl|section|article|aside|nav|header|footer|main|blockquote|form|fieldset|figure"
+    r"|center|details|menu|table)[\s>/]",
+    re.I,
+)
+
+Kind = Literal["html", "text", "other"]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A decoded body: ``kind`` says how to read ``text`` (``other`` bodies are not read at all)."""
+
+    kind: Kind
+    text: str
+    codec: str | None
+
+
+def read_source(body: bytes, content_type: str | None, charset: str | None) -> Source:
+    """Decode ``body`` served as ``content_type`` (a media type) with ``charset`` (may be wrong or None).
+
+    HTML is recognised by its media type, or sniffed when the type is missing or generic; any other
+    ``text/plain`` is text; everything else (images, PDF, JSON…) is ``other`` and not decoded.
+    """
+    media_type = (content_type or "").split(";")[0].strip().lower()
+    if media_type not in HTML_TYPES and media_type not in TEXT_TYPES and not _generic(media_type):
+        return Source("other", "", None)
+    codec = _codec(body, media_type, charset)
+    text = _CONTROL.sub("", body.decode(codec, errors="replace"))
+    if media_type in HTML_TYPES or (_generic(media_type) and _HTML_START.match(text[:SNIFF_CHARS])):
+        return Source("html", text, codec)
+    if media_type in TEXT_TYPES or (media_type == "" and _looks_textual(body)):
+        return Source("text", text, codec)
+    return Source("other", "", None)
+
+
+def _generic(media_type: str) -> bool:
+    return media_type in ("", "application/octet-stream", "binary/octet-stream")
+
+
+def _codec(body: bytes, media_type: str, charset: str | None) -> str:
+    header = f"{media_type or 'text/html'}; charset={charset}" if charset else None
+    try:
+        return codecs.lookup(detect_charset(header, body)).name
+    except LookupError:  # a label w3lib knows but this Python lacks: decode as the web's default
+        return "utf-8"
+
+
+def _looks_textual(body: bytes) -> bool:
+    sample = body[:SNIFF_CHARS]
+    return b"\x00" not in sample
+
+
+def nesting_depth(html: str) -> int:
+    """How deep ``html``'s block elements nest at most, counting start and end tags (an estimate)."""
+    marks = _NESTING_TAG.findall(html)
+    return max(itertools.accumulate(-1 if closing else 1 for closing in marks), default=0)

@@ -1,0 +1,213 @@
+"""Structured data a page publishes about itself, read with extruct: JSON-LD, microdata, RDFa, OpenGraph.
+
+Every syntax is brought to one shape, a *node*: a dict of schema.org property names (prefixes
+stripped) to values, with ``@type`` a list of short type names (``["Product"]``). Nodes of the
+page's subject are collected in document order, JSON-LD first; products inside lists (``ItemList``,
+``isRelatedTo``…) are left out, since they describe other pages. RDFa, the slowest syntax to parse,
+is read only when the page has a ``typeof`` attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import extruct
+import jstyleson
+from extruct.utils import parse_html
+
+log = logging.getLogger(__name__)
+
+Node = dict[str, Any]
+
+PRODUCT_TYPES = frozenset(
+    {"Product", "ProductModel", "ProductGroup", "IndividualProduct", "SomeProducts", "Vehicle", "Car"}
+)
+ARTICLE_TYPES = frozenset(
+    {
+        "Article", "NewsArticle", "BlogPosting", "Report", "ScholarlyArticle", "TechArticle",
+        "SocialMediaPosting", "LiveBlogPosting", "AnalysisNewsArticle", "OpinionNewsArticle",
+        "ReportageNewsArticle", "ReviewNewsArticle", "BackgroundNewsArticle",
+    }
+)  # fmt: skip
+# Properties whose values describe *other* things than the page's subject.
+_ELSEWHERE = frozenset(
+    {"itemListElement", "isRelatedTo", "isSimilarTo", "isAccessoryOrSparePartFor", "itemReviewed",
+     "relatedLink", "significantLink", "hasPart", "isPartOf", "mentions", "about", "subjectOf"}
+)  # fmt: skip
+_SCHEMA_PREFIXES = ("http://schema.org/", "https://schema.org/", "schema:")
+_COMMENT_LINE = re.compile(r"^\s*(//.*|<!--.*-->)", re.M)
+
+
+@dataclass(frozen=True)
+class Structured:
+    """Products and articles a page declares, plus its OpenGraph properties (repeats kept, in order)."""
+
+    products: tuple[Node, ...] = ()
+    articles: tuple[Node, ...] = ()
+    opengraph: tuple[tuple[str, str], ...] = field(default=())
+
+    def og(self, name: str) -> str | None:
+        """The first value of OpenGraph property ``name`` (``og:type``, ``product:price:amount``…)."""
+        return next((value for key, value in self.opengraph if key == name and value.strip()), None)
+
+    def og_all(self, name: str) -> list[str]:
+        return [value for key, value in self.opengraph if key == name and value.strip()]
+
+
+def read_structured(html: str, base_url: str) -> Structured:
+    """Everything extruct finds in ``html``; an error in one block or syntax never hides the others."""
+    tree = _parse(html)
+    if tree is None:
+        return Structured()
+    nodes = [*_json_ld(tree), *_microdata(_extruct(tree, "microdata", base_url))]
+    if "typeof" in html:
+        nodes += _rdfa(_extruct(html, "rdfa", base_url))
+    subjects = [node for top in nodes for node in _subjects(top)]
+    return Structured(
+        products=tuple(node for node in subjects if PRODUCT_TYPES & set(node["@type"])),
+        articles=tuple(node for node in subjects if ARTICLE_TYPES & set(node["@type"])),
+        opengraph=tuple(_opengraph(_extruct(tree, "opengraph", base_url))),
+    )
+
+
+def types_of(node: Node) -> list[str]:
+    """``@type`` as short names: ``"http://schema.org/Product"`` -> ``["Product"]``."""
+    raw = node.get("@type", [])
+    return [_short(str(kind)) for kind in (raw if isinstance(raw, list) else [raw])]
+
+
+def _short(name: str) -> str:
+    for prefix in _SCHEMA_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return name
+
+
+def _subjects(node: Any) -> Iterator[Node]:
+    """``node`` and the nodes nested in it, skipping properties that point at other things."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _subjects(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if "@type" in node:
+        yield node
+    for key, value in node.items():
+        if key not in _ELSEWHERE and isinstance(value, dict | list):
+            yield from _subjects(value)
+
+
+def _parse(html: str) -> Any:
+    """extruct's lxml tree of ``html``, parsed once for microdata, OpenGraph and JSON-LD."""
+    for document in (html, html.encode("utf-8")):  # lxml refuses str with an XML encoding declaration
+        try:
+            return parse_html(document, encoding="UTF-8")
+        except Exception as error:  # lxml's ParserError, ValueError, ...: the page still has text
+            log.debug("lxml could not parse a page: %r", error)
+    return None
+
+
+def _extruct(document: Any, syntax: str, base_url: str) -> list[Any]:
+    try:
+        found = extruct.extract(
+            document, base_url=base_url, syntaxes=[syntax], uniform=False, errors="strict"
+        )
+    except Exception as error:  # extruct raises whatever its parsers raise
+        log.debug("extruct %s failed on %s: %r", syntax, base_url, error)
+        return []
+    items = found.get(syntax, [])
+    return items if isinstance(items, list) else []
+
+
+def _json_ld(tree: Any) -> Iterator[Node]:
+    """Each ``<script type=application/ld+json>`` block on its own, so a broken one costs only itself."""
+    for script in tree.iter("script"):
+        if (script.get("type") or "").strip().lower().startswith("application/ld+json"):
+            data = _load_json(script.text_content())
+            for item in data if isinstance(data, list) else [data]:
+                if isinstance(item, dict):
+                    yield _compact_json_ld(item)
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text, strict=False)
+    except ValueError:
+        pass
+    try:  # what extruct does: JSON with comments, as some CMSs write it
+        return jstyleson.loads(_COMMENT_LINE.sub("", text), strict=False)
+    except Exception:  # jstyleson raises ValueError, IndexError... on text that is no JSON at all
+        return None
+
+
+def _compact_json_ld(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_compact_json_ld(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    node = {_short(key): _compact_json_ld(item) for key, item in value.items() if key != "@type"}
+    if "@graph" in node:
+        return node["@graph"]
+    if "@type" in value:
+        node["@type"] = types_of(value)
+    return node
+
+
+def _microdata(items: list[Any]) -> Iterator[Node]:
+    for item in items:
+        converted = _microdata_item(item)
+        if isinstance(converted, dict):
+            yield converted
+
+
+def _microdata_item(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_microdata_item(item) for item in value]
+    if not isinstance(value, dict) or "properties" not in value:
+        return value
+    node: Node = {key: _microdata_item(item) for key, item in value["properties"].items()}
+    node["@type"] = types_of({"@type": value.get("type") or []})
+    return node
+
+
+def _rdfa(graph: list[Any]) -> list[Node]:
+    """RDFa's expanded JSON-LD graph as compact nodes; blank-node ids are random, so order by content."""
+    by_id = {node.get("@id"): node for node in graph if isinstance(node, dict)}
+    typed = [_rdfa_node(node, by_id, set()) for node in graph if isinstance(node, dict) and "@type" in node]
+    return sorted(typed, key=lambda node: json.dumps(node, sort_keys=True, default=str))
+
+
+def _rdfa_node(node: Node, by_id: dict[Any, Node], seen: set[str]) -> Node:
+    seen = seen | {str(node.get("@id"))}
+    compact: Node = {"@type": types_of(node)}
+    for key, values in node.items():
+        if key.startswith("@") or not isinstance(values, list):
+            continue
+        items = [_rdfa_value(value, by_id, seen) for value in values]
+        compact[_short(key)] = items[0] if len(items) == 1 else items
+    return compact
+
+
+def _rdfa_value(value: Any, by_id: dict[Any, Node], seen: set[str]) -> Any:
+    if not isinstance(value, dict):
+        return value
+    if "@value" in value:
+        return value["@value"]
+    ref = value.get("@id")
+    target = by_id.get(ref)
+    if target is not None and "@type" in target and str(ref) not in seen:
+        return _rdfa_node(target, by_id, seen)
+    return ref
+
+
+def _opengraph(blocks: list[Any]) -> Iterator[tuple[str, str]]:
+    for block in blocks:
+        for pair in block.get("properties", []) if isinstance(block, dict) else []:
+            if isinstance(pair, list | tuple) and len(pair) == 2 and isinstance(pair[1], str):
+                yield str(pair[0]), pair[1]

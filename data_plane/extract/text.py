@@ -1,0 +1,67 @@
+"""Main text with boilerplate removed (trafilatura), and an article's body cut out of it.
+
+trafilatura runs without its metadata pass: that pass guesses dates relative to today's date, which
+would make records depend on when they were extracted. Its output is deterministic for given HTML.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+import trafilatura
+
+MAX_TEXT_CHARS = 100_000
+"""Main text (and article body) longer than this is cut, so that a record fits a default 1 MB Kafka
+message even in a three-byte script; the raw page keeps the whole HTML."""
+MAX_HTML_CHARS = 3_000_000
+"""trafilatura reads at most this much HTML (after scripts, styles and comments are cut from larger
+pages): its time grows faster than linearly, and the first megabytes hold far more than MAX_TEXT_CHARS."""
+KICKER_WORDS = 4
+BYLINE_WORDS = 12
+
+_BULK = re.compile(
+    r"<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<svg\b.*?</svg\s*>", re.I | re.S
+)
+
+logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page it finds too short
+
+
+def main_text(html: str, url: str | None) -> str | None:
+    """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty."""
+    if len(html) > MAX_HTML_CHARS:
+        html = _BULK.sub("", html)[:MAX_HTML_CHARS]
+    try:
+        text = trafilatura.extract(
+            html, url=url, include_comments=False, include_tables=True, deduplicate=False, with_metadata=False
+        )
+    except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
+        logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
+        return None
+    text = (text or "").strip()
+    return text[:MAX_TEXT_CHARS] or None
+
+
+def article_body(text: str, *, headline: str | None, description: str | None) -> str | None:
+    """``text`` without the lines that open an article page but are not its body.
+
+    Leading lines are dropped while they are the headline, the standfirst (the page description),
+    a short kicker ("Culture", a date) or a "By …" byline; paragraphs are separated by a blank line.
+    """
+    skip = {_key(value) for value in (headline, description) if value}
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    start = 0
+    while start < len(lines) - 1 and _is_preamble(lines[start], skip):
+        start += 1
+    return "\n\n".join(lines[start:])[:MAX_TEXT_CHARS] or None
+
+
+def _is_preamble(line: str, skip: set[str]) -> bool:
+    words = line.split()
+    if _key(line) in skip or len(words) <= KICKER_WORDS:
+        return True
+    return line.lower().startswith("by ") and len(words) <= BYLINE_WORDS
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())

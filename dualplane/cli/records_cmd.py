@@ -1,0 +1,90 @@
+"""``dualplane records tail | export``: page records for downstream use, as JSON lines or Avro."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, BinaryIO, Literal
+
+import typer
+from fastavro import writer as avro_writer
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+import schemas
+from data_plane.records import PageRecord, iter_records
+from dualplane.cli.output import stderr
+from dualplane.settings import Settings
+
+app = typer.Typer(help="Read extracted page records (the records topic, committed records only).")
+
+Format = Literal["jsonl", "avro"]
+FormatOption = Annotated[str, typer.Option("--format", help="jsonl (one JSON object per line) or avro.")]
+JobOption = Annotated[str | None, typer.Option("--job", help="Only this job's records.")]
+
+
+@app.command("tail")
+def tail(
+    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest record, not the newest.")] = False,
+    job: JobOption = None,
+    output_format: FormatOption = "jsonl",
+) -> None:
+    """Print records as extractors commit them, until Ctrl-C."""
+    settings = Settings.from_env()
+    records = iter_records(settings, from_beginning=from_beginning, follow=True, job_id=job)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends
+        _write(records, _format(output_format), sys.stdout.buffer)
+
+
+@app.command("export")
+def export(
+    job: JobOption = None,
+    output_format: FormatOption = "jsonl",
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")
+    ] = None,
+) -> None:
+    """Write every committed record (up to now) and stop; Avro writes a container file."""
+    settings = Settings.from_env()
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
+    with Progress(*columns, console=stderr, transient=True) as progress:
+        bar = progress.add_task("exporting records", total=None)
+
+        def counted() -> Iterator[PageRecord]:
+            for count, record in enumerate(iter_records(settings, follow=False, job_id=job), 1):
+                progress.update(bar, description=f"exporting records: {count}")
+                yield record
+
+        if output is None:
+            written = _write(counted(), _format(output_format), sys.stdout.buffer)
+        else:
+            with output.open("wb") as file:
+                written = _write(counted(), _format(output_format), file)
+    stderr.print(f"exported {written} record(s)" + (f" to {output}" if output else ""))
+
+
+def _format(value: str) -> Format:
+    if value not in ("jsonl", "avro"):
+        raise typer.BadParameter(f"{value!r}: use jsonl or avro", param_hint="--format")
+    return "avro" if value == "avro" else "jsonl"
+
+
+def _write(records: Iterator[PageRecord], output_format: Format, out: BinaryIO) -> int:
+    count = 0
+    if output_format == "avro":
+        schema = schemas.default_registry().get("page_record").parsed
+
+        def rows() -> Iterator[dict[str, object]]:
+            nonlocal count
+            for record in records:
+                count += 1
+                yield record.model_dump()
+
+        avro_writer(out, schema, rows(), codec="deflate")
+        return count
+    for record in records:
+        out.write(record.model_dump_json().encode() + b"\n")
+        out.flush()
+        count += 1
+    return count
