@@ -25,6 +25,7 @@ from control_plane.submit import submit_job
 from control_plane.topology import Topology
 from control_plane.urls import canonicalize, domain_of
 from data_plane.reader import read_to_end
+from data_plane.records import PageRecord, iter_records
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.services import REGISTRY, Service
 from dualplane.settings import FetchSettings, LimitSettings, Settings
@@ -49,11 +50,14 @@ class CrawlSummary:
     domain_concurrency: int
     max_concurrency_per_host: dict[str, int]
     topics: dict[str, str]
+    records: int
+    sample_products: list[dict[str, str]]
 
     @property
     def ok(self) -> bool:
         polite = all(n <= self.domain_concurrency for n in self.max_concurrency_per_host.values())
-        return not self.missing and self.fetched == self.reachable and polite
+        complete = self.fetched == self.reachable and self.records == self.fetched
+        return not self.missing and complete and polite
 
 
 def demo_settings(settings: Settings) -> Settings:
@@ -107,6 +111,7 @@ def crawl_sample_site(
         duration_s = time.monotonic() - started
         reachable = {canonicalize(url) for url in site.reachable_urls()}
         fetched = _pages_of_job(settings, job_id)
+        records = _records_of_job(settings, job_id, expected=len(fetched))
         stats = site.stats()
     return CrawlSummary(
         job_id=job_id,
@@ -119,7 +124,13 @@ def crawl_sample_site(
         pages_per_s=round(len(fetched) / duration_s, 1),
         domain_concurrency=settings.limits.domain_concurrency,
         max_concurrency_per_host={host.url: host.max_in_flight for host in stats.hosts},
-        topics={"pages_raw": settings.topics.pages_raw, "fetch_events": settings.topics.fetch_events},
+        topics={
+            "pages_raw": settings.topics.pages_raw,
+            "fetch_events": settings.topics.fetch_events,
+            "records": settings.topics.records,
+        },
+        records=len(records),
+        sample_products=[_product_row(r) for r in records if r.product and r.product.price is not None][:3],
     )
 
 
@@ -158,3 +169,26 @@ def _pages_of_job(settings: Settings, job_id: str) -> set[str]:
         if page["job_id"] == job_id:
             urls.add(str(page["url"]))
     return urls
+
+
+def _records_of_job(
+    settings: Settings, job_id: str, expected: int, timeout_s: float = 30
+) -> list[PageRecord]:
+    """The job's committed records, waiting briefly for the extractor's last transaction."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        records = list(iter_records(settings, follow=False, job_id=job_id))
+        if len(records) >= expected or time.monotonic() > deadline:
+            return records
+        time.sleep(1)
+
+
+def _product_row(record: PageRecord) -> dict[str, str]:
+    product = record.product
+    assert product is not None
+    return {
+        "name": product.name or "",
+        "price": f"{product.price} {product.currency or ''}".strip(),
+        "availability": product.availability or "",
+        "url": record.canonical_url,
+    }

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -68,10 +71,45 @@ def extractor_service(settings: Settings) -> Service:
     return ConsumerService("extractor", extractor.run, extractor.stop, extractor.close)
 
 
+class ThrottleService:
+    """The Faust block-ratio processor, as a child process: Faust wants a main thread of its own."""
+
+    name = "throttle"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+
+    def run(self) -> None:
+        datadir = self.settings.stack.data_dir / "throttle" / "faust"
+        app = ["-m", "faust", "-A", "data_plane.throttle.worker", "--datadir", str(datadir)]
+        command = [sys.executable, *app, "worker", "--loglevel", "info"]
+        while not self._stopping.is_set():
+            self.process = subprocess.Popen(command, env={**os.environ, **self.settings.to_env()})
+            code = self.process.wait()
+            if not self._stopping.is_set():
+                log.error("throttle processor exited with %s; restarting in 5 s", code)
+                self._stopping.wait(5)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+
+    def close(self) -> None:
+        if self.process is not None:
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
 REGISTRY: dict[str, Callable[[Settings], Service]] = {
     "frontier": frontier_service,
     "fetcher": fetcher_service,
     "extractor": extractor_service,
+    "throttle": ThrottleService,
 }
 
 

@@ -92,11 +92,15 @@ def _summary_table(summary: CrawlSummary) -> Table:
         ["reachable pages (ground truth)", str(summary.reachable)],
         ["pages in Kafka pages.raw", f"{summary.fetched} {mark(summary.fetched == summary.reachable)}"],
         ["tasks done / failed (404s)", f"{summary.done} / {summary.failed}"],
+        ["records committed (Avro)", f"{summary.records} {mark(summary.records == summary.fetched)}"],
         ["duration", f"{summary.duration_s:.1f} s ({summary.pages_per_s:.1f} pages/s)"],
         ["max concurrent requests per host", f"{polite} (P_d = {summary.domain_concurrency})"],
         ["raw pages topic", summary.topics["pages_raw"]],
         ["fetch events topic", summary.topics["fetch_events"]],
+        ["records topic", summary.topics["records"]],
     ]
+    for product in summary.sample_products:
+        rows.append(["product record", f"{product['name']}: {product['price']}, {product['availability']}"])
     if summary.missing:
         rows.append(["missing (first 20)", ", ".join(summary.missing)])
     return table("crawl of the sample site", ["", ""], rows)

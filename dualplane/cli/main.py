@@ -22,6 +22,7 @@ from dualplane.cli import (
     sample_site_cmd,
     stack_cmd,
     status_cmd,
+    throttle_cmd,
 )
 from dualplane.cli.output import stderr
 from dualplane.exceptions import DualplaneError
@@ -37,6 +38,7 @@ app.add_typer(config_cmd.app, name="config")
 app.add_typer(stack_cmd.app, name="stack")
 app.add_typer(dlq_cmd.app, name="dlq")
 app.add_typer(records_cmd.app, name="records")
+app.add_typer(throttle_cmd.app, name="throttle")
 app.command("demo")(demo_cmd.demo)
 app.command("crawl")(crawl_cmd.crawl)
 app.command("status")(status_cmd.status)

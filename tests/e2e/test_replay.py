@@ -23,7 +23,7 @@ from data_plane.reader import read_to_end
 from data_plane.records import iter_records
 from data_plane.replay import plan, replay
 from data_plane.topics import ensure_data_plane_topics
-from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
+from dualplane.sample_site import SampleSite, SiteModel, SiteSpec, reachable_urls
 from dualplane.settings import ExtractSettings, Settings
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
@@ -70,15 +70,20 @@ def _payloads(settings: Settings, topic: str) -> list[bytes]:
     return sorted(message.value() or b"" for message in read_to_end(settings.kafka, topic))
 
 
-def test_replay_is_deterministic_and_never_fetches(raw_pages: tuple[Settings, int]) -> None:
+def test_replay_into_v2_is_deterministic_and_never_fetches(raw_pages: tuple[Settings, int]) -> None:
     settings, count = raw_pages
     ranges = plan(settings)
     first, second = f"{settings.topics.records}.replay-a", f"{settings.topics.records}.replay-b"
 
-    results = [replay(settings, ranges, schema_version=1, to_topic=t, processes=2) for t in (first, second)]
+    with SampleSite(SPEC) as site:  # the pages' own site, up and watching
+        results = [
+            replay(settings, ranges, schema_version=2, to_topic=t, processes=2) for t in (first, second)
+        ]
+        requests = site.stats().total_requests
 
     assert [r.records for r in results] == [count, count]
     assert _payloads(settings, first) == _payloads(settings, second)  # byte-identical
+    assert requests == 0, "replay must never fetch"
 
 
 def test_crawl_with_v1_replay_into_v2_and_consume_both(
@@ -188,3 +193,51 @@ def test_undecodable_raw_pages_become_dead_letters_and_the_extractor_goes_on(
     assert "undecodable raw page" in letter["reason"]
     schema_topic = list(read_to_end(settings.kafka, settings.topics.schemas))
     assert len(schema_topic) >= len(schemas.all_schemas())  # published for non-Python consumers
+
+
+def test_odd_pages_end_as_records_or_dead_letters_and_the_extractor_goes_on(
+    raw_pages: tuple[Settings, int], tmp_path: Path
+) -> None:
+    settings, count = raw_pages
+    at = datetime.fromtimestamp(BASE_MS / 1000, UTC)
+    title = "Caf\u00e9 Z\u00fcrich \u2013 \u20ac12"  # cp1252 has all of these, at other bytes than UTF-8
+    legacy = f"<html><head><title>{title}</title></head><body><p>Gr\u00fc\u00dfe</p></body></html>"
+    large = b"<html><body>" + b"<p>word </p>" * 350_000 + b"</body></html>"
+    odd = {
+        "http://odd.example/pdf": {
+            **_raw_page("http://odd.example/pdf", b"%PDF-1.7\n\x00\x01binary", at),
+            "content_type": "application/pdf",
+            "charset": None,
+        },
+        "http://odd.example/legacy": {
+            **_raw_page("http://odd.example/legacy", legacy.encode("cp1252"), at),
+            "charset": "cp1252",
+        },
+        "http://odd.example/large": _raw_page("http://odd.example/large", large, at),
+    }
+    producer = kafka_clients.producer(settings.kafka, **{"message.max.bytes": 8_000_000})
+    for url, page in odd.items():
+        producer.produce(settings.topics.pages_raw, schemas.encode("raw_page", page), url.encode())
+    assert producer.flush(30) == 0
+    pipeline = Pipeline(settings, tmp_path)
+    pipeline.start("extractor")
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            records = {r.url: r for r in iter_records(settings, follow=False)}
+            letters = [
+                schemas.decode(m.value() or b"").record
+                for m in read_to_end(settings.kafka, settings.topics.dead_letters)
+            ]
+            if len(records) + len(letters) >= count + len(odd):
+                break
+            assert time.monotonic() < deadline, pipeline.logs()
+            time.sleep(2)
+    finally:
+        pipeline.stop_all()
+
+    dead_keys = {letter["key"] for letter in letters}
+    assert all(url in records or url.encode() in dead_keys for url in odd)
+    assert all(letter["reason"] for letter in letters)
+    assert records["http://odd.example/legacy"].title == title
+    assert len(records) >= count  # every ordinary page still made it

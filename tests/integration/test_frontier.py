@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from control_plane.consumer import wait_for
 from control_plane.messages import JobSpec
 from dualplane.settings import LimitSettings
 from tests.support.factories import ControlPlaneFactory
@@ -90,3 +91,26 @@ def test_job_with_a_page_limit_stops_admitting(running_frontier: RunningFrontier
     running_frontier.submit(spec, [f"http://p{i}.example/" for i in range(9)])
 
     running_frontier.wait_progress("limited", seeded=9, queued=5, over_limit=4)
+
+
+def test_frontier_stops_consuming_discovery_past_the_fleet_limit(control_plane: ControlPlaneFactory) -> None:
+    settings = control_plane.settings()
+    settings = settings.model_copy(
+        update={"frontier": settings.frontier.model_copy(update={"max_outstanding": 5})}
+    )
+    running = RunningFrontier(settings)
+    running.consumer.prefetch = 10  # so most of the flood stays in RabbitMQ once paused
+    running.start()
+    try:
+        running.submit(
+            JobSpec(job_id="flood", obey_robots=False), [f"http://d{i}.example/" for i in range(300)]
+        )
+        progress = running.wait_progress("flood", queued=5)
+        assert wait_for(lambda: settings.queues.discovery in running.consumer.paused, 10)
+        waiting = running.queue_depth(settings.queues.discovery)
+    finally:
+        running.stop()
+
+    assert running.lane_depth() == 5
+    assert int(progress["discovered"]) + waiting >= 250  # the rest waits, nothing is dropped
+    assert waiting > 200, "discovery kept being consumed past D_max"

@@ -66,9 +66,12 @@ class JobProbe:
         raise AssertionError(f"job {job_id} did not finish within {timeout_s} s: {last}")
 
     def lane_depth(self, lane: str = "normal") -> int:
+        return self.queue_depth(self.topology.lane_queue(lane))  # type: ignore[arg-type]
+
+    def queue_depth(self, queue: str) -> int:
+        """Messages ready (not delivered to anyone) in ``queue``."""
         connection = amqp.connect(self.settings.amqp)
         try:
-            queue = self.topology.lane_queue(lane)  # type: ignore[arg-type]
             return int(connection.channel().queue_declare(queue, passive=True).method.message_count)
         finally:
             connection.close()

@@ -1,0 +1,144 @@
+"""Replay throughput against the offline ceiling, and extraction time by page size.
+
+1. Fills a private ``pages.raw`` with the sample site's pages (rendered in-process, nothing fetched).
+2. Ceiling: ``extract_record`` over the same pages in one process, no Kafka (pages/s).
+3. Replay of the whole topic into a private records topic with 1 process and with one per core
+   (records/s), as a ratio of the ceiling (times the number of processes for the per-core run).
+4. Extraction ms/page by page size, with larger pages made by repeating article bodies.
+
+Medians of ``--rounds``. Needs the stack up (``dualplane stack up``).
+
+    .venv/bin/python benchmarks/replay_throughput.py --pages 100 --rounds 3 [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import schemas
+from control_plane.urls import canonicalize, domain_of
+from data_plane import kafka_clients
+from data_plane.extract.record import extract_record
+from data_plane.replay import plan, replay
+from data_plane.topics import ensure_data_plane_topics
+from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
+from dualplane.settings import Settings
+
+SIZES_KIB = (16, 64, 256, 1024, 4096)
+
+
+def sample_pages(pages_per_host: int) -> list[dict[str, Any]]:
+    spec = SiteSpec(seed=41, hosts=3, pages_per_host=pages_per_host, latency_ms=0, base_port=28_500)
+    model = SiteModel(spec)
+    pages = []
+    for i, url in enumerate(sorted(reachable_urls(spec))):
+        parts = urlsplit(url)
+        host = spec.origins().index(f"{parts.scheme}://{parts.netloc}")
+        body = model.resolve(host, parts.path, parts.query).body
+        pages.append(raw_page(url, body, i))
+    return pages
+
+
+def raw_page(url: str, body: bytes, i: int) -> dict[str, Any]:
+    return {
+        "job_id": "bench", "trace_id": f"t{i}", "task_id": f"k{i}", "url": url, "final_url": url,
+        "domain": domain_of(url), "depth": 1, "attempt": 1, "status": 200,
+        "fetched_at": datetime.fromtimestamp(1_793_534_400 + i, UTC), "content_type": "text/html",
+        "charset": "utf-8", "headers": {}, "redirect_chain": [], "body": body, "body_truncated": False,
+        "claim_check": None,
+    }  # fmt: skip
+
+
+def offline_pages_per_s(pages: list[dict[str, Any]]) -> float:
+    started = time.perf_counter()
+    for page in pages:
+        schemas.encode("page_record", extract_record(page, schema_version=2), 2)
+    return len(pages) / (time.perf_counter() - started)
+
+
+def replay_records_per_s(settings: Settings, processes: int) -> float:
+    topic = f"{settings.topics.records}.{uuid.uuid4().hex[:6]}"
+    result = replay(settings, plan(settings), schema_version=2, to_topic=topic, processes=processes)
+    return result.records / result.duration_s
+
+
+def ms_by_size(pages: list[dict[str, Any]]) -> dict[str, float]:
+    """Median extraction time of the largest sample page grown to each size (body content repeated)."""
+    base = max(pages, key=lambda page: len(page["body"]))
+    head, closing, tail = bytes(base["body"]).partition(b"</body>")
+    inner = head[head.find(b"<body") :] or head
+    figures = {}
+    for size_kib in SIZES_KIB:
+        repeats = max(0, size_kib * 1024 // len(inner) - 1)
+        page = {**base, "body": head + inner * repeats + closing + tail}
+        times = []
+        for _ in range(3):
+            started = time.perf_counter()
+            extract_record(page, schema_version=2)
+            times.append((time.perf_counter() - started) * 1000)
+        figures[f"{size_kib} KiB"] = round(statistics.median(times), 2)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pages", type=int, default=100, help="pages per host of the sample site (3 hosts)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    pages = sample_pages(args.pages)
+    with tempfile.TemporaryDirectory() as work:
+        settings = Settings.from_env().with_private_names(f"bench-{uuid.uuid4().hex[:8]}", Path(work))
+        settings = settings.model_copy(
+            update={"topics": settings.topics.model_copy(update={"partitions": cores})}
+        )
+        ensure_data_plane_topics(settings)
+        producer = kafka_clients.producer(settings.kafka)
+        for page in pages:
+            producer.produce(
+                settings.topics.pages_raw,
+                schemas.encode("raw_page", page),
+                canonicalize(page["url"]).encode(),
+            )
+        producer.flush(60)
+        ceiling = statistics.median(offline_pages_per_s(pages) for _ in range(args.rounds))
+        one = statistics.median(replay_records_per_s(settings, 1) for _ in range(args.rounds))
+        per_core = statistics.median(replay_records_per_s(settings, cores) for _ in range(args.rounds))
+    report = {
+        "pages": len(pages),
+        "offline_pages_per_s": round(ceiling, 1),
+        "replay_1_process_records_per_s": round(one, 1),
+        "replay_1_process_vs_offline": round(one / ceiling, 2),
+        f"replay_{cores}_processes_records_per_s": round(per_core, 1),
+        f"replay_{cores}_processes_vs_offline_x{cores}": round(per_core / (ceiling * cores), 2),
+        "extraction_ms_by_size": ms_by_size(pages),
+    }
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return
+    print(f"replay of {len(pages)} pages, median of {args.rounds} rounds ({cores} cores)")
+    print(f"  offline extraction (ceiling):   {ceiling:8.1f} pages/s")
+    print(f"  replay, 1 process:              {one:8.1f} records/s  ({one / ceiling:.2f} x ceiling)")
+    print(f"  replay, {cores} processes:            {per_core:8.1f} records/s  "
+          f"({per_core / (ceiling * cores):.2f} x {cores} x ceiling)")  # fmt: skip
+    print(
+        "  extraction ms/page by size: "
+        + ", ".join(f"{k}: {v} ms" for k, v in report["extraction_ms_by_size"].items())
+    )  # type: ignore[union-attr]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""The block-ratio processor: a Faust app from ``fetch.events`` to throttle commands and the state topic.
+
+Design
+------
+``build_app(settings, config)`` makes a Faust app (id ``<group prefix>-throttle``) whose
+:class:`~data_plane.throttle.processor.ThrottleProcessor` runs one agent on ``fetch.events``, read as
+raw bytes and decoded with :func:`schemas.decode`. A value that does not decode is counted
+(``stats.bad_events``) and skipped; no single event can stop the worker. Run it with
+``python -m faust -A data_plane.throttle.worker --datadir DIR worker``.
+
+Per domain (the topic's key, so one domain's events stay in one partition and one worker):
+
+- ``windows``: a **hopping-window table** (size ``WINDOW_SIZE_S``, step ``WINDOW_STEP_S``) of
+  total / blocked (rate_limited, forbidden, blocked_challenge) / timeouts / server errors, latency
+  and the largest Retry-After. Windows are **relative to the event's ``fetched_at``** (a time handler
+  equivalent to ``relative_to_field(FetchEvent.fetched_at)``, which needs a Faust Record where we
+  have raw Avro) rather than ``relative_to_stream`` (the Kafka timestamp), because fetched_at is when
+  the site answered: a fetcher whose Kafka producer buffered through a broker outage, or a replay,
+  still lands each fetch in the window it happened in, and tests can place events in time.
+- ``states``: a plain table of the policy state (P_d, delay, pause, streaks) and the last command.
+
+On every event the policy (:func:`control_plane.throttle_policy.decide`) judges the domain's window
+(see :func:`~data_plane.throttle.windows.window_to_judge`), so a threshold crossing is acted on
+by the very event that crosses it, not at the next timer tick. A command is first made durable in
+Kafka (the state table, and the Avro command in the compacted ``throttle.state`` topic keyed by
+domain; the producer is flushed, a few milliseconds) and then handed to the RabbitMQ publisher
+thread (JSON, publisher confirms, never blocking the agent). So every command the fleet obeys is in
+the compacted topic, and an event redelivered after a crash finds its decision already saved (the
+state remembers the offset it judged last) instead of issuing it twice. Events older than
+``MAX_LAG_S`` are counted but not acted on, so catching up a backlog does not replay stale commands.
+
+Rebalances, restarts and the known caveats of Faust windowed tables
+-------------------------------------------------------------------
+Both tables are changelogged; with the ``memory://`` store a worker rebuilds them from the changelogs
+after every start and rebalance, before its agent sees an event. What we do about the known problems:
+
+- **Replayed events double-count** (Faust is at-least-once: events after the last committed offset
+  are redelivered after a crash). Each window value keeps the partition and offset of the last event
+  it counted and ignores events at or below it, so counting is effectively exactly-once. We avoid
+  ``processing_guarantee="exactly_once"``, whose recovery has hung (faust-streaming#47).
+- **Recovered windows never expire** (Faust schedules expiry only for keys written after start,
+  robinhood/faust#44, faust-streaming#385). After each recovery we drop windows older than the
+  expiry from the local store; the changelog gets ``segment.ms`` equal to the window expiry so Kafka's
+  retention (Faust sets ``retention.ms`` to the expiry) really removes old windows and recovery stays
+  short, instead of replaying a week of segments.
+- **Windows closed during a rebalance are lost to ``on_window_close``** (faust-streaming#193): we never
+  use ``on_window_close``; decisions read the table, so nothing depends on a close callback firing.
+- **``.current()`` of a hopping table is its newest, nearly empty window**: we read the oldest open
+  window by its exact range instead.
+- **While a rebalance recovers, no event is processed**, so reactions pause for the session timeout
+  of a dead worker (``SESSION_TIMEOUT_S``, 10 s instead of Faust's 60 s) plus the recovery time.
+  Commands already issued stay in force: the fleet holds the last command it got, and the
+  compacted topic holds it for restarted fetchers.
+- Standby replicas (Faust's default ``table_standby_replicas=1``) keep a copy of other workers'
+  windows, so a surviving worker takes over a dead one's domains without replaying their changelog.
+- Web pages and the snapshot show only the partitions this worker owns; with several workers,
+  merge their snapshots. The daily budget is counted over the domains this worker owns.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from data_plane import kafka_clients
+from data_plane.throttle.config import ThrottleConfig
+from data_plane.throttle.exceptions import InvalidThrottleConfig
+from data_plane.throttle.processor import ThrottleProcessor
+from data_plane.throttle.publisher import CommandPublisher
+from data_plane.topics import topic_configs
+from dualplane.settings import KafkaSettings, Settings
+
+
+def build_app(
+    settings: Settings, config: ThrottleConfig, publisher: CommandPublisher | None = None
+) -> faust.App:
+    """The processor as a Faust app; creates ``fetch.events`` and ``throttle.state`` if missing."""
+    partitions = prepare_topics(settings)
+    app = faust.App(
+        config.app_id,
+        broker=_broker_urls(settings.kafka),
+        store="memory://",
+        topic_partitions=partitions,
+        topic_replication_factor=settings.kafka.replication_factor,
+        consumer_auto_offset_reset=config.offset_reset,
+        broker_session_timeout=config.session_timeout_s,
+        broker_heartbeat_interval=min(3.0, config.session_timeout_s / 3),
+        broker_commit_interval=config.commit_interval_s,
+        table_cleanup_interval=float(config.window_step_s),
+        web_enabled=config.web_port > 0,
+        web_port=config.web_port or 6066,
+        web_bind=config.web_bind,
+        web_in_thread=False,
+    )
+    publisher = publisher or CommandPublisher.from_settings(settings.amqp, settings.queues.throttle_exchange)
+    ThrottleProcessor(app, settings, config, partitions, publisher).install()
+    return app
+
+
+def prepare_topics(settings: Settings) -> int:
+    """Create the input and state topics if missing; the partition count of ``fetch.events``."""
+    topics, configs = settings.topics, topic_configs(settings)
+    kafka_clients.ensure_topics(
+        settings.kafka,
+        [topics.fetch_events],
+        partitions=topics.partitions,
+        config=configs[topics.fetch_events],
+    )
+    kafka_clients.ensure_topics(
+        settings.kafka, [topics.throttle_state], partitions=1, config=configs[topics.throttle_state]
+    )
+    metadata = kafka_clients.admin(settings.kafka).list_topics(topics.fetch_events, timeout=30)
+    return len(metadata.topics[topics.fetch_events].partitions)
+
+
+def _broker_urls(kafka: KafkaSettings) -> list[str]:
+    if kafka.security_protocol != "PLAINTEXT":
+        raise InvalidThrottleConfig(
+            f"the throttle processor (Faust) supports PLAINTEXT Kafka only, not {kafka.security_protocol}; "
+            "run it inside the cluster network or extend data_plane.throttle.app._broker_urls"
+        )
+    return [f"kafka://{server.strip()}" for server in kafka.bootstrap_servers.split(",") if server.strip()]

@@ -1,0 +1,76 @@
+"""Reading ``fetch.events`` values into the few facts the block-ratio windows count."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import schemas
+from data_plane.throttle.exceptions import BadFetchEvent
+from schemas.exceptions import SchemaError
+
+FETCH_EVENT = "fetch_event"
+# What the anti-bot defences of a site look like from the fetcher: these count toward the block ratio.
+BLOCKED_OUTCOMES = frozenset({"rate_limited", "forbidden", "blocked_challenge"})
+TIMEOUT_OUTCOMES = frozenset({"timeout"})
+SERVER_ERROR_OUTCOMES = frozenset({"server_error"})
+
+
+@dataclass(frozen=True)
+class FetchSample:
+    """One fetch attempt as the windows see it."""
+
+    domain: str
+    outcome: str
+    fetched_at_s: float  # event time: when the attempt ended, epoch seconds
+    latency_ms: int
+    retry_after_s: float | None
+
+    @property
+    def blocked(self) -> bool:
+        return self.outcome in BLOCKED_OUTCOMES
+
+    @property
+    def timed_out(self) -> bool:
+        return self.outcome in TIMEOUT_OUTCOMES
+
+    @property
+    def server_error(self) -> bool:
+        return self.outcome in SERVER_ERROR_OUTCOMES
+
+
+def parse_fetch_event(value: Any) -> FetchSample:
+    """The sample in a raw ``fetch.events`` value; :class:`BadFetchEvent` says why there is none."""
+    if not isinstance(value, bytes):
+        raise BadFetchEvent(f"expected Avro bytes, got {type(value).__name__}")
+    return _parse(value)
+
+
+def event_time_s(value: Any) -> float:
+    """``fetched_at`` of a raw fetch event, in epoch seconds: the windows' notion of time."""
+    return parse_fetch_event(value).fetched_at_s
+
+
+@functools.lru_cache(maxsize=256)
+def _parse(value: bytes) -> FetchSample:
+    # Cached: the agent and the windowed table's time handler both read each event; decode it once.
+    try:
+        decoded = schemas.decode(value)
+    except SchemaError as error:
+        raise BadFetchEvent(f"undecodable fetch event: {error}") from error
+    if decoded.name != FETCH_EVENT:
+        raise BadFetchEvent(f"a {decoded.name!r} record on the fetch-events topic; expected {FETCH_EVENT!r}")
+    record = decoded.record
+    fetched_at = record["fetched_at"]
+    if not record["domain"] or not isinstance(fetched_at, datetime):
+        raise BadFetchEvent(f"fetch event without a domain or a fetched_at time: {record!r:.200}")
+    retry_after = record.get("retry_after_s")
+    return FetchSample(
+        domain=str(record["domain"]).lower(),
+        outcome=str(record["outcome"]),
+        fetched_at_s=fetched_at.timestamp(),
+        latency_ms=max(0, int(record["latency_ms"])),
+        retry_after_s=float(retry_after) if retry_after is not None and retry_after > 0 else None,
+    )

@@ -1,0 +1,321 @@
+"""The throttle processor's tables, agent, snapshot and lifecycle; see :mod:`data_plane.throttle.app`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import random
+import socket
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import faust
+from faust.tables.wrappers import WindowWrapper
+
+from control_plane.throttle_policy import Budget, DomainState, decide
+from data_plane.throttle.commands import ThrottleCommand
+from data_plane.throttle.config import ThrottleConfig
+from data_plane.throttle.events import FetchSample, event_time_s, parse_fetch_event
+from data_plane.throttle.exceptions import BadFetchEvent
+from data_plane.throttle.publisher import CommandPublisher
+from data_plane.throttle.snapshot import VERSION, write_snapshot
+from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
+from dualplane.settings import Settings
+
+log = logging.getLogger(__name__)
+
+DAY_S = 86_400
+
+
+@dataclass
+class Stats:
+    events: int = 0
+    bad_events: int = 0
+    stale_events: int = 0
+    errors: int = 0
+    commands: int = 0
+
+
+class ThrottleProcessor:
+    """The agent, tables, timer and pages of the processor, bound to one Faust app."""
+
+    def __init__(
+        self,
+        app: faust.App,
+        settings: Settings,
+        config: ThrottleConfig,
+        partitions: int,
+        publisher: CommandPublisher,
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.config = config
+        self.policy = config.policy()
+        self.publisher = publisher
+        self.rng = random.Random()
+        self.stats = Stats()
+        self.size_s, self.step_s = float(config.window_size_s), float(config.window_step_s)
+        self.expires_s = self.size_s + self.step_s
+        self.events_topic = app.topic(
+            settings.topics.fetch_events, key_type=bytes, value_type=bytes,
+            key_serializer="raw", value_serializer="raw",
+        )  # fmt: skip
+        self.state_topic = app.topic(
+            settings.topics.throttle_state, key_type=bytes, value_type=bytes,
+            key_serializer="raw", value_serializer="raw",
+        )  # fmt: skip
+        hopping = app.Table(
+            "windows",
+            default=dict,
+            partitions=partitions,
+            extra_topic_configs={"segment.ms": str(int(self.expires_s * 1000))},
+        ).hopping(self.size_s, self.step_s, expires=self.expires_s)
+        # relative_to(callable) is the general form of relative_to_field (not on the abstract type).
+        self.windows = cast(WindowWrapper, hopping).relative_to(_fetched_at)
+        self.states = app.Table("states", default=dict, partitions=partitions)
+        # Requests per domain per UTC day, for the budget rule; no table (no changelog) without a budget.
+        self.daily = app.Table("daily", default=dict, partitions=partitions) if config.daily_budget else None
+        self.daily_used: dict[int, int] = {}  # UTC day -> requests counted by this worker
+        self.views: dict[str, dict[str, Any]] = {}  # domain -> last evaluation, for the snapshot
+        self.ready = False  # tables recovered for the current assignment
+
+    def install(self) -> None:
+        """Register the agent, timer, pages and lifecycle hooks on the app."""
+        app, processor = self.app, self
+
+        async def throttle(stream: Any) -> None:
+            async for event in stream.events():
+                await processor.handle(event)
+
+        async def all_domains(view: Any, request: Any) -> Any:
+            return view.json(processor.snapshot())
+
+        async def one_domain(view: Any, request: Any, domain: str) -> Any:
+            return view.json(processor.domain_now(domain))
+
+        async def start_publisher() -> None:
+            processor.publisher.start()
+
+        app.agent(self.events_topic, name="throttle")(throttle)
+        app.task(start_publisher)
+        app.timer(self.config.snapshot_interval_s, name="throttle-snapshot")(self.write_snapshot)
+        app.page("/throttle/")(all_domains)
+        app.page("/throttle/{domain}/")(one_domain)
+        # cast: mode's receiver type names its signal argument by a string mypy cannot resolve.
+        app.on_rebalance_complete.connect(cast(Any, self._on_rebalance_complete))
+        app.on_partitions_revoked.connect(cast(Any, self._on_partitions_revoked))
+        app.on_before_shutdown.connect(cast(Any, self._on_shutdown))
+
+    # the agent
+
+    async def handle(self, event: Any) -> None:
+        """Count one ``fetch.events`` value and act on its domain's window; never raises."""
+        try:
+            sample = parse_fetch_event(event.value)
+        except BadFetchEvent as error:
+            self.stats.bad_events += 1
+            message = event.message
+            log.warning("skipped %s[%s]@%s: %s", message.topic, message.partition, message.offset, error)
+            return
+        try:
+            await self._handle(sample, event)
+        except Exception:  # a bug must cost one event, not the worker
+            self.stats.errors += 1
+            log.exception("failed to process the fetch event of %s; skipped", sample.domain)
+
+    async def _handle(self, sample: FetchSample, event: Any) -> None:
+        self.stats.events += 1
+        partition, offset = event.message.partition, event.message.offset
+        self.windows[sample.domain].apply(_add, (sample, partition, offset), event)
+        used = self._count_daily(sample, partition, offset)
+        if time.time() - sample.fetched_at_s > self.config.max_lag_s:
+            self.stats.stale_events += 1
+            return
+        await self._evaluate(sample.domain, sample.fetched_at_s, partition, offset, used)
+
+    def _count_daily(self, sample: FetchSample, partition: int, offset: int) -> int:
+        if self.daily is None:
+            return 0
+        day = int(sample.fetched_at_s // DAY_S)
+        value = self.daily.get(sample.domain) or {}
+        if value.get("day") != day:
+            value = {"day": day, "count": 0}
+        elif value.get("partition") == partition and value.get("offset", -1) >= offset:
+            return self.daily_used.get(day, 0)  # redelivered after a crash: counted already
+        self.daily[sample.domain] = {
+            **value,
+            "count": value["count"] + 1,
+            "partition": partition,
+            "offset": offset,
+        }
+        self.daily_used[day] = self.daily_used.get(day, 0) + 1
+        return self.daily_used[day]
+
+    async def _evaluate(self, domain: str, now_s: float, partition: int, offset: int, used: int) -> None:
+        record = self.states.get(domain) or {}
+        if record.get("partition") == partition and record.get("offset", -1) >= offset:
+            return  # redelivered after a crash: this event was judged before the state was saved
+        state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
+        window = window_to_judge(now_s, self.size_s, self.step_s, state.last_change_s)
+        value = self.windows[domain][window] if window is not None else {}
+        counts = counts_of(value)
+        budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
+        decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
+                          priority=self.config.priority(domain))  # fmt: skip
+        self.views[domain] = {
+            "window": summary(value, window),
+            "evaluated_at_s": now_s,
+            "partition": partition,
+        }
+        command = None
+        if decision.command is not None:
+            command = ThrottleCommand.from_policy(domain, decision.command, counts)
+        elif decision.state == state:
+            return
+        last_command = command.model_dump(mode="json") if command else record.get("last_command")
+        self.states[domain] = {
+            "state": decision.state.to_dict(),
+            "last_command": last_command,
+            "partition": partition,
+            "offset": offset,
+        }
+        if command is not None:
+            await self._issue(command)
+
+    async def _issue(self, command: ThrottleCommand) -> None:
+        """Make ``command`` durable in Kafka (state topic and changelogs), then announce it.
+
+        Kafka first: a command the fleet obeys is always in the compacted topic, and after a crash
+        the replayed event finds its decision already saved instead of issuing it again.
+        """
+        self.stats.commands += 1
+        log.info("%s: %s", command.domain, command.reason)
+        await self.state_topic.send(key=command.state_key.encode(), value=command.to_avro())
+        await self.app.producer.flush()
+        self.publisher.submit(command)
+
+    # what `dualplane throttle show` and the pages read
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything this worker knows, in the shape documented in :mod:`data_plane.throttle.snapshot`."""
+        publisher = self.publisher.stats
+        return {
+            "version": VERSION,
+            "generated_at": datetime.now(UTC).isoformat(),
+            "app_id": self.config.app_id,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "window": {"size_s": self.size_s, "step_s": self.step_s},
+            "policy": {
+                "threshold": self.policy.threshold,
+                "min_samples": self.policy.min_samples,
+                "ceiling": self.policy.ceiling,
+                "pause_ratio": self.policy.pause_ratio,
+                "daily_budget": self.config.daily_budget,
+            },
+            "ready": self.ready,
+            "partitions": self._owned_partitions(),
+            "stats": {**vars(self.stats), "publisher": vars(publisher).copy()},
+            "domains": {domain: self._domain_entry(domain) for domain in sorted(self._known_domains())},
+        }
+
+    def domain_now(self, domain: str) -> dict[str, Any]:
+        """One domain's entry, with its window read from the table at the current wall-clock time."""
+        entry = self._domain_entry(domain)
+        window = window_to_judge(time.time(), self.size_s, self.step_s, entry["last_change_s"])
+        entry["window_now"] = summary(self.windows[domain][window], window) if window else None
+        return {"domain": domain, "ready": self.ready, **entry}
+
+    async def write_snapshot(self) -> None:
+        path = self.config.snapshot_path
+        if path is None:
+            return
+        snapshot = self.snapshot()
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, write_snapshot, path, snapshot)
+        except OSError as error:
+            log.warning("could not write the throttle snapshot %s: %s", path, error)
+
+    def _domain_entry(self, domain: str) -> dict[str, Any]:
+        record = self.states.get(domain) or {}
+        state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
+        view = self.views.get(domain, {})
+        return {
+            "concurrency": state.concurrency,
+            "delay_ms": state.delay_ms,
+            "paused": state.paused,
+            "healthy_windows": state.healthy_windows,
+            "extreme_windows": state.extreme_windows,
+            "last_change_s": state.last_change_s,
+            "window": view.get("window"),
+            "evaluated_at_s": view.get("evaluated_at_s"),
+            "last_command": record.get("last_command"),
+        }
+
+    def _known_domains(self) -> set[str]:
+        return set(self.views) | {str(key) for key in self.states}
+
+    def _owned_partitions(self) -> list[int]:
+        try:
+            assignment = self.app.consumer.assignment()
+        except Exception:  # not started or mid-rebalance: report nothing rather than fail the page
+            return []
+        return sorted(tp.partition for tp in assignment if tp.topic == self.settings.topics.fetch_events)
+
+    # lifecycle
+
+    async def _on_partitions_revoked(self, sender: Any, *args: Any, **kwargs: Any) -> None:
+        self.ready = False
+
+    async def _on_rebalance_complete(self, sender: Any, *args: Any, **kwargs: Any) -> None:
+        self.ready = True
+        owned = set(self._owned_partitions())
+        self.views = {d: v for d, v in self.views.items() if v.get("partition") in owned}
+        self._drop_expired_windows()
+        self._recount_daily()
+
+    def _drop_expired_windows(self) -> None:
+        """Windows recovered from the changelog are never expired by Faust: drop the old ones here."""
+        store = self.windows.table.data
+        oldest_end = time.time() - self.expires_s
+        stale = [key for key in list(store.keys()) if _window_end(key) < oldest_end]
+        for key in stale:
+            with contextlib.suppress(KeyError):
+                del store[key]
+        if stale:
+            log.info("dropped %d expired windows recovered from the changelog", len(stale))
+
+    def _recount_daily(self) -> None:
+        if self.daily is None:
+            return
+        totals: dict[int, int] = {}
+        for value in self.daily.values():
+            if isinstance(value, dict) and "day" in value:
+                totals[value["day"]] = totals.get(value["day"], 0) + int(value.get("count", 0))
+        self.daily_used = totals
+
+    async def _on_shutdown(self, sender: Any, *args: Any, **kwargs: Any) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.publisher.close)
+
+
+def _fetched_at(event: Any) -> float:
+    """The windowed table's time handler: the event's ``fetched_at`` (see the module docstring)."""
+    if event is None:
+        raise RuntimeError("the throttle windows are event-time windows: read them by explicit range")
+    return event_time_s(event.value)
+
+
+def _add(value: dict[str, Any], update: tuple[FetchSample, int, int]) -> dict[str, Any]:
+    return add_sample(value or {}, *update)
+
+
+def _window_end(key: Any) -> float:
+    try:
+        return float(key[1][1])
+    except (TypeError, IndexError, ValueError):
+        return math.inf  # not a windowed key: keep it

@@ -1,0 +1,89 @@
+"""Per-domain window values (what the hopping-window table stores) and which window to judge when.
+
+A window value is a small JSON-safe dict of counters. It also holds the source partition and offset
+of the last event added, which makes adding idempotent: after a crash Faust redelivers the events
+after the last committed offset, and an event already in a window (its changelog write made it)
+is not counted twice.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from faust.types.windows import WindowRange_from_start
+
+from control_plane.throttle_policy import WindowCounts
+from data_plane.throttle.events import FetchSample
+
+WindowRange = tuple[float, float]
+
+
+def add_sample(value: Mapping[str, Any], sample: FetchSample, partition: int, offset: int) -> dict[str, Any]:
+    """``value`` with ``sample`` counted; unchanged if it already counted the event at ``offset``."""
+    if value.get("partition") == partition and value.get("offset", -1) >= offset:
+        return dict(value)
+    retry_after = value.get("max_retry_after_s")
+    if sample.retry_after_s is not None:
+        retry_after = max(retry_after or 0.0, sample.retry_after_s)
+    return {
+        "total": value.get("total", 0) + 1,
+        "blocked": value.get("blocked", 0) + sample.blocked,
+        "timeouts": value.get("timeouts", 0) + sample.timed_out,
+        "server_errors": value.get("server_errors", 0) + sample.server_error,
+        "latency_ms_sum": value.get("latency_ms_sum", 0) + sample.latency_ms,
+        "latency_ms_max": max(value.get("latency_ms_max", 0), sample.latency_ms),
+        "max_retry_after_s": retry_after,
+        "partition": partition,
+        "offset": offset,
+    }
+
+
+def counts_of(value: Mapping[str, Any]) -> WindowCounts:
+    """The policy's view of a window value (an empty value is an empty window)."""
+    return WindowCounts(
+        total=int(value.get("total", 0)),
+        blocked=int(value.get("blocked", 0)),
+        timeouts=int(value.get("timeouts", 0)),
+        server_errors=int(value.get("server_errors", 0)),
+        max_retry_after_s=value.get("max_retry_after_s"),
+    )
+
+
+def summary(value: Mapping[str, Any], window: WindowRange | None) -> dict[str, Any]:
+    """A window value for people: counts, ratio, latency, bounds (epoch seconds)."""
+    counts = counts_of(value)
+    return {
+        "start_s": window[0] if window else None,
+        "end_s": window[1] if window else None,
+        "total": counts.total,
+        "blocked": counts.blocked,
+        "timeouts": counts.timeouts,
+        "server_errors": counts.server_errors,
+        "blocked_ratio": round(counts.blocked_ratio, 4),
+        "latency_ms_avg": round(value["latency_ms_sum"] / counts.total, 1) if counts.total else None,
+        "latency_ms_max": value.get("latency_ms_max"),
+        "max_retry_after_s": counts.max_retry_after_s,
+    }
+
+
+def window_to_judge(
+    now_s: float, size_s: float, step_s: float, last_change_s: float | None
+) -> WindowRange | None:
+    """The hopping window whose counts decide at ``now_s``.
+
+    Normally the oldest window still open at ``now_s``: it covers the last ``size_s - step_s``
+    seconds and more, the fullest view there is. (Faust's ``.current()`` is the *newest* window,
+    which holds at most one step of events.) After a change of limits inside that span, the oldest
+    window starting after the change instead: a decision is judged only on what followed it, so
+    blocks from before a halving cannot trigger a second one. ``None`` until that window exists.
+    """
+    newest_start = math.floor(now_s / step_s) * step_s
+    start = newest_start - size_s + step_s
+    if last_change_s is not None:
+        start = max(start, math.ceil(last_change_s / step_s) * step_s)
+    if start > newest_start:
+        return None
+    # Faust keys windows by exactly this tuple; build it the same way so the lookup hits.
+    return WindowRange_from_start(float(start), float(size_s))

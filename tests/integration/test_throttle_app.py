@@ -1,0 +1,553 @@
+"""The throttle processor as a real Faust worker: reaction time, compacted state, recovery, SIGKILL.
+
+Each test runs ``python -m faust -A data_plane.throttle.worker`` with small windows and private
+topic, exchange and consumer-group names, produces synthetic fetch events for one domain and listens
+on the throttle fanout through its own exclusive queue.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+import schemas
+from control_plane import amqp
+from data_plane import kafka_clients
+from data_plane.throttle.commands import ThrottleCommand
+from data_plane.throttle.limits import Limits
+from data_plane.throttle.snapshot import read_snapshot
+from data_plane.throttle.state import ThrottleView, load_latest_state
+from data_plane.topics import ensure_data_plane_topics
+from dualplane.settings import Settings
+from tests.support.factories import ControlPlaneFactory, closing
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROOT = Path(__file__).parents[2]
+BASE_ENV = {
+    "DUALPLANE_THROTTLE_THRESHOLD": "0.05",
+    "DUALPLANE_THROTTLE_MIN_SAMPLES": "20",
+    "DUALPLANE_THROTTLE_CEILING": "8",
+    "DUALPLANE_THROTTLE_BASE_DELAY_MS": "500",
+    "DUALPLANE_THROTTLE_COOLDOWN_BASE_MS": "1000",
+    "DUALPLANE_THROTTLE_COOLDOWN_CAP_MS": "8000",
+    "DUALPLANE_THROTTLE_PAUSE_RATIO": "0.9",  # 30% blocked must halve, not pause
+    "DUALPLANE_THROTTLE_OFFSET_RESET": "earliest",
+    "DUALPLANE_THROTTLE_SNAPSHOT_INTERVAL_S": "0.5",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def fetch_event(domain: str, outcome: str, *, retry_after_s: float | None = None) -> bytes:
+    return schemas.encode(
+        "fetch_event",
+        {
+            "job_id": "job-throttle",
+            "trace_id": uuid.uuid4().hex,
+            "task_id": uuid.uuid4().hex,
+            "url": f"https://{domain}/page",
+            "final_url": None,
+            "domain": domain,
+            "outcome": outcome,
+            "status": {"ok": 200, "rate_limited": 429, "forbidden": 403}.get(outcome),
+            "latency_ms": 120,
+            "bytes": 2048,
+            "attempt": 1,
+            "fetched_at": datetime.now(UTC),
+            "retry_after_s": retry_after_s,
+        },
+    )
+
+
+@dataclass
+class Worker:
+    """One Faust worker process of the processor, restartable with the same identity and data dir."""
+
+    settings: Settings
+    env: dict[str, str]
+    tmp_path: Path
+    port: int = field(default_factory=_free_port)
+    process: subprocess.Popen[bytes] | None = None
+    starts: int = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return self.tmp_path / f"worker-{self.starts}.log"
+
+    def start(self) -> None:
+        self.starts += 1
+        env = {
+            **os.environ,
+            **self.settings.to_env(),
+            **self.env,
+            "DUALPLANE_THROTTLE_WEB_PORT": str(self.port),
+        }
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "faust",
+                    "-A",
+                    "data_plane.throttle.worker",
+                    "--datadir",
+                    str(self.tmp_path / "faust-data"),
+                    "worker",
+                    "--loglevel",
+                    "info",
+                ],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+            )
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+    def logs(self) -> str:
+        return "\n".join(
+            (self.tmp_path / f"worker-{n}.log").read_text()[-3000:] for n in range(1, self.starts + 1)
+        )
+
+    def require_running(self) -> None:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            pytest.fail(f"the throttle worker exited:\n{self.logs()}")
+
+    def domain(self, domain: str) -> dict[str, Any] | None:
+        try:
+            response = httpx.get(f"{self.base_url}/throttle/{domain}/", timeout=2)
+            return dict(response.json()) if response.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def wait_for(self, what: str, check: Callable[[], bool], timeout_s: float = 60) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            self.require_running()
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out waiting for {what}:\n{self.logs()}")
+            time.sleep(0.2)
+
+
+class Listener:
+    """An exclusive queue on the throttle fanout; records each command with its arrival time."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.connection = amqp.connect(settings.amqp)
+        self.channel = self.connection.channel()
+        exchange = settings.queues.throttle_exchange
+        self.channel.exchange_declare(exchange, "fanout", durable=True)
+        self.queue = self.channel.queue_declare("", exclusive=True, auto_delete=True).method.queue
+        self.channel.queue_bind(self.queue, exchange)
+        self.received: list[tuple[float, ThrottleCommand]] = []
+
+    def poll(self) -> None:
+        while True:
+            method, _, body = self.channel.basic_get(self.queue, auto_ack=True)
+            if method is None:
+                return
+            self.received.append((time.time(), ThrottleCommand.from_json(body)))
+
+    def wait_for(
+        self, predicate: Callable[[ThrottleCommand], bool], timeout_s: float
+    ) -> tuple[float, ThrottleCommand]:
+        deadline = time.monotonic() + timeout_s
+        seen = 0
+        while time.monotonic() < deadline:
+            self.poll()
+            for arrived, command in self.received[seen:]:
+                if predicate(command):
+                    return arrived, command
+            seen = len(self.received)
+            time.sleep(0.01)
+        raise AssertionError(
+            f"no matching command within {timeout_s} s; got {[c.reason for _, c in self.received]}"
+        )
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self.connection.close()
+
+
+class Traffic:
+    """A thread producing fetch events for one domain at a steady rate; ``blocked_every`` sets the mix."""
+
+    def __init__(self, settings: Settings, domain: str, per_second: int = 40) -> None:
+        self.producer = kafka_clients.producer(settings.kafka, **{"linger.ms": 0})
+        self.topic = settings.topics.fetch_events
+        self.domain = domain
+        self.interval_s = 1.0 / per_second
+        self.blocked_per_ten = 0
+        self.sent: list[tuple[float, bool]] = []  # (wall time, blocked)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def send(self, blocked: bool) -> None:
+        outcome = "rate_limited" if blocked else "ok"
+        value = fetch_event(self.domain, outcome, retry_after_s=2.0 if blocked else None)
+        self.producer.produce(self.topic, value, key=self.domain.encode())
+        self.producer.poll(0)
+        self.sent.append((time.time(), blocked))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self._stop.is_set():
+            self.send(i % 10 < self.blocked_per_ten)
+            i += 1
+            self._stop.wait(self.interval_s)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(5)
+        self.producer.flush(10)
+
+
+@pytest.fixture
+def throttle_settings(control_plane: ControlPlaneFactory) -> Iterator[Settings]:
+    settings = control_plane.settings()
+    ensure_data_plane_topics(settings)
+    yield settings
+    _delete_faust_topics(settings)
+
+
+def _delete_faust_topics(settings: Settings) -> None:
+    """The consumer group, changelog and assignor topics Faust made for the app (``<prefix>-throttle*``)."""
+    with suppress(Exception):
+        admin = kafka_clients.admin(settings.kafka)
+        prefix = f"{settings.kafka.group_prefix}-throttle"
+        for future in admin.delete_consumer_groups([prefix], request_timeout=10).values():
+            with suppress(Exception):
+                future.result()
+        mine = [name for name in admin.list_topics(timeout=10).topics if name.startswith(prefix)]
+        if mine:
+            for future in admin.delete_topics(mine, operation_timeout=30).values():
+                with suppress(Exception):
+                    future.result()
+
+
+@pytest.fixture
+def listener(throttle_settings: Settings) -> Iterator[Listener]:
+    listening = Listener(throttle_settings)
+    yield listening
+    listening.close()
+
+
+class Workers:
+    """Starts workers for a test and stops every one of them afterwards, whatever the test did."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.started: list[Worker] = []
+
+    def start(self, tmp_path: Path, **env: str) -> Worker:
+        tmp_path.mkdir(parents=True, exist_ok=True)
+        snapshot = {"DUALPLANE_THROTTLE_SNAPSHOT_PATH": str(tmp_path / "snap.json")}
+        worker = Worker(self.settings, {**BASE_ENV, **env, **snapshot}, tmp_path)
+        self.started.append(worker)
+        worker.start()
+        return worker
+
+    def close(self) -> None:
+        for worker in self.started:
+            worker.stop()
+
+
+@pytest.fixture
+def workers(throttle_settings: Settings) -> Iterator[Workers]:
+    yield from closing(Workers(throttle_settings))
+
+
+def warm_up(worker: Worker, settings: Settings) -> None:
+    """Until the worker has consumed an event: assigned, recovered and processing."""
+    warmup = Traffic(settings, "warmup.test")
+    warmup.send(blocked=False)
+    warmup.stop()
+    worker.wait_for("the warm-up event", lambda: _total(worker, "warmup.test") == 1)
+
+
+@dataclass
+class Scenario:
+    """One domain's traffic through a running worker, watched on the exchange and by a fetcher's view."""
+
+    settings: Settings
+    worker: Worker
+    listener: Listener
+    traffic: Traffic
+    applied: dict[int, float] = field(default_factory=dict)  # concurrency -> when a view first applied it
+
+    @property
+    def domain(self) -> str:
+        return self.traffic.domain
+
+    def on_change(self, changed: str, limits: Limits) -> None:
+        if changed == self.domain:
+            self.applied.setdefault(limits.concurrency, time.time())
+
+
+def test_halves_on_blocks_then_recovers_and_keeps_the_latest_state(
+    throttle_settings: Settings, listener: Listener, workers: Workers, tmp_path: Path
+) -> None:
+    worker = workers.start(
+        tmp_path,
+        DUALPLANE_THROTTLE_WINDOW_SIZE_S="10",
+        DUALPLANE_THROTTLE_WINDOW_STEP_S="2",
+        DUALPLANE_THROTTLE_RECOVERY_S="4",
+    )
+    scenario = Scenario(throttle_settings, worker, listener, Traffic(throttle_settings, "blocky.test"))
+    view = ThrottleView(throttle_settings, on_change=scenario.on_change).start()
+    try:
+        warm_up(worker, throttle_settings)
+        blocked_traffic_halves_within_a_second(scenario)
+        healthy_traffic_recovers_additively(scenario)
+        last = the_latest_state_is_kept(scenario, tmp_path / "snap.json")
+        expected = (last.concurrency, last.delay_ms, last.paused)
+        assert view.limits(scenario.domain) == expected
+        view.close()
+        with ThrottleView(throttle_settings) as restarted:  # a restarted fetcher starts from the state
+            assert restarted.limits(scenario.domain) == expected
+    finally:
+        view.close()
+        scenario.traffic.stop()
+
+
+def blocked_traffic_halves_within_a_second(scenario: Scenario) -> None:
+    traffic = scenario.traffic
+    traffic.blocked_per_ten = 3  # 30% blocked, Retry-After 2 s
+    traffic.start()
+    arrived, halve = scenario.listener.wait_for(lambda c: c.reason.startswith("halve"), timeout_s=20)
+    # The window crosses the threshold with its 20th event (min_samples): 6 of 20 blocked.
+    first_event_s, crossing_s = traffic.sent[0][0], traffic.sent[19][0]
+    reaction_s = arrived - crossing_s
+    scenario.worker.wait_for("the view to apply the halving", lambda: 4 in scenario.applied, timeout_s=5)
+    print(
+        f"\nreaction time: command on the exchange {reaction_s * 1000:.0f} ms after the crossing event "
+        f"({(arrived - first_event_s) * 1000:.0f} ms after the window's first event); "
+        f"applied by a fetcher's ThrottleView {(scenario.applied[4] - crossing_s) * 1000:.0f} ms after it"
+    )
+    assert (halve.domain, halve.concurrency, halve.paused, halve.source) == (
+        scenario.domain,
+        4,
+        False,
+        "auto",
+    )
+    assert halve.delay_ms >= 2000, "the cooldown must honour the 2 s Retry-After"
+    assert halve.window_total is not None and halve.window_total >= 20
+    assert halve.blocked_ratio is not None and halve.blocked_ratio > 0.05
+    assert reaction_s < 1.0, f"reaction took {reaction_s:.2f} s"
+
+
+def healthy_traffic_recovers_additively(scenario: Scenario) -> None:
+    time.sleep(3)  # a few more blocked steps: more halving, never below 1
+    scenario.traffic.blocked_per_ten = 0
+    healthy_from = time.time()
+    arrived, recover = scenario.listener.wait_for(lambda c: c.reason.startswith("recover"), timeout_s=40)
+    print(f"first recovery {arrived - healthy_from:.1f} s after the site became healthy: {recover.reason}")
+    assert arrived - healthy_from >= 4.0, "recovered before the 4 s healthy period"
+    scenario.listener.wait_for(lambda c: c.reason.startswith("recover") and c is not recover, timeout_s=20)
+    scenario.traffic.stop()
+
+    commands = [command for _, command in scenario.listener.received]
+    for command in commands:
+        print(f"  {command.issued_at:%H:%M:%S.%f} {command.reason}")
+    assert all(1 <= c.concurrency <= 8 for c in commands)
+    recovers = [c for c in commands if c.reason.startswith("recover")]
+    assert all(b.concurrency - a.concurrency <= 1 for a, b in itertools.pairwise(recovers))
+    assert all(c.reason.startswith("halve") for c in commands[: commands.index(recovers[0])])
+
+
+def the_latest_state_is_kept(scenario: Scenario, snapshot_path: Path) -> ThrottleCommand:
+    """The compacted topic and the snapshot file both end at the last command published."""
+    worker, listener = scenario.worker, scenario.listener
+    worker.wait_for("the publisher to finish", lambda: listener.poll() is None and _settled(worker))
+    last = listener.received[-1][1]
+    latest = load_latest_state(scenario.settings.kafka, scenario.settings.topics.throttle_state)
+    assert latest[scenario.domain] == last, "the compacted topic must hold the last command"
+
+    def snapshot_is_current() -> bool:
+        entry = read_snapshot(snapshot_path)["domains"].get(scenario.domain) or {}
+        return (entry.get("last_command") or {}).get("reason") == last.reason
+
+    worker.wait_for("the snapshot file", snapshot_is_current, timeout_s=10)
+    snapshot = read_snapshot(snapshot_path)
+    assert snapshot["domains"][scenario.domain]["concurrency"] == last.concurrency
+    assert snapshot["stats"]["bad_events"] == 0
+    return last
+
+
+def _settled(worker: Worker) -> bool:
+    snapshot = httpx.get(f"{worker.base_url}/throttle/", timeout=2).json()
+    return bool(snapshot["stats"]["publisher"]["pending"] == 0)
+
+
+def test_undecodable_values_are_counted_and_skipped(
+    throttle_settings: Settings, listener: Listener, workers: Workers, tmp_path: Path
+) -> None:
+    worker = workers.start(
+        tmp_path,
+        DUALPLANE_THROTTLE_WINDOW_SIZE_S="60",
+        DUALPLANE_THROTTLE_WINDOW_STEP_S="2",
+    )
+    warm_up(worker, throttle_settings)
+    producer = kafka_clients.producer(throttle_settings.kafka)
+    topic = throttle_settings.topics.fetch_events
+    wrong_schema = ThrottleCommand(domain="junk.test", concurrency=1, delay_ms=0).to_avro()
+    for junk in (b"", b"not avro", b"\xc3\x01" + b"\x00" * 8, wrong_schema):
+        producer.produce(topic, junk, key=b"junk.test")
+    traffic = Traffic(throttle_settings, "after-junk.test")
+    for _ in range(3):
+        traffic.send(blocked=False)
+    traffic.stop()
+    assert producer.flush(10) == 0
+    worker.wait_for("the events after the junk", lambda: _total(worker, "after-junk.test") == 3)
+    stats = httpx.get(f"{worker.base_url}/throttle/", timeout=2).json()["stats"]
+    assert stats["bad_events"] == 4
+    assert stats["errors"] == 0
+
+
+def _total(worker: Worker, domain: str) -> int | None:
+    """The domain's current window count, once the worker has recovered its tables."""
+    entry = worker.domain(domain) or {}
+    window = entry.get("window_now") or {}
+    return window.get("total") if entry.get("ready") else None
+
+
+def test_a_killed_worker_recovers_its_windows_and_state_from_the_changelogs(
+    throttle_settings: Settings, listener: Listener, workers: Workers, tmp_path: Path
+) -> None:
+    # A 120 s window, so the counts are still in their window after two restarts; offsets committed
+    # rarely, so the kill always comes before the commit and the restarted worker gets the events again.
+    worker = workers.start(
+        tmp_path,
+        DUALPLANE_THROTTLE_WINDOW_SIZE_S="120",
+        DUALPLANE_THROTTLE_WINDOW_STEP_S="2",
+        DUALPLANE_THROTTLE_COMMIT_INTERVAL_S="60",
+    )
+    domain = "restart.test"
+    traffic = Traffic(throttle_settings, domain)
+    try:
+        warm_up(worker, throttle_settings)
+        for i in range(19):  # one short of min_samples: no command yet
+            traffic.send(blocked=i < 5)
+        traffic.producer.flush(10)
+        worker.wait_for("19 counted events", lambda: _total(worker, domain) == 19)
+
+        killed = time.monotonic()
+        worker.kill()
+        worker.start()
+        worker.wait_for("the recovered window", lambda: _total(worker, domain) is not None, timeout_s=90)
+        print(f"\nkilled worker replaced and recovered in {time.monotonic() - killed:.1f} s")
+        assert _total(worker, domain) == 19, "the window must be recovered, and replayed events not recounted"
+        assert listener.received == [] or (listener.poll() is None and listener.received == [])
+
+        traffic.send(blocked=True)  # the 20th event: 6 of 20 blocked -> halve
+        traffic.producer.flush(10)
+        _, first = listener.wait_for(lambda c: c.domain == domain, timeout_s=20)
+        assert first.concurrency == 4, first.reason
+        assert "of 20 fetches" in first.reason
+
+        worker.kill()
+        worker.start()
+        worker.wait_for(
+            "the recovered state", lambda: (worker.domain(domain) or {}).get("concurrency") == 4, timeout_s=90
+        )
+        time.sleep(2.5)  # past the step of the first change: a new post-change window
+        for i in range(30):
+            traffic.send(blocked=i % 10 < 3)
+        traffic.producer.flush(10)
+        _, second = listener.wait_for(lambda c: c.domain == domain and c is not first, timeout_s=20)
+        assert second.concurrency == 2, f"the state must survive the kill (4 -> 2): {second.reason}"
+        listener.poll()
+        assert [c.concurrency for _, c in listener.received if c.domain == domain] == [4, 2]
+    finally:
+        traffic.stop()
+
+
+def test_a_rebalance_moves_windows_to_the_surviving_worker(
+    throttle_settings: Settings, listener: Listener, workers: Workers, tmp_path: Path
+) -> None:
+    """Two workers share the partitions; the one owning the domain dies; the other carries on."""
+    env = {"DUALPLANE_THROTTLE_WINDOW_SIZE_S": "120", "DUALPLANE_THROTTLE_WINDOW_STEP_S": "2"}
+    pair = [workers.start(tmp_path / name, **env) for name in ("a", "b")]
+    domain = "rebalance.test"
+    traffic = Traffic(throttle_settings, domain)
+    try:
+        for worker in pair:
+            worker.wait_for(
+                "a share of the partitions", lambda w=worker: _partitions(w) not in (None, [], [0, 1, 2])
+            )
+        for i in range(19):
+            traffic.send(blocked=i < 5)
+        traffic.producer.flush(10)
+        # The owner is the worker that processed the events (a standby replica may hold the window too).
+        pair[0].wait_for("the owner to count 19", lambda: sum(_processed(w, domain) == 19 for w in pair) == 1)
+        owner = next(w for w in pair if _processed(w, domain) == 19)
+        survivor = next(w for w in pair if w is not owner)
+        owner.kill()
+        moved = time.monotonic()
+        survivor.wait_for("all partitions", lambda: _partitions(survivor) == [0, 1, 2], timeout_s=90)
+        survivor.wait_for("the moved window", lambda: _total(survivor, domain) is not None, timeout_s=30)
+        print(f"\nrebalanced to the surviving worker in {time.monotonic() - moved:.1f} s")
+        assert _total(survivor, domain) == 19, "the windows of a moved partition must come with it"
+
+        traffic.send(blocked=True)  # the 20th event: 6 of 20 blocked
+        traffic.producer.flush(10)
+        _, command = listener.wait_for(lambda c: c.domain == domain, timeout_s=20)
+        assert (command.concurrency, "of 20 fetches" in command.reason) == (4, True), command.reason
+    finally:
+        traffic.stop()
+
+
+def _partitions(worker: Worker) -> list[int] | None:
+    try:
+        snapshot = httpx.get(f"{worker.base_url}/throttle/", timeout=2).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    return list(snapshot["partitions"]) if snapshot.get("ready") else None
+
+
+def _processed(worker: Worker, domain: str) -> int | None:
+    """The total of the window this worker last judged for ``domain`` (None: it never processed it)."""
+    window = (worker.domain(domain) or {}).get("window") or {}
+    return window.get("total")

@@ -1,0 +1,264 @@
+"""Pure parts of the throttle processor: config, events, windows, commands and the limits book.
+
+No brokers (marked unit); kept beside the integration tests only because this change may not add
+files under tests/unit other than test_throttle_policy.py. Move to tests/unit/ when convenient.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faust.windows import HoppingWindow
+
+import schemas
+from control_plane.throttle_policy import Command, WindowCounts
+from data_plane.throttle.commands import ThrottleCommand
+from data_plane.throttle.config import ThrottleConfig
+from data_plane.throttle.events import parse_fetch_event
+from data_plane.throttle.exceptions import (
+    BadFetchEvent,
+    BadThrottleCommand,
+    InvalidThrottleConfig,
+    ThrottleError,
+)
+from data_plane.throttle.limits import LimitsBook
+from data_plane.throttle.snapshot import read_snapshot, write_snapshot
+from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
+from dualplane.settings import Settings
+
+pytestmark = pytest.mark.unit
+
+T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+
+def event_bytes(outcome: str = "ok", retry_after_s: float | None = None, **changes: Any) -> bytes:
+    record = {
+        "job_id": "j", "trace_id": "t", "task_id": uuid.uuid4().hex, "url": "https://a.test/",
+        "final_url": None, "domain": "A.test", "outcome": outcome, "status": None, "latency_ms": 250,
+        "bytes": 10, "attempt": 1, "fetched_at": T0, "retry_after_s": retry_after_s,
+    }  # fmt: skip
+    return schemas.encode("fetch_event", {**record, **changes})
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+def test_config_defaults_come_from_the_settings() -> None:
+    settings = Settings()
+    config = ThrottleConfig.from_env(settings, environ={})
+    assert (config.window_size_s, config.window_step_s, config.threshold, config.min_samples) == (
+        600,
+        60,
+        0.05,
+        20,
+    )
+    assert config.ceiling == settings.limits.domain_concurrency
+    assert config.base_delay_ms == settings.limits.domain_delay_ms
+    assert config.app_id == f"{settings.kafka.group_prefix}-throttle"
+    assert config.snapshot_path == settings.stack.data_dir / "throttle" / "snapshot.json"
+
+
+def test_config_reads_every_kind_of_variable() -> None:
+    environ = {
+        "DUALPLANE_THROTTLE_WINDOW_SIZE_S": "10",
+        "DUALPLANE_THROTTLE_WINDOW_STEP_S": "2",
+        "DUALPLANE_THROTTLE_THRESHOLD": "0.1",
+        "DUALPLANE_THROTTLE_LOW_PRIORITY_DOMAINS": " Bulk.test, other.test ,",
+        "DUALPLANE_THROTTLE_OFFSET_RESET": "earliest",
+        "DUALPLANE_THROTTLE_SNAPSHOT_PATH": "",
+        "DUALPLANE_LIMIT_DOMAIN_CONCURRENCY": "99",  # not ours: ignored here
+    }
+    config = ThrottleConfig.from_env(Settings(), environ=environ)
+    assert (config.window_size_s, config.window_step_s, config.threshold) == (10, 2, 0.1)
+    assert config.low_priority_domains == ("bulk.test", "other.test")
+    assert (config.offset_reset, config.snapshot_path) == ("earliest", None)
+    assert config.priority("www.bulk.test") == "low"
+    assert config.priority("notbulk.test") == "normal"
+    assert config.policy().step_s == 2.0
+    assert ThrottleConfig.from_env(Settings(), environ=config.to_env()) == config
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"DUALPLANE_THROTTLE_WINDOW_SIZ_S": "10"}, "unknown variable"),
+        ({"DUALPLANE_THROTTLE_MIN_SAMPLES": "many"}, "MIN_SAMPLES='many' is not valid"),
+        ({"DUALPLANE_THROTTLE_OFFSET_RESET": "middle"}, "choose one of latest, earliest"),
+        ({"DUALPLANE_THROTTLE_WINDOW_SIZE_S": "25", "DUALPLANE_THROTTLE_WINDOW_STEP_S": "10"}, "multiple"),
+        ({"DUALPLANE_THROTTLE_THRESHOLD": "1.5"}, "threshold must be in"),
+        ({"DUALPLANE_THROTTLE_SESSION_TIMEOUT_S": "1"}, "SESSION_TIMEOUT_S"),
+    ],
+)
+def test_config_errors_name_the_variable_and_the_problem(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidThrottleConfig, match=message):
+        ThrottleConfig.from_env(Settings(), environ=environ)
+
+
+# -- fetch events -------------------------------------------------------------------------------
+
+
+def test_fetch_event_becomes_a_sample() -> None:
+    sample = parse_fetch_event(event_bytes("rate_limited", retry_after_s=30.0))
+    assert (sample.domain, sample.fetched_at_s, sample.latency_ms) == ("a.test", T0.timestamp(), 250)
+    assert (sample.blocked, sample.timed_out, sample.server_error, sample.retry_after_s) == (
+        True,
+        False,
+        False,
+        30.0,
+    )
+    assert parse_fetch_event(event_bytes("timeout")).timed_out
+    assert parse_fetch_event(event_bytes("server_error")).server_error
+    assert not parse_fetch_event(event_bytes("something_new")).blocked  # unknown outcomes are not blocks
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        "text",
+        b"",
+        b"garbage",
+        b"\xc3\x01" + b"\x00" * 8,
+        ThrottleCommand(domain="x", concurrency=1, delay_ms=0).to_avro(),
+    ],
+)
+def test_anything_else_is_a_bad_fetch_event(value: Any) -> None:
+    with pytest.raises(BadFetchEvent):
+        parse_fetch_event(value)
+
+
+# -- windows ------------------------------------------------------------------------------------
+
+
+def test_adding_is_idempotent_per_offset() -> None:
+    blocked = parse_fetch_event(event_bytes("forbidden", retry_after_s=5.0))
+    ok = parse_fetch_event(event_bytes("ok"))
+    value = add_sample({}, blocked, partition=1, offset=10)
+    value = add_sample(value, ok, partition=1, offset=11)
+    assert add_sample(value, ok, partition=1, offset=11) == value  # redelivered after a crash
+    assert add_sample(value, ok, partition=1, offset=5) == value
+    assert counts_of(value) == WindowCounts(total=2, blocked=1, max_retry_after_s=5.0)
+    assert summary(value, (0.0, 9.9))["latency_ms_avg"] == 250.0
+    assert counts_of({}) == WindowCounts()
+
+
+@pytest.mark.parametrize(("size", "step"), [(600, 60), (10, 2), (120, 2)])
+def test_the_judged_window_is_one_faust_keeps(size: int, step: int) -> None:
+    window = HoppingWindow(size, step, expires=size + step)
+    rng = random.Random(size)
+    for _ in range(2000):
+        now = rng.uniform(1.7e9, 1.8e9)
+        assert window_to_judge(now, float(size), float(step), None) == window.earliest(now)
+        changed = window_to_judge(now, float(size), float(step), now - rng.uniform(0, size))
+        assert changed is None or changed in window.ranges(now)
+
+
+def test_after_a_change_only_later_windows_are_judged() -> None:
+    assert window_to_judge(1005.0, 10.0, 2.0, None) == (996.0, 1005.9)
+    assert window_to_judge(1005.0, 10.0, 2.0, 999.5) == (1000.0, 1009.9)
+    assert window_to_judge(1005.0, 10.0, 2.0, 1004.5) is None  # no window after the change yet
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+
+def test_command_round_trips_through_json_and_avro_identically() -> None:
+    command = ThrottleCommand.from_policy(
+        "a.test", Command("pause", 1, 9000, True, "pause: test", ttl_s=60), WindowCounts(total=40, blocked=30)
+    )
+    assert command.issued_at.microsecond % 1000 == 0  # Avro keeps milliseconds
+    assert ThrottleCommand.from_json(command.encode()) == command
+    assert ThrottleCommand.from_avro(command.to_avro()) == command
+    assert (command.blocked_ratio, command.window_total, command.window_blocked) == (0.75, 40, 30)
+    assert command.state_key == "a.test"
+    assert command.model_copy(update={"source": "operator"}).state_key == "a.test@operator"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{", "not JSON"),
+        (b'{"kind": "task"}', "expected a 'throttle' message"),
+        (b'{"kind": "throttle", "version": 9, "domain": "a"}', "unknown throttle message version"),
+        (b'{"kind": "throttle", "domain": "a", "concurrency": 0, "delay_ms": 1}', "concurrency"),
+    ],
+)
+def test_bad_json_commands_say_what_is_wrong(body: bytes, message: str) -> None:
+    with pytest.raises(BadThrottleCommand, match=message):
+        ThrottleCommand.from_json(body)
+
+
+def test_unknown_json_fields_from_newer_writers_are_ignored() -> None:
+    body = b'{"kind":"throttle","domain":"a","concurrency":2,"delay_ms":5,"region":"eu"}'
+    assert ThrottleCommand.from_json(body).concurrency == 2
+
+
+# -- the limits book ----------------------------------------------------------------------------
+
+
+def command(**fields: Any) -> ThrottleCommand:
+    return ThrottleCommand(
+        **{"domain": "a.test", "concurrency": 2, "delay_ms": 1000, "issued_at": T0, **fields}
+    )
+
+
+def test_defaults_until_a_command_arrives() -> None:
+    book = LimitsBook(default_concurrency=4, default_delay_ms=250)
+    assert book.limits("a.test", T0).as_tuple() == (4, 250, False)
+    assert book.limits("a.test", T0).source == "default"
+
+
+def test_operator_override_wins_until_it_expires() -> None:
+    book = LimitsBook(4, 250)
+    book.apply(command(concurrency=1, delay_ms=8000, reason="halve"))
+    book.apply(
+        command(concurrency=6, delay_ms=0, source="operator", ttl_s=60, issued_at=T0 + timedelta(seconds=1))
+    )
+    assert book.limits("a.test", T0 + timedelta(seconds=30)).as_tuple() == (6, 0, False)
+    assert book.limits("a.test", T0 + timedelta(seconds=61)).as_tuple() == (1, 8000, False)
+    # A newer processor command does not end the override early...
+    book.apply(command(concurrency=2, delay_ms=4000, issued_at=T0 + timedelta(seconds=10)))
+    assert book.limits("a.test", T0 + timedelta(seconds=30)).source == "operator"
+    # ...and the override ends at once when the operator sends ttl_s=0.
+    book.apply(
+        command(concurrency=6, delay_ms=0, source="operator", ttl_s=0, issued_at=T0 + timedelta(seconds=20))
+    )
+    assert book.limits("a.test", T0 + timedelta(seconds=30)).as_tuple() == (2, 4000, False)
+
+
+def test_an_expired_pause_resumes_with_its_limits_and_other_expired_commands_fall_back() -> None:
+    book = LimitsBook(4, 250)
+    book.apply(command(concurrency=1, delay_ms=9000, paused=True, ttl_s=600))
+    assert book.limits("a.test", T0 + timedelta(seconds=599)).as_tuple() == (1, 9000, True)
+    assert book.limits("a.test", T0 + timedelta(seconds=600)).as_tuple() == (1, 9000, False)
+    book.apply(command(concurrency=3, delay_ms=500, ttl_s=5, issued_at=T0 + timedelta(seconds=601)))
+    assert book.limits("a.test", T0 + timedelta(seconds=700)).as_tuple() == (4, 250, False)
+
+
+def test_older_commands_never_replace_newer_ones() -> None:
+    book = LimitsBook(4, 250)
+    assert book.apply(command(concurrency=1, issued_at=T0 + timedelta(seconds=5)))
+    assert not book.apply(command(concurrency=8, issued_at=T0))
+    assert not book.apply(command(concurrency=1, issued_at=T0 + timedelta(seconds=5)))  # a duplicate
+    assert book.limits("a.test", T0 + timedelta(seconds=9)).concurrency == 1
+    assert book.domains() == {"a.test"}
+
+
+# -- snapshot file ------------------------------------------------------------------------------
+
+
+def test_snapshot_file_round_trip_and_clear_errors(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "snapshot.json"
+    with pytest.raises(ThrottleError, match="dualplane run throttle"):
+        read_snapshot(path)
+    write_snapshot(path, {"version": 1, "domains": {}})
+    assert read_snapshot(path) == {"version": 1, "domains": {}}
+    path.write_text("{")
+    with pytest.raises(ThrottleError, match="unreadable"):
+        read_snapshot(path)
+    assert [p.name for p in path.parent.iterdir()] == ["snapshot.json"]  # no temp files left behind
