@@ -37,6 +37,7 @@ from control_plane.submit import submit_job
 from control_plane.topology import Topology
 from control_plane.urls import domain_of
 from data_plane import kafka_clients
+from dualplane.namespaces import drop_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.settings import FetchSettings, LimitSettings, Settings
 
@@ -137,6 +138,7 @@ def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float
                 for process in group:
                     process.wait(60)
     pages, span_s = fetch_span_s(settings)
+    drop_namespace(settings)
     return {"pages": pages, "span_s": span_s, "pages_per_s": pages / span_s, "cpu_s_per_page": cpu_s / pages}
 
 

@@ -31,6 +31,7 @@ from data_plane import kafka_clients
 from data_plane.extract.record import extract_record
 from data_plane.replay import plan, replay
 from data_plane.topics import ensure_data_plane_topics
+from dualplane.namespaces import drop_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 from dualplane.settings import Settings
 
@@ -117,6 +118,7 @@ def main() -> None:
         ceiling = statistics.median(offline_pages_per_s(pages) for _ in range(args.rounds))
         one = statistics.median(replay_records_per_s(settings, 1) for _ in range(args.rounds))
         per_core = statistics.median(replay_records_per_s(settings, cores) for _ in range(args.rounds))
+        drop_namespace(settings)
     report = {
         "pages": len(pages),
         "offline_pages_per_s": round(ceiling, 1),

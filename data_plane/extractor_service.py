@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -40,6 +41,8 @@ from data_plane.topics import prepare_data_plane
 from dualplane.settings import Settings
 
 log = logging.getLogger(__name__)
+
+TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
 
 ExtractFunction = Callable[..., dict[str, Any]]
 """``extract(raw_page_record, schema_version=N) -> page_record``; raises on unusable input."""
@@ -86,11 +89,12 @@ class Extractor:
         # Unique per process: offsets are committed through the consumer group's metadata (KIP-447),
         # which fences a zombie of this group without needing a stable transactional id.
         transactional_id = f"{self.group_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        # A killed extractor's open transaction blocks read_committed readers until it times out
-        # (its successor has another id, so cannot fence it): keep that window short.
+        # A killed extractor's open transaction holds back read_committed readers until it times
+        # out (its successor has another id, so cannot fence it); transactions are kept well under
+        # the timeout by committing every TRANSACTION_BUDGET_S, so one slow page never exceeds it.
         producer = kafka_clients.producer(
             self.settings.kafka,
-            **{"transactional.id": transactional_id, "linger.ms": 20, "transaction.timeout.ms": 10_000},
+            **{"transactional.id": transactional_id, "linger.ms": 20, "transaction.timeout.ms": 60_000},
         )
         producer.init_transactions(30)
         connection = amqp.connect(self.settings.amqp)
@@ -116,15 +120,26 @@ class Extractor:
         channel: BlockingChannel,
         connection: pika.BlockingConnection,
     ) -> None:
-        producer.begin_transaction()
-        try:
-            for message in batch:
-                self._handle(message, producer, channel)
-            producer.send_offsets_to_transaction(_next_offsets(batch), consumer.consumer_group_metadata(), 30)
-            producer.commit_transaction(60)
-        except Exception:
-            producer.abort_transaction(30)
-            raise  # the caller rebuilds the consumer, which resumes at the committed offsets
+        """Process ``batch`` in one or more transactions, each committed within the time budget."""
+        done = 0
+        while done < len(batch):
+            producer.begin_transaction()
+            started = time.monotonic()
+            try:
+                part = []
+                for message in batch[done:]:
+                    self._handle(message, producer, channel)
+                    part.append(message)
+                    if time.monotonic() - started > TRANSACTION_BUDGET_S:
+                        break  # slow pages: commit what is done, go on in a new transaction
+                metadata = consumer.consumer_group_metadata()
+                producer.send_offsets_to_transaction(_next_offsets(part), metadata, 30)
+                producer.commit_transaction(60)
+            except Exception:
+                producer.abort_transaction(30)
+                raise  # the caller rebuilds the consumer, which resumes at the committed offsets
+            done += len(part)
+            connection.process_data_events(0)
 
     def _handle(self, message: Message, producer: Producer, channel: BlockingChannel) -> None:
         self.pages += 1

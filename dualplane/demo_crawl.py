@@ -24,6 +24,7 @@ from control_plane.publisher import confirmed_channel
 from control_plane.submit import submit_job
 from control_plane.topology import Topology
 from control_plane.urls import canonicalize, domain_of
+from data_plane.lag import extractor_lag
 from data_plane.reader import read_to_end
 from data_plane.records import PageRecord, iter_records
 from dualplane.sample_site import SampleSite, SiteSpec
@@ -154,7 +155,9 @@ def _follow(
         if now != last:
             last, stable_since = now, time.monotonic()
         elif now.get("idle") and now.get("done") and time.monotonic() - stable_since >= 3:
-            return now
+            if extractor_lag(settings) == 0:  # else its links may still start new tasks
+                return now
+            stable_since = time.monotonic()
         elif time.monotonic() - stable_since > STALL_S:
             raise TimeoutError(f"the demo crawl made no progress for {STALL_S:.0f} s; last progress {last}")
         connection.process_data_events(0.5)

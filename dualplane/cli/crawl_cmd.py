@@ -19,6 +19,7 @@ from control_plane.publisher import confirmed_channel
 from control_plane.submit import submit_job
 from control_plane.topology import Topology
 from control_plane.urls import domain_of
+from data_plane.lag import extractor_lag
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.exceptions import DualplaneError
 from dualplane.settings import Settings
@@ -66,7 +67,7 @@ def crawl(
         topology = Topology(settings.queues)
         submit_job(channel, topology, spec, seeds)
         stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {len(seeds)} seed(s)")
-        result = _follow(channel, topology, spec.job_id, timeout_s) if wait else None
+        result = _follow(channel, topology, settings, spec.job_id, timeout_s) if wait else None
     finally:
         connection.close()
     _report(spec, len(seeds), result, as_json)
@@ -97,7 +98,7 @@ def _read_seeds(seeds: list[str], seeds_file: Path | None) -> list[str]:
 
 
 def _follow(
-    channel: BlockingChannel, topology: Topology, job_id: str, timeout_s: float
+    channel: BlockingChannel, topology: Topology, settings: Settings, job_id: str, timeout_s: float
 ) -> dict[str, Any] | None:
     """Show progress until the job has been idle (nothing queued, running, retrying or waiting)
     for three snapshots in a row, or ``timeout_s`` passes."""
@@ -114,7 +115,8 @@ def _follow(
                 left = int(snapshot["outstanding"]) + int(snapshot["backlog"])
                 progress.update(bar, completed=finished, total=finished + left)
                 idle_streak = idle_streak + 1 if snapshot.get("idle") else 0
-                if idle_streak >= 3 and finished > 0:
+                # Idle at the frontier is not enough: unextracted pages may still hold new links.
+                if idle_streak >= 3 and finished > 0 and extractor_lag(settings) == 0:
                     break
             time.sleep(1.0)
     return snapshot

@@ -38,7 +38,7 @@ def pipeline(crawl_settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
     pipeline.stop_all()
 
 
-def _records_per_page(settings: Settings, expected: int, timeout_s: float = 60) -> Counter[str]:
+def _records_per_page(settings: Settings, expected: int, timeout_s: float = 90) -> Counter[str]:
     """Committed records per page URL, waiting for aborted transactions of killed extractors to expire."""
     deadline = time.monotonic() + timeout_s
     counts: Counter[str] = Counter()

@@ -8,16 +8,13 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-import httpx
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectors import s3
 from control_plane import amqp
-from control_plane.messages import PRIORITIES
-from control_plane.topology import Topology
 from data_plane import kafka_clients
-from data_plane.topics import topic_configs
+from dualplane.namespaces import drop_namespace
 from dualplane.settings import Settings
 
 
@@ -152,47 +149,5 @@ class ControlPlaneFactory:
         return made
 
     def close(self) -> None:
-        if not self.made:
-            return
-        with suppress(Exception):
-            connection = amqp.connect(self.base.amqp)
-            for settings in self.made:
-                _delete_topology(connection, settings)
-            connection.close()
-        with suppress(Exception):
-            admin = kafka_clients.admin(self.base.kafka)
-            existing = set(admin.list_topics(timeout=10).topics)
-            mine = [name for s in self.made for name in topic_configs(s) if name in existing]
-            if mine:
-                for future in admin.delete_topics(mine, operation_timeout=30).values():
-                    with suppress(Exception):
-                        future.result()
-
-
-def _delete_topology(connection: Any, settings: Settings) -> None:
-    topology = Topology(settings.queues)
-    queues = [topology.discovery_queue, topology.reports_queue, topology.dead_queue]
-    queues += [topology.lane_queue(p) for p in PRIORITIES]
-    queues += [topology.tier_name(tier) for tier, _ in topology.tiers]
-    exchanges = [topology.discovery_exchange, topology.tasks_exchange, topology.dead_exchange]
-    exchanges += [topology.reports_exchange, topology.throttle_exchange]
-    exchanges += [topology.tier_name(tier) for tier, _ in topology.tiers]
-    prefixes = (settings.queues.permits_prefix, settings.queues.jobs_prefix)
-    queues += [name for name in _queue_names(settings) if name.startswith(prefixes)]
-    channel = connection.channel()
-    for queue in queues:
-        with suppress(Exception):
-            channel.queue_delete(queue)
-    for exchange in exchanges:
-        with suppress(Exception):
-            channel.exchange_delete(exchange)
-
-
-def _queue_names(settings: Settings) -> list[str]:
-    credentials = amqp.connection_parameters(settings.amqp).credentials
-    response = httpx.get(
-        f"{settings.amqp.management_url}/api/queues?columns=name",
-        auth=(credentials.username, credentials.password),
-        timeout=10,
-    )
-    return [str(queue["name"]) for queue in response.json()]
+        for settings in self.made:
+            drop_namespace(settings)

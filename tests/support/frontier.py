@@ -13,6 +13,7 @@ from control_plane.messages import JobSpec
 from control_plane.publisher import confirmed_channel
 from control_plane.submit import submit_job
 from control_plane.topology import Topology
+from data_plane.lag import extractor_lag
 from dualplane.settings import Settings
 
 
@@ -58,12 +59,15 @@ class JobProbe:
             now = self.progress(job_id)
             if now != last:
                 last, stable_since = now, time.monotonic()
-            elif (
-                now.get("idle") and int(now.get("done", 0)) > 0 and time.monotonic() - stable_since >= quiet_s
-            ):  # type: ignore[call-overload]
+            elif self._finished(now, time.monotonic() - stable_since >= quiet_s):
                 return now
             time.sleep(0.5)
         raise AssertionError(f"job {job_id} did not finish within {timeout_s} s: {last}")
+
+    def _finished(self, progress: dict[str, object], quiet: bool) -> bool:
+        done = int(str(progress.get("done", 0)))
+        # Idle at the frontier is not enough: pages the extractor has not read may hold new links.
+        return bool(progress.get("idle")) and done > 0 and quiet and extractor_lag(self.settings) == 0
 
     def lane_depth(self, lane: str = "normal") -> int:
         return self.queue_depth(self.topology.lane_queue(lane))  # type: ignore[arg-type]
