@@ -27,8 +27,6 @@ import time
 import uuid
 from pathlib import Path
 
-from confluent_kafka import TopicPartition
-
 from control_plane import amqp
 from control_plane.frontier.jobs import read_progress
 from control_plane.messages import JobSpec
@@ -36,7 +34,7 @@ from control_plane.publisher import confirmed_channel
 from control_plane.submit import submit_job
 from control_plane.topology import Topology
 from control_plane.urls import domain_of
-from data_plane import kafka_clients
+from data_plane.reader import read_to_end
 from dualplane.namespaces import drop_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.settings import FetchSettings, LimitSettings, Settings
@@ -63,33 +61,9 @@ def cpu_seconds(pid: int) -> float:
 
 def fetch_span_s(settings: Settings) -> tuple[int, float]:
     """(pages in pages.raw, seconds between the first and last fetch event's timestamps)."""
-    consumer = kafka_clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-bench-reader")
-    try:
-        pages = 0
-        for topic in (settings.topics.pages_raw,):
-            metadata = consumer.list_topics(topic, timeout=10).topics[topic]
-            for partition in metadata.partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
-                pages += high - low
-        times: list[int] = []
-        topic = settings.topics.fetch_events
-        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
-        ends = {
-            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions
-        }
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        remaining = {p for p, end in ends.items() if end > 0}
-        while remaining:
-            message = consumer.poll(5)
-            if message is None:
-                break
-            if message.error() is None:
-                times.append(message.timestamp()[1])
-                if message.offset() + 1 >= ends[message.partition()]:
-                    remaining.discard(message.partition())
-        return pages, (max(times) - min(times)) / 1000 if len(times) > 1 else 0.0
-    finally:
-        consumer.close()
+    pages = sum(1 for _ in read_to_end(settings.kafka, settings.topics.pages_raw))
+    times = [message.timestamp()[1] for message in read_to_end(settings.kafka, settings.topics.fetch_events)]
+    return pages, (max(times) - min(times)) / 1000 if len(times) > 1 else 0.0
 
 
 def wait_finished(settings: Settings, job_id: str, timeout_s: float = 600) -> None:

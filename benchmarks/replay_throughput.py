@@ -26,8 +26,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import schemas
-from control_plane.urls import canonicalize, domain_of
+from control_plane.urls import canonicalize
 from data_plane import kafka_clients
+from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.replay import plan, replay
 from data_plane.topics import ensure_data_plane_topics
@@ -46,18 +47,9 @@ def sample_pages(pages_per_host: int) -> list[dict[str, Any]]:
         parts = urlsplit(url)
         host = spec.origins().index(f"{parts.scheme}://{parts.netloc}")
         body = model.resolve(host, parts.path, parts.query).body
-        pages.append(raw_page(url, body, i))
+        fetched_at = datetime.fromtimestamp(1_793_534_400 + i, UTC)
+        pages.append(raw_page(body, url, fetched_at=fetched_at, job_id="bench", charset="utf-8"))
     return pages
-
-
-def raw_page(url: str, body: bytes, i: int) -> dict[str, Any]:
-    return {
-        "job_id": "bench", "trace_id": f"t{i}", "task_id": f"k{i}", "url": url, "final_url": url,
-        "domain": domain_of(url), "depth": 1, "attempt": 1, "status": 200,
-        "fetched_at": datetime.fromtimestamp(1_793_534_400 + i, UTC), "content_type": "text/html",
-        "charset": "utf-8", "headers": {}, "redirect_chain": [], "body": body, "body_truncated": False,
-        "claim_check": None,
-    }  # fmt: skip
 
 
 def offline_pages_per_s(pages: list[dict[str, Any]]) -> float:

@@ -248,7 +248,6 @@ class TaskRunner:
             outcome=str(result.outcome) if result else "",
             attempt=task.attempt,
             detail=detail,
-            redelivered=bool(delivery.method.redelivered),
         )
         publish(self._channel(), self.topology.reports_exchange, "", report)
 

@@ -128,8 +128,6 @@ class TaskReport(ControlMessage):
     outcome: str = ""
     attempt: int = 1
     detail: str = ""
-    # A "started" after a crash elsewhere: the task was already counted as in flight.
-    redelivered: bool = False
     at: datetime = Field(default_factory=utc_now)
 
     @property

@@ -11,14 +11,16 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import fastavro
 import pytest
 
 import schemas
-from control_plane.urls import canonicalize, domain_of
+from control_plane.urls import canonicalize
 from data_plane import kafka_clients
+from data_plane.extract.offline import raw_page
 from data_plane.reader import read_to_end
 from data_plane.records import iter_records
 from data_plane.replay import plan, replay
@@ -35,13 +37,8 @@ SPEC = SiteSpec(seed=29, hosts=2, pages_per_host=20, latency_ms=0, base_port=28_
 BASE_MS = 1_793_534_400_000  # 2026-11-01T12:00:00Z
 
 
-def _raw_page(url: str, body: bytes, fetched_at: datetime) -> dict[str, object]:
-    return {
-        "job_id": "replay-job", "trace_id": f"t-{abs(hash(url)) % 10**8}", "task_id": url, "url": url,
-        "final_url": url, "domain": domain_of(url), "depth": 1, "attempt": 1, "status": 200,
-        "fetched_at": fetched_at, "content_type": "text/html", "charset": "utf-8", "headers": {},
-        "redirect_chain": [], "body": body, "body_truncated": False, "claim_check": None,
-    }  # fmt: skip
+def _raw_page(url: str, body: bytes, fetched_at: datetime, **fields: Any) -> dict[str, Any]:
+    return raw_page(body, url, fetched_at=fetched_at, job_id="replay-job", **{"charset": "utf-8", **fields})
 
 
 @pytest.fixture
@@ -204,15 +201,16 @@ def test_odd_pages_end_as_records_or_dead_letters_and_the_extractor_goes_on(
     legacy = f"<html><head><title>{title}</title></head><body><p>Gr\u00fc\u00dfe</p></body></html>"
     large = b"<html><body>" + b"<p>word </p>" * 350_000 + b"</body></html>"
     odd = {
-        "http://odd.example/pdf": {
-            **_raw_page("http://odd.example/pdf", b"%PDF-1.7\n\x00\x01binary", at),
-            "content_type": "application/pdf",
-            "charset": None,
-        },
-        "http://odd.example/legacy": {
-            **_raw_page("http://odd.example/legacy", legacy.encode("cp1252"), at),
-            "charset": "cp1252",
-        },
+        "http://odd.example/pdf": _raw_page(
+            "http://odd.example/pdf",
+            b"%PDF-1.7\n\x00\x01binary",
+            at,
+            content_type="application/pdf",
+            charset=None,
+        ),
+        "http://odd.example/legacy": _raw_page(
+            "http://odd.example/legacy", legacy.encode("cp1252"), at, charset="cp1252"
+        ),
         "http://odd.example/large": _raw_page("http://odd.example/large", large, at),
     }
     producer = kafka_clients.producer(settings.kafka, **{"message.max.bytes": 8_000_000})
