@@ -115,7 +115,7 @@ class KafkaBroker(LocalService):
             cluster_id_path.write_text(_kafka_uuid())
         command = self.distribution.java_command(
             "kafka.tools.StorageTool", "format", "--ignore-formatted",
-            "--cluster-id", cluster_id_path.read_text().strip(), "--config", str(self.config_path),
+            f"--cluster-id={cluster_id_path.read_text().strip()}", "--config", str(self.config_path),
             jvm_options=self._jvm_logging(),
         )  # fmt: skip
         result = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -124,5 +124,12 @@ class KafkaBroker(LocalService):
 
 
 def _kafka_uuid() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as StorageTool makes)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as StorageTool makes).
+
+    Like Kafka's own ``Uuid.randomUuid``, never one starting with ``-``: command-line parsers take
+    it for an option (1 fresh machine in 64 failed to format its storage before this).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id

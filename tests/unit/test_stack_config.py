@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -10,7 +11,7 @@ import pytest
 from dualplane.settings import KafkaSettings, Settings, StackSettings
 from dualplane.stack.base import Endpoint
 from dualplane.stack.exceptions import StackError
-from dualplane.stack.kafka import KafkaBroker
+from dualplane.stack.kafka import KafkaBroker, _kafka_uuid
 from dualplane.stack.kafka_tools import java_security_properties, tool_command
 from dualplane.stack.process import start_ticks
 from dualplane.stack.rabbitmq import RabbitMQNode
@@ -113,3 +114,9 @@ def test_a_recycled_pid_is_not_taken_for_our_service() -> None:
 
     assert ours.running()
     assert not stranger.running()
+
+
+def test_kafka_cluster_ids_never_start_with_a_dash_so_the_storage_tool_takes_them_as_values() -> None:
+    ids = [_kafka_uuid() for _ in range(2000)]
+    assert not [cluster_id for cluster_id in ids if cluster_id.startswith("-")]
+    assert all(len(base64.urlsafe_b64decode(cluster_id + "==")) == 16 for cluster_id in ids)
