@@ -6,6 +6,13 @@ down: the producer's local queue is capped, and a full queue makes ``send`` wait
 stops pulling tasks) rather than buffer without limit. Delivery keeps trying for
 ``DELIVERY_TIMEOUT_MS``, long enough to ride out a broker restart.
 
+A producer that hits a *fatal* error (librdkafka's idempotent producer does after some broker
+restarts: out-of-order sequence or unknown producer id, see confluentinc/librdkafka#3584) refuses
+every later message; left alone, each task would be requeued and fail again forever. The outputs
+therefore replace a fatally failed producer with a new one (new producer id) and purge the old
+one, whose unconfirmed messages fail with :class:`HandOffFailed`, so their tasks are requeued and
+fetched again (duplicates allowed, never lost).
+
 Keys: a raw page is keyed by its task's canonical URL, so every version of one URL lands in one
 partition in fetch order; a fetch event is keyed by domain, so a domain's events stay in order for
 the block-ratio processor.
@@ -14,16 +21,19 @@ the block-ratio processor.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 import schemas
 from control_plane.fetch_control import HandOffFailed
 from data_plane import kafka_clients
 from dualplane.settings import Settings
+
+log = logging.getLogger(__name__)
 
 DELIVERY_TIMEOUT_MS = 300_000
 LOCAL_QUEUE_KBYTES = 128 * 1024
@@ -32,18 +42,14 @@ LOCAL_QUEUE_KBYTES = 128 * 1024
 class KafkaOutputs:
     """An idempotent producer with a poll thread; :meth:`send` awaits both confirmations."""
 
-    def __init__(self, settings: Settings, producer: Producer | None = None) -> None:
+    def __init__(self, settings: Settings, new_producer: Callable[..., Producer] | None = None) -> None:
+        self.settings = settings
         self.topics = settings.topics
-        self.producer = producer or kafka_clients.producer(
-            settings.kafka,
-            **{
-                "linger.ms": 20,
-                "batch.size": 1_000_000,
-                "queue.buffering.max.kbytes": LOCAL_QUEUE_KBYTES,
-                "message.max.bytes": settings.limits.max_page_bytes + 64 * 1024,
-                "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
-            },
-        )
+        self._new_producer = new_producer or kafka_clients.producer
+        self._fatal: KafkaError | None = None
+        self._swap_lock = threading.Lock()
+        self.producers_replaced = 0
+        self.producer = self._create_producer()
         self._running = True
         self._poller = threading.Thread(target=self._poll, name="kafka-poll", daemon=True)
         self._poller.start()
@@ -62,6 +68,38 @@ class KafkaOutputs:
         deliveries.append(await self._produce(self.topics.fetch_events, str(event["domain"]), value, trace))
         await asyncio.gather(*deliveries)
 
+    def _create_producer(self) -> Producer:
+        return self._new_producer(
+            self.settings.kafka,
+            **{
+                "linger.ms": 20,
+                "batch.size": 1_000_000,
+                "queue.buffering.max.kbytes": LOCAL_QUEUE_KBYTES,
+                "message.max.bytes": self.settings.limits.max_page_bytes + 64 * 1024,
+                "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
+                "error_cb": self._on_error,
+            },
+        )
+
+    def _on_error(self, error: KafkaError) -> None:
+        """librdkafka's error callback (poll thread): remember a fatal error; the rest it retries itself."""
+        if error.fatal():
+            self._fatal = error
+
+    def _replace_if_fatal(self) -> None:
+        """Swap a fatally failed producer for a new one; fail the old one's unconfirmed messages."""
+        with self._swap_lock:
+            error, self._fatal = self._fatal, None
+            if error is None:
+                return
+            old, self.producer = self.producer, self._create_producer()
+            self.producers_replaced += 1
+        log.error(
+            "Kafka producer failed fatally (%s); replaced it. Its unconfirmed pages are fetched again.", error
+        )
+        old.purge()  # in queue and in flight: each delivery report fails, so its task is requeued
+        old.flush(5)  # serves those reports now (the poll thread only polls the new producer)
+
     def close(self, timeout_s: float = 30) -> None:
         self.producer.flush(timeout_s)
         self._running = False
@@ -74,14 +112,22 @@ class KafkaOutputs:
         confirmed: asyncio.Future[None] = loop.create_future()
 
         def on_delivery(error: KafkaError | None, message: Message) -> None:
+            if error is not None and error.fatal():
+                self._fatal = error
             loop.call_soon_threadsafe(_settle, confirmed, error, topic)
 
         while True:
+            self._replace_if_fatal()
             try:
                 self.producer.produce(topic, value, key.encode(), headers=headers, on_delivery=on_delivery)
                 return confirmed
             except BufferError:
                 await asyncio.sleep(0.05)  # the local queue is full: Kafka is slow or down; wait
+            except KafkaException as error:
+                kafka_error = error.args[0] if error.args else None
+                if isinstance(kafka_error, KafkaError) and kafka_error.fatal():
+                    self._fatal = kafka_error  # replaced before the next message
+                raise HandOffFailed(f"Kafka refused a message to {topic}: {error}") from error
 
     def _poll(self) -> None:
         while self._running:
