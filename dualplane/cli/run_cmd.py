@@ -24,10 +24,19 @@ def run(
         raise typer.BadParameter(
             f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(REGISTRY)} or all"
         )
-    logging.basicConfig(
-        level=log_level.upper(),
-        format="%(name)s: %(message)s",
-        handlers=[RichHandler(console=stderr, show_path=False)],
-    )
-    logging.getLogger("pika").setLevel(logging.WARNING)
+    configure_logging(log_level)
     run_services(Settings.from_env(), names)
+
+
+def configure_logging(level: str) -> None:
+    """Rich output on a terminal; plain one-line records (with time and process) in files and compose logs."""
+    if stderr.is_terminal:
+        handler: logging.Handler = RichHandler(console=stderr, show_path=False)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level.upper(), handlers=[handler])
+    # One line per request or per AMQP frame drowns what matters; their warnings still show.
+    for noisy in ("pika", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)

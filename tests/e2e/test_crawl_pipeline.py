@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from control_plane.consumer import wait_for
 from control_plane.messages import JobSpec
 from control_plane.urls import canonicalize, domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
@@ -137,7 +138,11 @@ def test_kafka_outage_pauses_fetchers_without_loss_or_memory_growth(
             fetcher = pipeline.start("fetcher")
             probe = JobProbe(settings)
             _crawl(probe, site, "outage")
-            time.sleep(4)
+            # The baseline is the fetcher in full swing (imports done, pools and buffers warm), not
+            # a process still starting up: on a loaded machine that takes longer than a fixed sleep.
+            assert wait_for(lambda: site.stats().total_requests >= 40, timeout_s=120, interval_s=0.2), (
+                pipeline.logs()
+            )
             before_kib = _rss_kib(fetcher.pid)
 
             stack.stop_service("kafka")
@@ -150,7 +155,10 @@ def test_kafka_outage_pauses_fetchers_without_loss_or_memory_growth(
             requests_during_outage = site.stats().total_requests - requests_at_stop
             stack.up()
 
-            probe.wait_finished("outage", timeout_s=300)
+            try:
+                probe.wait_finished("outage", timeout_s=300)
+            except AssertionError as error:
+                raise AssertionError(f"{error}\n{pipeline.logs()}") from None
             reachable = {canonicalize(url) for url in site.reachable_urls()}
             fetched = set(_raw_page_urls(settings))
     finally:

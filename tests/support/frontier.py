@@ -53,21 +53,26 @@ class JobProbe:
     def wait_finished(self, job_id: str, timeout_s: float = 180, quiet_s: float = 4) -> dict[str, object]:
         """Wait until the job is idle with something done, and its counters stopped moving."""
         last: dict[str, object] = {}
+        lag: int | None = None
         stable_since = time.monotonic()
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             now = self.progress(job_id)
             if now != last:
                 last, stable_since = now, time.monotonic()
-            elif self._finished(now, time.monotonic() - stable_since >= quiet_s):
-                return now
+            elif self._idle_and_quiet(now, time.monotonic() - stable_since >= quiet_s):
+                # Idle at the frontier is not enough: pages the extractor has not read may hold links.
+                lag = extractor_lag(self.settings)
+                if lag == 0:
+                    return now
             time.sleep(0.5)
-        raise AssertionError(f"job {job_id} did not finish within {timeout_s} s: {last}")
+        raise AssertionError(
+            f"job {job_id} did not finish within {timeout_s} s: {last}; extractor lag when last idle: {lag}"
+        )
 
-    def _finished(self, progress: dict[str, object], quiet: bool) -> bool:
-        done = int(str(progress.get("done", 0)))
-        # Idle at the frontier is not enough: pages the extractor has not read may hold new links.
-        return bool(progress.get("idle")) and done > 0 and quiet and extractor_lag(self.settings) == 0
+    @staticmethod
+    def _idle_and_quiet(progress: dict[str, object], quiet: bool) -> bool:
+        return bool(progress.get("idle")) and int(str(progress.get("done", 0))) > 0 and quiet
 
     def lane_depth(self, lane: str = "normal") -> int:
         return self.queue_depth(self.topology.lane_queue(lane))  # type: ignore[arg-type]
