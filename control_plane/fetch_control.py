@@ -11,8 +11,16 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   domain's P_d permits (:mod:`control_plane.permits`). With no free permit the task waits up to
   ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
   (a deferral, not an attempt).
-- **Politeness.** After a request the permit is kept for the domain delay (the larger of
-  ``DUALPLANE_LIMIT_DOMAIN_DELAY_MS`` and robots.txt's Crawl-delay) times a random 1 to
+- **Throttle commands, obeyed at once.** The runner holds a
+  :class:`~data_plane.throttle.state.ThrottleView`, started with it from the compacted
+  ``throttle.state`` topic (so a fetcher restarted during a throttle starts throttled) and kept
+  current from the throttle exchange. Per domain (:mod:`control_plane.politeness`): no more than
+  the current concurrency in flight in this process, before the frontier has resized the permits;
+  a paused domain's tasks are deferred like those without a permit; after a 429/403/challenge
+  the domain is left alone for Retry-After (or a cooldown) and its permit is held that long.
+- **Politeness.** After a request the permit is kept for the domain delay (the largest of the
+  throttle's delay, robots.txt's Crawl-delay and ``DUALPLANE_LIMIT_DOMAIN_DELAY_MS``, read when
+  the request ends, so a new command applies to the very next request) times a random 1 to
   1 + ``DUALPLANE_FETCH_DELAY_JITTER`` factor, so requests to a domain are never strictly periodic.
 - **Retries.** Each result goes through :func:`control_plane.retry_policy.decide`: retried via a
   delay tier with the attempt recorded in the task's history, given up, or dead-lettered with the
@@ -38,13 +46,15 @@ from datetime import UTC, datetime, timedelta
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane import permits
+from control_plane import permits, politeness
 from control_plane.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.dead_letters import dead_letter
 from control_plane.messages import PRIORITIES, CrawlTask, DiscoveredUrl, Priority, ReportStage, TaskReport
 from control_plane.publisher import publish
 from control_plane.retry_policy import DelayTiers, Outcome, RetryDecision, decide
 from control_plane.topology import Topology
+from data_plane.throttle.limits import Limits
+from data_plane.throttle.state import ThrottleView
 from dualplane.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -82,9 +92,18 @@ class _Waiting:
 class TaskRunner:
     """Runs crawl tasks from the lanes through ``work`` under the fleet's politeness rules."""
 
-    def __init__(self, settings: Settings, work: FetchWork, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        work: FetchWork,
+        *,
+        rng: random.Random | None = None,
+        view: ThrottleView | None = None,
+    ) -> None:
         self.settings = settings
         self.work = work
+        self.view = view or ThrottleView(settings)
+        self.gate = politeness.DomainGate()
         self.topology = Topology(settings.queues)
         self.tiers = DelayTiers(settings.queues.tiers())
         self.rng = rng or random.Random()
@@ -98,6 +117,8 @@ class TaskRunner:
         self.consumer_: ControlConsumer | None = None
 
     def consumer(self) -> ControlConsumer:
+        """The lanes' consumer; starts the throttle view first (blocks until its state is read)."""
+        self.view.start()
         bindings = {
             self.topology.lane_queue(lane): QueueBinding(self.on_task, (CrawlTask,), prefetch=share)
             for lane, share in lane_prefetch(self.capacity).items()
@@ -113,9 +134,10 @@ class TaskRunner:
         return self.consumer_
 
     def close(self) -> None:
-        """Stop the event loop; call after the consumer stopped (unacked tasks are requeued)."""
+        """Stop the event loop and the view; call after the consumer stopped (unacked tasks are requeued)."""
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._loop_thread.join(timeout=10)
+        self.view.close()
 
     # connection thread
 
@@ -127,6 +149,7 @@ class TaskRunner:
     def _on_connected(self, consumer: ControlConsumer) -> None:
         assert consumer.connection is not None
         self.waiting.clear()  # their deliveries belonged to the previous connection
+        self.gate.reset()  # and the permits held on it went back with it
         self.permit_channel = consumer.connection.channel()
 
     def _on_tick(self, consumer: ControlConsumer) -> None:
@@ -136,11 +159,22 @@ class TaskRunner:
         still_waiting = []
         now = time.monotonic()
         exhausted: set[str] = set()  # domains with no free permit this pass: ask the broker once
+        limits: dict[str, Limits] = {}  # one look at the view per domain and pass
         for waiting in self.waiting:
             task: CrawlTask = waiting.delivery.message
-            permit = None if task.domain in exhausted else self._try_permit(task.domain)
+            domain = task.domain
+            if domain not in limits:
+                limits[domain] = self.view.details(domain)
+            verdict = self.gate.check(domain, limits[domain].concurrency, limits[domain].paused)
+            if verdict == "defer":
+                log.debug("%s is paused (%s); deferring %s", domain, limits[domain].reason, task.url)
+                self._defer(waiting.delivery)
+                continue
+            permit = None
+            if verdict == "go" and domain not in exhausted:
+                permit = self._try_permit(domain)
             if permit is None:
-                exhausted.add(task.domain)
+                exhausted.add(domain)
             if permit is not None:
                 self._start(waiting.delivery, permit)
             elif now >= waiting.deadline:
@@ -157,10 +191,12 @@ class TaskRunner:
         task: CrawlTask = delivery.message
         self._report(delivery, task, "started")
         self.in_flight += 1
+        self.gate.acquired(task.domain)
         asyncio.run_coroutine_threadsafe(self._run(delivery, permit), self.loop)
 
     def _defer(self, delivery: Delivery) -> None:
-        """No permit came free in time: send the task round the shortest delay tier, unchanged."""
+        """No permit came free in time, or the domain is paused: send the task round the shortest
+        delay tier, unchanged (its attempt is not counted)."""
         task: CrawlTask = delivery.message
         channel = self._channel()
         publish(channel, self.topology.tier_name(self.tiers.names[0]), task.priority, task)
@@ -178,7 +214,15 @@ class TaskRunner:
             rng=self.rng,
         )
         self._settle(delivery, task, result, decision)
-        self._hold_then_release(permit, task)
+        cooldown_s = 0.0
+        if decision.cool_down_domain:
+            throttle = self.settings.throttle
+            cooldown_s = politeness.cooldown_s(
+                result.retry_after_s, throttle.cooldown_base_ms, throttle.cooldown_cap_ms
+            )
+            self.gate.cool(task.domain, cooldown_s)
+            log.info("%s answered %s: leaving it alone for %.1f s", task.domain, result.outcome, cooldown_s)
+        self._hold_then_release(permit, task, at_least_s=cooldown_s)
 
     def _settle(
         self, delivery: Delivery, task: CrawlTask, result: FetchResult, decision: RetryDecision
@@ -218,13 +262,19 @@ class TaskRunner:
         delivery.requeue()
         self._hold_then_release(permit, delivery.message)
 
-    def _hold_then_release(self, permit: permits.Permit, task: CrawlTask) -> None:
-        delay_ms = max(self.settings.limits.domain_delay_ms, task.crawl_delay_ms or 0)
-        hold_s = delay_ms / 1000 * (1 + self.settings.fetch.delay_jitter * self.rng.random())
+    def _hold_then_release(self, permit: permits.Permit, task: CrawlTask, *, at_least_s: float = 0.0) -> None:
+        throttled = self.view.details(task.domain)
+        delay_ms = politeness.delay_ms(
+            throttled.delay_ms, task.crawl_delay_ms, self.settings.limits.domain_delay_ms
+        )
+        hold_s = max(at_least_s, politeness.hold_s(delay_ms, self.settings.fetch.delay_jitter, self.rng))
         consumer, channel = self.consumer_, self.permit_channel
         assert consumer is not None and consumer.connection is not None and channel is not None
+        generation = consumer.generation
 
         def release() -> None:
+            if generation == consumer.generation:  # else the gate was reset with the connection
+                self.gate.released(task.domain)
             if channel.is_open:  # else the broker already returned the permit with the channel
                 permits.release(channel, permit)
 

@@ -21,6 +21,16 @@ its task briefly (see ``control_plane.fetch_control``).
 Permit queues expire after ``IDLE_EXPIRY_MS`` unused; the frontier re-creates them (and refills
 them) when a domain becomes active again after more than ``REFILL_AFTER_S``, long after any
 permit could still be held.
+
+Changing P_d while permits are held (throttle commands). Raising it is easy: publish more permits.
+Lowering it cannot take back permits that fetchers hold (they are unacked on the fetchers'
+channels), so the frontier destroys what is free now (:func:`remove`) and records the rest as the
+domain's *debt*: permits that still exist beyond P_d. On later ticks it destroys free permits
+again, up to the debt, as holders give them back, until the debt is paid. A raise first cancels
+debt, then adds permits. :class:`PermitLedger` is that bookkeeping, pure; :func:`resize` applies
+it. Until the debt is paid the fleet may briefly run more than the new P_d; every fetcher also
+caps its own in-flight requests per domain at the new P_d the moment the command reaches it, so
+the overshoot is bounded by the requests already running when the command was issued.
 """
 
 from __future__ import annotations
@@ -48,6 +58,51 @@ class Permit:
 
     domain: str
     delivery_tag: int
+
+
+@dataclass(frozen=True)
+class PermitLedger:
+    """What the frontier knows of a domain's permits: ``target`` (P_d) and ``debt``, the permits
+    that still exist beyond it and are to be destroyed as they come back free."""
+
+    target: int
+    debt: int = 0
+
+    @property
+    def existing(self) -> int:
+        """Permits in circulation, free or held."""
+        return self.target + self.debt
+
+    def retarget(self, target: int) -> tuple[PermitLedger, int]:
+        """Move to ``target``: the new ledger and how many permits to add now (0 when lowering,
+        which instead raises the debt; pay it with :meth:`paid` after :func:`remove`)."""
+        if target < 0:
+            raise ValueError(f"a permit target must be >= 0, got {target}")
+        if target >= self.existing:
+            return PermitLedger(target, 0), target - self.existing
+        return PermitLedger(target, self.existing - target), 0
+
+    def paid(self, destroyed: int) -> PermitLedger:
+        """After ``destroyed`` permits were removed toward the debt."""
+        if not 0 <= destroyed <= self.debt:
+            raise ValueError(f"destroyed {destroyed} permits against a debt of {self.debt}")
+        return PermitLedger(self.target, self.debt - destroyed)
+
+
+def resize(
+    channel: BlockingChannel, topology: Topology, domain: str, ledger: PermitLedger, target: int
+) -> PermitLedger:
+    """Bring the domain's permits toward ``target`` (also pays debt when ``target`` is unchanged).
+
+    The queue must exist (the frontier declared it). Returns the new ledger, which the caller
+    must record: permits added or destroyed here cannot be undone.
+    """
+    ledger, to_add = ledger.retarget(target)
+    if to_add:
+        add(channel, topology, domain, to_add)
+    if ledger.debt:
+        ledger = ledger.paid(remove(channel, topology, domain, ledger.debt))
+    return ledger
 
 
 def declare(channel: BlockingChannel, topology: Topology, domain: str) -> str:

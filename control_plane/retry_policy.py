@@ -117,7 +117,10 @@ class RetryDecision:
     - ``give_up``: a failure retrying cannot fix; record it, ack, do not retry.
     - ``dead_letter``: a retryable failure that exhausted ``max_attempts``; send to dead letters.
 
-    ``cool_down_domain`` asks the throttle to slow the whole domain, whatever the action.
+    ``cool_down_domain`` says the site pushed back (429, 403, a challenge), whatever the action:
+    the fetcher that saw it leaves the domain alone for Retry-After or a cooldown and holds its
+    permit that long (:mod:`control_plane.politeness`), until the throttle processor, which
+    counts the same outcomes in ``fetch.events``, slows the whole fleet down.
     """
 
     action: Literal["done", "retry", "give_up", "dead_letter"]

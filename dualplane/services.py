@@ -83,6 +83,7 @@ class ThrottleService:
 
     def run(self) -> None:
         datadir = self.settings.stack.data_dir / "throttle" / "faust"
+        datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust makes only the last level itself
         app = ["-m", "faust", "-A", "data_plane.throttle.worker", "--datadir", str(datadir)]
         command = [sys.executable, *app, "worker", "--loglevel", "info"]
         while not self._stopping.is_set():

@@ -7,19 +7,29 @@ the fleet fewer than D_max; otherwise the URL waits in the durable backlog. Fetc
 every task's progress back; a final report frees a slot and releases the domain's backlog. Past
 D_max the frontier stops consuming discovery altogether until the fleet drains to 90%.
 
+Throttle commands (a :class:`~data_plane.throttle.state.ThrottleView`, started with the consumer):
+P_d is the domain's current concurrency there, not the default. A domain's permit queue is sized
+from it when created, and resized fleet-wide when a command (or an override expiring) changes it:
+raised at once, lowered by destroying free permits and paying the rest back as held ones return
+(the debt, see :mod:`control_plane.permits`). A paused domain gets no new tasks: its URLs wait in
+the backlog, which is released when the pause ends.
+
 Nothing is acked before it is safe: a task is published with a confirm, then the state (counters,
 backlog) is committed and the seen-set flushed, then the discovery message is acked. A crash in
 between can repeat a URL, never lose one. Only one frontier is active at a time (the discovery
 and reports queues have a single active consumer); others wait as hot standbys.
 
-Settings: ``DUALPLANE_FRONTIER_*``, ``DUALPLANE_LIMIT_DOMAIN_CONCURRENCY`` (P_d),
-``DUALPLANE_FETCH_USER_AGENT`` (robots.txt), ``DUALPLANE_QUEUE_*``.
+Settings: ``DUALPLANE_FRONTIER_*``, ``DUALPLANE_LIMIT_DOMAIN_CONCURRENCY`` (P_d without a command),
+``DUALPLANE_FETCH_USER_AGENT`` (robots.txt), ``DUALPLANE_QUEUE_*``, ``DUALPLANE_TOPIC_THROTTLE_STATE``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+
+from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane import permits
 from control_plane.consumer import ControlConsumer, Delivery, QueueBinding
@@ -34,12 +44,17 @@ from control_plane.scope import ScopeRules
 from control_plane.seen import SeenSet
 from control_plane.topology import Topology
 from control_plane.urls import DEFAULT_TRACKING_PARAMS, canonicalize, domain_of, url_key
+from data_plane.throttle.limits import Limits
+from data_plane.throttle.state import ThrottleView
 from dualplane.settings import Settings
 
 log = logging.getLogger(__name__)
 
 RESUME_FRACTION = 0.9
 BACKLOG_SWEEP_S = 1.0
+# How often every throttled or indebted domain's permits are checked: catches overrides and pauses
+# that ran out (no message marks that) and pays debts back as held permits return.
+PERMIT_SWEEP_S = 1.0
 
 
 class Frontier:
@@ -63,13 +78,19 @@ class Frontier:
         self.snapshots = JobSnapshots(self.topology)
         self.guard = SsrfGuard.from_setting(settings.fetch.allow_hosts)
         self.consumer_: ControlConsumer | None = None
+        self.view = ThrottleView(settings, on_change=self._on_limits_changed)
         self._scopes: dict[str, ScopeRules] = {}
         self._last_sweep = 0.0
         self._last_snapshot = 0.0
+        self._last_permit_sweep = 0.0
+        self._changed_lock = threading.Lock()
+        self._changed: set[str] = set()  # domains whose limits changed, from the view's thread
 
     # wiring
 
     def consumer(self) -> ControlConsumer:
+        """The consumer of discovery and reports; starts the throttle view first (blocks until read)."""
+        self.view.start()
         bindings = {
             self.topology.discovery_queue: QueueBinding(self.on_discovery, (JobSpec, DiscoveredUrl)),
             self.topology.reports_queue: QueueBinding(self.on_report, (TaskReport,)),
@@ -80,6 +101,7 @@ class Frontier:
         return self.consumer_
 
     def close(self) -> None:
+        self.view.close()
         self.seen.flush()
         self.seen.close()
         self.state.close()
@@ -87,8 +109,13 @@ class Frontier:
 
     @property
     def slots_per_domain(self) -> int:
-        """k x P_d: how many tasks of one domain may be outstanding at once."""
+        """k x P_d with the default P_d: how many tasks of an unthrottled domain may be outstanding."""
         return self.settings.frontier.outstanding_per_slot * self.settings.limits.domain_concurrency
+
+    def slots_for(self, domain: str, limits: Limits | None = None) -> int:
+        """k x P_d with the domain's current P_d (a throttle command's, or the default)."""
+        concurrency = (limits or self.view.details(domain)).concurrency
+        return self.settings.frontier.outstanding_per_slot * concurrency
 
     # handlers
 
@@ -117,6 +144,11 @@ class Frontier:
             self._last_snapshot = now
             self.snapshots.publish_marked(consumer.channel, self.state)
         self._apply_backpressure(consumer)
+        if consumer.channel:
+            sweep = now - self._last_permit_sweep >= PERMIT_SWEEP_S
+            if sweep:
+                self._last_permit_sweep = now
+            self._obey_throttle(consumer.channel, sweep=sweep)
         if now - self._last_sweep >= BACKLOG_SWEEP_S and consumer.channel:
             self._last_sweep = now
             for domain in self.state.backlog_domains():
@@ -176,7 +208,8 @@ class Frontier:
     def _admit(self, task: CrawlTask, delivery: Delivery) -> None:
         outstanding, _, _ = self.state.domain(task.domain)
         fleet_full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
-        if outstanding < self.slots_per_domain and not fleet_full:
+        limits = self.view.details(task.domain)
+        if outstanding < self.slots_for(task.domain, limits) and not fleet_full and not limits.paused:
             self._issue(task, delivery.consumer)
         else:
             self.state.push_backlog(task.domain, task.job_id, task.model_dump_json())
@@ -193,9 +226,12 @@ class Frontier:
         consumer = delivery.consumer if delivery else self.consumer_
         if consumer is None or consumer.channel is None:
             return
+        limits = self.view.details(domain)
+        if limits.paused:
+            return  # released by the sweep once the pause is over
         outstanding, _, _ = self.state.domain(domain)
         room = min(
-            self.slots_per_domain - outstanding,
+            self.slots_for(domain, limits) - outstanding,
             self.settings.frontier.max_outstanding - self.state.total_outstanding(),
         )
         for row_id, task_json in list(self.state.backlog_for(domain, max(room, 0))):
@@ -210,13 +246,49 @@ class Frontier:
         assert channel is not None
         _, count, declared_at = self.state.domain(domain)
         now = time.time()
-        wanted = self.settings.limits.domain_concurrency
         if declared_at is None or now - declared_at > permits.REFILL_AFTER_S:
+            wanted = self.view.details(domain).concurrency  # a throttled new domain starts throttled
             permits.refill(channel, self.topology, domain, wanted)
             self.state.set_permits(domain, wanted, now)
         elif now - declared_at > permits.REFRESH_AFTER_S:
             permits.declare(channel, self.topology, domain)
-            self.state.set_permits(domain, count, now)
+            self.state.set_permits(domain, count, now, self.state.permit_ledger(domain).debt)
+
+    # throttle commands
+
+    def _on_limits_changed(self, domain: str, limits: Limits) -> None:
+        """The view's callback, on its own thread: note the domain for the consumer thread."""
+        with self._changed_lock:
+            self._changed.add(domain)
+
+    def _obey_throttle(self, channel: BlockingChannel, *, sweep: bool) -> None:
+        """Resize the permits of domains whose P_d changed; on a sweep, of every throttled or
+        indebted domain (expired overrides and pauses, debts to pay)."""
+        with self._changed_lock:
+            domains, self._changed = self._changed, set()
+        if sweep:
+            domains |= self.view.domains() | set(self.state.domains_in_debt())
+        for domain in sorted(domains):
+            self._resize_permits(channel, domain)
+
+    def _resize_permits(self, channel: BlockingChannel, domain: str) -> None:
+        _, _, declared_at = self.state.domain(domain)
+        if declared_at is None or time.time() - declared_at > permits.REFILL_AFTER_S:
+            return  # no live permit queue: the next task refills it from the current limits
+        ledger = self.state.permit_ledger(domain)
+        target = self.view.details(domain).concurrency
+        if ledger.target == target and ledger.debt == 0:
+            return
+        permits.declare(channel, self.topology, domain)  # a get or publish on a missing queue would fail
+        resized = permits.resize(channel, self.topology, domain, ledger, target)
+        # Commit at once: added or destroyed permits cannot be taken back, the ledger must say so.
+        self.state.set_permit_ledger(domain, resized)
+        self.state.commit()
+        if resized.target != ledger.target:
+            log.info(
+                "permits for %s: %d -> %d (%d held permits still to destroy as they return)",
+                domain, ledger.target, resized.target, resized.debt,
+            )  # fmt: skip
 
     def _apply_backpressure(self, consumer: ControlConsumer) -> None:
         total = self.state.total_outstanding()

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from control_plane.messages import JobSpec
+from control_plane.permits import PermitLedger
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -36,7 +37,8 @@ CREATE TABLE IF NOT EXISTS domains (
     outstanding INTEGER NOT NULL DEFAULT 0,
     permits INTEGER NOT NULL DEFAULT 0,
     permits_declared_at REAL,
-    last_active_at REAL
+    last_active_at REAL,
+    permit_debt INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS backlog (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -122,7 +124,14 @@ class FrontierState:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         self.db.executescript(SCHEMA)
+        self._migrate()
         self.db.commit()
+
+    def _migrate(self) -> None:
+        """Add columns that databases made by older versions lack (CREATE IF NOT EXISTS kept theirs)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(domains)")}
+        if "permit_debt" not in columns:
+            self.db.execute("ALTER TABLE domains ADD COLUMN permit_debt INTEGER NOT NULL DEFAULT 0")
 
     def commit(self) -> None:
         self.db.commit()
@@ -225,13 +234,32 @@ class FrontierState:
             (domain, delta, time.time(), delta),
         )
 
-    def set_permits(self, domain: str, permits: int, declared_at: float) -> None:
+    def set_permits(self, domain: str, permits: int, declared_at: float, debt: int = 0) -> None:
+        """Record the permit queue as (re)declared at ``declared_at`` holding ``permits`` + ``debt``."""
         self.db.execute(
-            "INSERT INTO domains (domain, permits, permits_declared_at) VALUES (?, ?, ?) "
+            "INSERT INTO domains (domain, permits, permits_declared_at, permit_debt) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (domain) DO UPDATE SET permits = excluded.permits, "
-            "permits_declared_at = excluded.permits_declared_at",
-            (domain, permits, declared_at),
+            "permits_declared_at = excluded.permits_declared_at, permit_debt = excluded.permit_debt",
+            (domain, permits, declared_at, debt),
         )
+
+    def permit_ledger(self, domain: str) -> PermitLedger:
+        """P_d of ``domain``'s permit queue and the surplus permits still to destroy (see permits)."""
+        row = self.db.execute(
+            "SELECT permits, permit_debt FROM domains WHERE domain = ?", (domain,)
+        ).fetchone()
+        return PermitLedger(int(row[0]), int(row[1])) if row else PermitLedger(0, 0)
+
+    def set_permit_ledger(self, domain: str, ledger: PermitLedger) -> None:
+        """Record a resize of an existing permit queue (its declaration time is unchanged)."""
+        self.db.execute(
+            "UPDATE domains SET permits = ?, permit_debt = ? WHERE domain = ?",
+            (ledger.target, ledger.debt, domain),
+        )
+
+    def domains_in_debt(self) -> list[str]:
+        """Domains whose permit queue still holds permits beyond P_d."""
+        return [row[0] for row in self.db.execute("SELECT domain FROM domains WHERE permit_debt > 0")]
 
     def total_outstanding(self) -> int:
         return int(self.db.execute("SELECT COALESCE(SUM(outstanding), 0) FROM domains").fetchone()[0])

@@ -38,6 +38,14 @@ after every start and rebalance, before its agent sees an event. What we do abou
   are redelivered after a crash). Each window value keeps the partition and offset of the last event
   it counted and ignores events at or below it, so counting is effectively exactly-once. We avoid
   ``processing_guarantee="exactly_once"``, whose recovery has hung (faust-streaming#47).
+- **Offsets committed ahead of the changelog** would make a crash lose counts for good (committed
+  events are not redelivered). Faust flushes the producer before it commits, but its buffer's flush
+  can return early; :mod:`data_plane.throttle.producer` makes it wait for every write it owes.
+- **"Recovered" is not "caught up"**: Faust signals a rebalance complete (our ``ready``) when the
+  tables are rebuilt, *before* it seeks to the committed offsets and re-reads the events after them.
+  A SIGKILLed worker's last window updates may never have reached the changelog; until the new worker
+  has re-read those events its windows lack them. The snapshot's ``offsets`` (last offset handled per
+  partition) says how far it has read.
 - **Recovered windows never expire** (Faust schedules expiry only for keys written after start,
   robinhood/faust#44, faust-streaming#385). After each recovery we drop windows older than the
   expiry from the local store; the changelog gets ``segment.ms`` equal to the window expiry so Kafka's
@@ -62,21 +70,21 @@ from __future__ import annotations
 import faust
 
 from data_plane import kafka_clients
-from data_plane.throttle.config import ThrottleConfig
 from data_plane.throttle.exceptions import InvalidThrottleConfig
 from data_plane.throttle.processor import ThrottleProcessor
+from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.topics import topic_configs
-from dualplane.settings import KafkaSettings, Settings
+from dualplane.settings import KafkaSettings, Settings, ThrottleSettings
 
 
 def build_app(
-    settings: Settings, config: ThrottleConfig, publisher: CommandPublisher | None = None
+    settings: Settings, config: ThrottleSettings, publisher: CommandPublisher | None = None
 ) -> faust.App:
     """The processor as a Faust app; creates ``fetch.events`` and ``throttle.state`` if missing."""
     partitions = prepare_topics(settings)
-    app = faust.App(
-        config.app_id,
+    app = ThrottleApp(  # its producer's flush really waits, see data_plane.throttle.producer
+        settings.throttle_app_id,
         broker=_broker_urls(settings.kafka),
         store="memory://",
         topic_partitions=partitions,

@@ -19,3 +19,7 @@ class BadFetchEvent(ThrottleError):
 
 class BadThrottleCommand(ThrottleError):
     """A throttle command body (JSON or Avro) that cannot be read; listeners skip it."""
+
+
+class ChangelogWriteFailed(ThrottleError):
+    """A table changelog write Kafka did not take; the processor must not commit offsets past it."""

@@ -19,13 +19,12 @@ from faust.tables.wrappers import WindowWrapper
 
 from control_plane.throttle_policy import Budget, DomainState, decide
 from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.config import ThrottleConfig
 from data_plane.throttle.events import FetchSample, event_time_s, parse_fetch_event
 from data_plane.throttle.exceptions import BadFetchEvent
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
-from dualplane.settings import Settings
+from dualplane.settings import Settings, ThrottleSettings
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +47,14 @@ class ThrottleProcessor:
         self,
         app: faust.App,
         settings: Settings,
-        config: ThrottleConfig,
+        config: ThrottleSettings,
         partitions: int,
         publisher: CommandPublisher,
     ) -> None:
         self.app = app
         self.settings = settings
         self.config = config
-        self.policy = config.policy()
+        self.policy = config.policy(settings.limits)
         self.publisher = publisher
         self.rng = random.Random()
         self.stats = Stats()
@@ -83,6 +82,8 @@ class ThrottleProcessor:
         self.daily_used: dict[int, int] = {}  # UTC day -> requests counted by this worker
         self.views: dict[str, dict[str, Any]] = {}  # domain -> last evaluation, for the snapshot
         self.ready = False  # tables recovered for the current assignment
+        # partition -> offset of the last fetch.events value handled: how far this worker has read
+        self.offsets: dict[int, int] = {}
 
     def install(self) -> None:
         """Register the agent, timer, pages and lifecycle hooks on the app."""
@@ -115,6 +116,7 @@ class ThrottleProcessor:
 
     async def handle(self, event: Any) -> None:
         """Count one ``fetch.events`` value and act on its domain's window; never raises."""
+        self.offsets[event.message.partition] = event.message.offset
         try:
             sample = parse_fetch_event(event.value)
         except BadFetchEvent as error:
@@ -204,10 +206,11 @@ class ThrottleProcessor:
     def snapshot(self) -> dict[str, Any]:
         """Everything this worker knows, in the shape documented in :mod:`data_plane.throttle.snapshot`."""
         publisher = self.publisher.stats
+        owned = self._owned_partitions()
         return {
             "version": VERSION,
             "generated_at": datetime.now(UTC).isoformat(),
-            "app_id": self.config.app_id,
+            "app_id": self.settings.throttle_app_id,
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "window": {"size_s": self.size_s, "step_s": self.step_s},
@@ -219,7 +222,8 @@ class ThrottleProcessor:
                 "daily_budget": self.config.daily_budget,
             },
             "ready": self.ready,
-            "partitions": self._owned_partitions(),
+            "partitions": owned,
+            "offsets": {str(p): offset for p, offset in sorted(self.offsets.items()) if p in owned},
             "stats": {**vars(self.stats), "publisher": vars(publisher).copy()},
             "domains": {domain: self._domain_entry(domain) for domain in sorted(self._known_domains())},
         }
@@ -232,7 +236,7 @@ class ThrottleProcessor:
         return {"domain": domain, "ready": self.ready, **entry}
 
     async def write_snapshot(self) -> None:
-        path = self.config.snapshot_path
+        path = self.settings.throttle_snapshot_path
         if path is None:
             return
         snapshot = self.snapshot()

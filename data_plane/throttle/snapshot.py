@@ -6,6 +6,7 @@ Shape (``version`` 1)::
      "window": {"size_s": 600, "step_s": 60}, "policy": {"threshold": 0.05, "min_samples": 20, ...},
      "ready": true,                         # tables recovered; false while a rebalance recovers
      "partitions": [0, 1, ...],            # fetch.events partitions this worker owns
+     "offsets": {"0": 41, ...},            # per owned partition, the last offset this worker handled
      "stats": {"events": n, "bad_events": n, "stale_events": n, "errors": n, "commands": n,
                "publisher": {"published": n, "failures": n, "pending": n, "last_error": ""}},
      "domains": {"example.com": {

@@ -91,7 +91,14 @@ class ThrottleView:
         self._thread = threading.Thread(target=self._run, name="throttle-view", daemon=True)
 
     def start(self, timeout_s: float = 30.0) -> ThrottleView:
-        """Subscribe and load the current state; :class:`ThrottleError` if that fails within ``timeout_s``."""
+        """Subscribe and load the current state; :class:`ThrottleError` if that fails within ``timeout_s``.
+
+        Returns only once the compacted topic was read, so a process restarted while a domain is
+        throttled starts from that domain's limits, never from the defaults. Calling it again on a
+        started view does nothing.
+        """
+        if self._ready.is_set():
+            return self
         self._thread.start()
         if not self._ready.wait(timeout_s):
             self.close()
@@ -109,6 +116,11 @@ class ThrottleView:
         """The limits for ``domain`` with their source and reason."""
         with self._lock:
             return self.book.limits(domain, self.clock())
+
+    def domains(self) -> set[str]:
+        """Domains with a known command (the processor's or an override), expired or not."""
+        with self._lock:
+            return self.book.domains()
 
     def apply(self, command: ThrottleCommand) -> bool:
         """Record a command (as if received); True when it changed something."""

@@ -1,36 +1,182 @@
-"""``dualplane throttle show``: per-domain limits and block ratios from the throttle processor."""
+"""``dualplane throttle show | set | clear``: what the throttle decided per domain, and overrides."""
 
 from __future__ import annotations
 
+import getpass
+import re
+import socket
 import time
 from datetime import datetime
+from typing import Annotated, Any
 
 import typer
 
-from data_plane.throttle.config import ThrottleConfig
+from control_plane.exceptions import InvalidUrl
+from control_plane.messages import utc_now
+from control_plane.urls import domain_of
+from data_plane.throttle import overrides
+from data_plane.throttle.commands import OPERATOR, ThrottleCommand
+from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.snapshot import read_snapshot
-from dualplane.cli.output import JsonOption, print_json, stdout, table
+from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.exceptions import DualplaneError
 from dualplane.settings import Settings
 
 app = typer.Typer(help="Adaptive throttling: what the block-ratio processor decided per domain, and why.")
 
 STALE_AFTER_S = 10
+# A politeness key as the frontier makes it (control_plane.urls.domain_of): a host, maybe ":port".
+DOMAIN = re.compile(r"^[a-z0-9.\-\[\]:_]+$")
+
+DomainArgument = Annotated[
+    str, typer.Argument(help="The domain as `throttle show` lists it, e.g. shop.example.")
+]
 
 
 @app.command("show")
 def show(as_json: JsonOption = False) -> None:
-    """Per domain: P_d, delay, pause, the window's counts and block ratio, the last command and why."""
+    """Per domain: P_d, delay, pause, the window's counts and block ratio, the last command and why;
+    then the operator overrides in force."""
     settings = Settings.from_env()
-    path = ThrottleConfig.from_env(settings).snapshot_path
-    if path is None or not path.exists():
+    path = settings.throttle_snapshot_path
+    snapshot = read_snapshot(path) if path is not None and path.exists() else None
+    active = overrides.active_overrides(settings)
+    if snapshot is None and not active:
         raise DualplaneError(
-            f"no throttle snapshot at {path}: start the processor with `dualplane run throttle`"
+            f"no throttle snapshot at {path} and no operator override in force: start the processor "
+            "with `dualplane run throttle` (or point DUALPLANE_THROTTLE_SNAPSHOT_PATH at its file)"
         )
-    snapshot = read_snapshot(path)
     if as_json:
-        print_json(snapshot)
+        print_json({"snapshot": snapshot, "overrides": [_override_entry(c) for c in active]})
         return
+    if snapshot is None:
+        stderr.print(
+            f"[yellow]no processor snapshot at {path}[/yellow]: is `dualplane run throttle` running?"
+        )
+    else:
+        stdout.print(_snapshot_table(snapshot))
+    if active:
+        stdout.print(_overrides_table(active))
+
+
+@app.command("set")
+def set_(
+    domain: DomainArgument,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="P_d: concurrent requests to the domain, fleet-wide.")
+    ],
+    delay_ms: Annotated[int, typer.Option("--delay-ms", min=0, help="Pause between two requests, in ms.")],
+    ttl_s: Annotated[
+        int | None, typer.Option("--ttl-s", min=1, help="Expire after this many seconds (default: never).")
+    ] = None,
+    pause: Annotated[
+        bool, typer.Option("--pause", help="Send nothing to the domain while in force.")
+    ] = False,
+    reason: Annotated[str, typer.Option(help="Why; shown by `throttle show`.")] = "",
+    as_json: JsonOption = False,
+) -> None:
+    """Override the processor's limits for DOMAIN, fleet-wide, at once, until it expires or is cleared."""
+    settings = Settings.from_env()
+    command = ThrottleCommand(
+        domain=_domain(domain),
+        concurrency=concurrency,
+        delay_ms=delay_ms,
+        paused=pause,
+        ttl_s=ttl_s,
+        source=OPERATOR,
+        reason=reason or f"operator: set by {_who()}",
+    )
+    _issue(settings, command, as_json)
+    floor_ms = settings.limits.domain_delay_ms
+    if delay_ms < floor_ms and not as_json:
+        stderr.print(
+            f"note: fetchers never wait less than DUALPLANE_LIMIT_DOMAIN_DELAY_MS={floor_ms} ms between "
+            "requests to a domain, nor less than its robots.txt Crawl-delay"
+        )
+
+
+@app.command("clear")
+def clear(domain: DomainArgument, as_json: JsonOption = False) -> None:
+    """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again."""
+    settings = Settings.from_env()
+    command = overrides.clearing(settings, _domain(domain), f"operator: cleared by {_who()}")
+    _issue(settings, command, as_json)
+
+
+def _issue(settings: Settings, command: ThrottleCommand, as_json: bool) -> None:
+    try:
+        overrides.issue(settings, command)
+    except ThrottleError as error:
+        raise DualplaneError(str(error)) from error
+    entry = {
+        **_override_entry(command),
+        "state_key": command.state_key,
+        "topic": settings.topics.throttle_state,
+        "exchange": settings.queues.throttle_exchange,
+    }
+    if as_json:
+        print_json(entry)
+        return
+    if command.ttl_s == 0:
+        stdout.print(f"cleared the operator override of {command.domain}")
+        return
+    until = f"until {entry['expires_at']}" if command.ttl_s is not None else "until cleared"
+    paused = ", [bold]paused[/bold]" if command.paused else ""
+    stdout.print(
+        f"{command.domain}: concurrency {command.concurrency}, delay {command.delay_ms} ms{paused}, {until} "
+        f"(in {entry['topic']} as {command.state_key}, announced on {entry['exchange']})"
+    )
+
+
+def _domain(text: str) -> str:
+    """The politeness key a task of this domain carries; a URL gets a hint, not a guess."""
+    domain = text.strip().lower()
+    if "://" in domain:
+        try:
+            hint = f"; did you mean {domain_of(text.strip())!r}?"
+        except InvalidUrl:
+            hint = ""
+        raise DualplaneError(f"DOMAIN must be a host such as shop.example, not a URL ({text!r}){hint}")
+    if not domain or not DOMAIN.match(domain):
+        raise DualplaneError(
+            f"{text!r} is not a domain: give the host as `dualplane throttle show` lists it, "
+            "e.g. shop.example or 127.0.0.1:8101 (with the port when it is not 80/443)"
+        )
+    return domain
+
+
+def _who() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        user = "unknown"
+    return f"{user}@{socket.gethostname()}"
+
+
+def _override_entry(command: ThrottleCommand) -> dict[str, Any]:
+    expires_at = command.expires_at
+    return {
+        **command.model_dump(mode="json", include={"domain", "concurrency", "delay_ms", "paused", "reason"}),
+        "source": command.source,
+        "issued_at": command.issued_at.isoformat(),
+        "ttl_s": command.ttl_s,
+        "expires_at": expires_at.isoformat() if expires_at else None,
+    }
+
+
+def _overrides_table(active: list[ThrottleCommand]) -> Any:
+    now = utc_now()
+    rows = []
+    for command in active:
+        expires_at = command.expires_at
+        left = f"in {(expires_at - now).total_seconds():.0f} s" if expires_at else "never"
+        limits = [str(command.concurrency), f"{command.delay_ms} ms", str(command.paused)]
+        rows.append([command.domain, *limits, left, command.reason])
+    columns = ["domain", "P_d", "delay", "paused", "expires", "reason"]
+    return table("operator overrides (win over the processor)", columns, rows)
+
+
+def _snapshot_table(snapshot: dict[str, Any]) -> Any:
     generated = snapshot.get("generated_at")
     age_s = time.time() - datetime.fromisoformat(generated).timestamp() if generated else 0.0
     rows = []
@@ -44,4 +190,4 @@ def show(as_json: JsonOption = False) -> None:
     title = "throttle" + (
         f" (snapshot {age_s:.0f} s old: is the processor running?)" if age_s > STALE_AFTER_S else ""
     )
-    stdout.print(table(title, ["domain", "P_d", "delay", "paused", "blocked", "ratio", "last command"], rows))
+    return table(title, ["domain", "P_d", "delay", "paused", "blocked", "ratio", "last command"], rows)

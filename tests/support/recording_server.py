@@ -2,7 +2,8 @@
 
 Each host is a ``ThreadingHTTPServer`` on its own loopback port; every request waits
 ``latency_s`` so concurrency is observable. The servers count requests per path and the
-highest number of requests they ever served at once.
+highest number of requests they ever served at once, and keep each request's (path, start, end)
+in monotonic time.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class RecordingHost:
         self.current = 0
         self.max_concurrent = 0
         self.requests: Counter[str] = Counter()
+        self.intervals: list[tuple[str, float, float]] = []
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.port = int(self.server.server_address[1])
@@ -43,6 +45,7 @@ class RecordingHost:
                 if self.path == "/robots.txt":
                     self.send_error(404)
                     return
+                started = time.monotonic()
                 with host.lock:
                     host.current += 1
                     host.max_concurrent = max(host.max_concurrent, host.current)
@@ -58,6 +61,7 @@ class RecordingHost:
                 finally:
                     with host.lock:
                         host.current -= 1
+                        host.intervals.append((self.path, started, time.monotonic()))
 
             def log_message(self, format: str, *args: Any) -> None:  # silence per-request logging
                 pass

@@ -6,6 +6,7 @@ files under tests/unit other than test_throttle_policy.py. Move to tests/unit/ w
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -14,16 +15,15 @@ from typing import Any
 
 import pytest
 from faust.windows import HoppingWindow
+from pydantic import ValidationError
 
 import schemas
 from control_plane.throttle_policy import Command, WindowCounts
 from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.config import ThrottleConfig
 from data_plane.throttle.events import parse_fetch_event
 from data_plane.throttle.exceptions import (
     BadFetchEvent,
     BadThrottleCommand,
-    InvalidThrottleConfig,
     ThrottleError,
 )
 from data_plane.throttle.limits import LimitsBook
@@ -48,22 +48,33 @@ def event_bytes(outcome: str = "ok", retry_after_s: float | None = None, **chang
 # -- configuration ------------------------------------------------------------------------------
 
 
-def test_config_defaults_come_from_the_settings() -> None:
-    settings = Settings()
-    config = ThrottleConfig.from_env(settings, environ={})
+def throttle_from(monkeypatch: pytest.MonkeyPatch, environ: dict[str, str]) -> Settings:
+    for name in list(os.environ):
+        if name.startswith("DUALPLANE_"):
+            monkeypatch.delenv(name)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    return Settings.from_env()
+
+
+def test_config_defaults_come_from_the_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = throttle_from(monkeypatch, {})
+    config = settings.throttle
     assert (config.window_size_s, config.window_step_s, config.threshold, config.min_samples) == (
         600,
         60,
         0.05,
         20,
     )
-    assert config.ceiling == settings.limits.domain_concurrency
-    assert config.base_delay_ms == settings.limits.domain_delay_ms
-    assert config.app_id == f"{settings.kafka.group_prefix}-throttle"
-    assert config.snapshot_path == settings.stack.data_dir / "throttle" / "snapshot.json"
+    assert settings.throttle_policy.ceiling == settings.limits.domain_concurrency
+    assert settings.throttle_policy.base_delay_ms == settings.limits.domain_delay_ms
+    assert settings.throttle_app_id == f"{settings.kafka.group_prefix}-throttle"
+    assert settings.throttle_snapshot_path == settings.stack.data_dir / "throttle" / "snapshot.json"
+    private = settings.with_private_names("test-ns", Path("/tmp/ns"))
+    assert private.throttle_app_id == "test-ns-throttle"
 
 
-def test_config_reads_every_kind_of_variable() -> None:
+def test_config_reads_every_kind_of_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     environ = {
         "DUALPLANE_THROTTLE_WINDOW_SIZE_S": "10",
         "DUALPLANE_THROTTLE_WINDOW_STEP_S": "2",
@@ -71,32 +82,36 @@ def test_config_reads_every_kind_of_variable() -> None:
         "DUALPLANE_THROTTLE_LOW_PRIORITY_DOMAINS": " Bulk.test, other.test ,",
         "DUALPLANE_THROTTLE_OFFSET_RESET": "earliest",
         "DUALPLANE_THROTTLE_SNAPSHOT_PATH": "",
-        "DUALPLANE_LIMIT_DOMAIN_CONCURRENCY": "99",  # not ours: ignored here
+        "DUALPLANE_LIMIT_DOMAIN_CONCURRENCY": "9",
     }
-    config = ThrottleConfig.from_env(Settings(), environ=environ)
+    settings = throttle_from(monkeypatch, environ)
+    config = settings.throttle
     assert (config.window_size_s, config.window_step_s, config.threshold) == (10, 2, 0.1)
-    assert config.low_priority_domains == ("bulk.test", "other.test")
-    assert (config.offset_reset, config.snapshot_path) == ("earliest", None)
+    assert config.low_priority == ("bulk.test", "other.test")
+    assert (config.offset_reset, settings.throttle_snapshot_path) == ("earliest", None)
     assert config.priority("www.bulk.test") == "low"
     assert config.priority("notbulk.test") == "normal"
-    assert config.policy().step_s == 2.0
-    assert ThrottleConfig.from_env(Settings(), environ=config.to_env()) == config
+    assert settings.throttle_policy.step_s == 2.0
+    assert settings.throttle_policy.ceiling == 9
+    assert throttle_from(monkeypatch, settings.to_env()) == settings
 
 
 @pytest.mark.parametrize(
     ("environ", "message"),
     [
         ({"DUALPLANE_THROTTLE_WINDOW_SIZ_S": "10"}, "unknown variable"),
-        ({"DUALPLANE_THROTTLE_MIN_SAMPLES": "many"}, "MIN_SAMPLES='many' is not valid"),
-        ({"DUALPLANE_THROTTLE_OFFSET_RESET": "middle"}, "choose one of latest, earliest"),
+        ({"DUALPLANE_THROTTLE_MIN_SAMPLES": "many"}, "min_samples"),
+        ({"DUALPLANE_THROTTLE_OFFSET_RESET": "middle"}, "'latest' or 'earliest'"),
         ({"DUALPLANE_THROTTLE_WINDOW_SIZE_S": "25", "DUALPLANE_THROTTLE_WINDOW_STEP_S": "10"}, "multiple"),
         ({"DUALPLANE_THROTTLE_THRESHOLD": "1.5"}, "threshold must be in"),
-        ({"DUALPLANE_THROTTLE_SESSION_TIMEOUT_S": "1"}, "SESSION_TIMEOUT_S"),
+        ({"DUALPLANE_THROTTLE_SESSION_TIMEOUT_S": "1"}, "session_timeout_s"),
     ],
 )
-def test_config_errors_name_the_variable_and_the_problem(environ: dict[str, str], message: str) -> None:
-    with pytest.raises(InvalidThrottleConfig, match=message):
-        ThrottleConfig.from_env(Settings(), environ=environ)
+def test_config_errors_name_the_variable_and_the_problem(
+    monkeypatch: pytest.MonkeyPatch, environ: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValidationError, match=message):
+        throttle_from(monkeypatch, environ)
 
 
 # -- fetch events -------------------------------------------------------------------------------

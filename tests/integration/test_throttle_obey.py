@@ -1,0 +1,300 @@
+"""Fetchers and the frontier obey throttle commands at once: real RabbitMQ, Kafka and HTTP hosts.
+
+Commands are issued as the processor issues them (the compacted ``throttle.state`` topic first,
+then the throttle fanout with a confirm) through :func:`data_plane.throttle.overrides.issue`.
+Fetchers are the real :class:`~control_plane.fetch_control.TaskRunner` on threads of the test
+with a plain HTTP GET as work; what they do is measured from the server's side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+
+import httpx
+import pytest
+
+from control_plane import amqp, permits
+from control_plane.fetch_control import FetchResult, TaskRunner
+from control_plane.messages import CrawlTask, JobSpec, Priority
+from control_plane.publisher import confirmed_channel, publish
+from control_plane.retry_policy import Outcome
+from control_plane.topology import Topology
+from control_plane.urls import domain_of
+from data_plane.throttle.commands import ThrottleCommand
+from data_plane.throttle.overrides import issue
+from dualplane.settings import FetchSettings, LimitSettings, Settings
+from tests.support.factories import ControlPlaneFactory
+from tests.support.fetch_worker import http_get
+from tests.support.frontier import RunningFrontier
+from tests.support.recording_server import RecordingHost
+from tests.support.threads import running
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+Interval = tuple[str, float, float]
+
+
+@pytest.fixture
+def settings(control_plane: ControlPlaneFactory) -> Settings:
+    # A short first delay tier, so deferred tasks come back within a second.
+    made = control_plane.settings(retry_tiers="1s=1000,30s=30000,2m=120000")
+    return made.model_copy(
+        update={
+            "limits": LimitSettings(domain_concurrency=4, domain_delay_ms=0, fetch_concurrency=20),
+            "fetch": FetchSettings(delay_jitter=0, permit_wait_s=0.5),
+        }
+    )
+
+
+class Lanes:
+    """Crawl tasks and permits put in place by hand, as the frontier would."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.topology = Topology(settings.queues)
+        self.connection = amqp.connect(settings.amqp)
+        self.channel = confirmed_channel(self.connection)
+        self.topology.declare(self.channel)
+
+    def tasks(self, host: RecordingHost, count: int, priority: Priority = "normal") -> None:
+        """Publish ``count`` tasks for ``host``; its permit queue must exist first (as the frontier does)."""
+        domain = domain_of(host.base_url)
+        for i in range(count):
+            url = f"{host.base_url}/page/{i}"
+            task = CrawlTask(job_id="obey", trace_id=f"t{i}", url=url, domain=domain, depth=0)
+            publish(self.channel, self.topology.tasks_exchange, priority, task)
+
+    def permits(self, domain: str, count: int) -> None:
+        permits.refill(self.channel, self.topology, domain, count)
+
+    def close(self) -> None:
+        with suppress(Exception):
+            self.connection.close()
+
+
+@pytest.fixture
+def lanes(settings: Settings) -> Iterator[Lanes]:
+    made = Lanes(settings)
+    yield made
+    made.close()
+
+
+@contextmanager
+def fetcher(settings: Settings, *, rate_limited: str | None = None) -> Iterator[TaskRunner]:
+    """A running fetcher: its throttle view has read the compacted topic when this yields.
+
+    A task whose URL ends with ``rate_limited`` is fetched, then reported as a 429 with
+    ``Retry-After: 3`` (the recording host itself always answers 200).
+    """
+    client = httpx.AsyncClient(timeout=30)
+
+    async def work(task: CrawlTask) -> FetchResult:
+        result = await http_get(client, task)
+        if rate_limited and task.url.endswith(rate_limited):
+            return FetchResult(Outcome.RATE_LIMITED, 429, "too many requests (test)", retry_after_s=3.0)
+        return result
+
+    runner = TaskRunner(settings, work)
+    try:
+        with running(runner.consumer()):
+            yield runner
+    finally:
+        with suppress(Exception):
+            asyncio.run_coroutine_threadsafe(client.aclose(), runner.loop).result(10)
+        runner.close()
+
+
+def eventually(check: Callable[[], bool], timeout_s: float = 20.0, what: str = "condition") -> float:
+    """Monotonic time at which ``check()`` first held; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"{what} not reached within {timeout_s} s"
+        time.sleep(0.01)
+    return time.monotonic()
+
+
+def max_overlap(intervals: list[Interval]) -> int:
+    """The most requests the server was serving at once among ``intervals``."""
+    edges = sorted([(start, 1) for _, start, _ in intervals] + [(end, -1) for _, _, end in intervals])
+    current = peak = 0
+    for _, step in edges:  # an end sorts before a start at the same instant
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def gaps_s(intervals: list[Interval]) -> list[float]:
+    """Idle time between one request's end and the next one's start, in start order."""
+    ordered = sorted(intervals, key=lambda interval: interval[1])
+    return [later[1] - earlier[2] for earlier, later in itertools.pairwise(ordered)]
+
+
+def command(domain: str, concurrency: int, delay_ms: int, **fields: object) -> ThrottleCommand:
+    return ThrottleCommand(domain=domain, concurrency=concurrency, delay_ms=delay_ms, **fields)  # type: ignore[arg-type]
+
+
+def test_a_running_fetcher_obeys_a_new_limit_within_seconds(settings: Settings, lanes: Lanes) -> None:
+    with RecordingHost(latency_s=0.3) as host, fetcher(settings) as runner:
+        domain = domain_of(host.base_url)
+        lanes.permits(domain, 4)
+        lanes.tasks(host, 100)  # more than 4 in parallel can fetch before the command lands
+        eventually(lambda: len(host.intervals) >= 8, what="8 requests at full speed")
+        assert max_overlap(list(host.intervals)) >= 2, "the baseline should run requests in parallel"
+
+        issued = time.monotonic()
+        issue(settings, command(domain, 1, 500, reason="halve: test"))
+        applied = eventually(lambda: runner.view.limits(domain) == (1, 500, False), what="the command")
+        eventually(lambda: sum(start >= applied for _, start, _ in host.intervals) >= 6, timeout_s=40)
+
+        after = [interval for interval in host.intervals if interval[1] >= applied]
+        print(
+            f"\ncommand applied {(applied - issued) * 1000:.0f} ms after issue; after it: "
+            f"{len(after)} requests, max concurrency {max_overlap(list(host.intervals))} before / "
+            f"{max_overlap(after)} after, smallest gap {min(gaps_s(after)) * 1000:.0f} ms"
+        )
+        assert applied - issued < 5
+        assert max_overlap(after) == 1
+        assert min(gaps_s(after)) >= 0.5 - 0.01  # the delay between one request's end and the next
+
+
+def test_a_paused_domain_gets_no_requests_until_the_pause_ends(settings: Settings, lanes: Lanes) -> None:
+    with RecordingHost(latency_s=0.05) as host, fetcher(settings) as runner:
+        domain = domain_of(host.base_url)
+        lanes.permits(domain, 2)
+        lanes.tasks(host, 30)
+        eventually(lambda: len(host.intervals) >= 4, what="requests before the pause")
+
+        pause_s = 4
+        issued = time.monotonic()
+        issue(settings, command(domain, 2, 0, paused=True, ttl_s=pause_s, reason="pause: test"))
+        paused = eventually(lambda: runner.view.limits(domain)[2], what="the pause")
+        eventually(lambda: not runner.view.limits(domain)[2], timeout_s=pause_s + 5, what="the pause's end")
+
+        # A request the fetcher started just before the pause reached it may arrive a moment later.
+        during = [
+            (path, start - paused)
+            for path, start, _ in host.intervals
+            if paused + 0.1 < start < issued + pause_s - 0.3
+        ]
+        assert during == [], f"requests started while {domain} was paused: {during}"
+        eventually(lambda: len(host.requests) == 30, timeout_s=40, what="every page after the pause")
+        # Deferred tasks went round the delay tier unchanged: fetched once each, no attempt counted.
+        assert set(host.requests.values()) == {1}
+
+
+def test_a_fetcher_started_after_a_command_starts_throttled(settings: Settings, lanes: Lanes) -> None:
+    with RecordingHost(latency_s=0.1) as host:
+        domain = domain_of(host.base_url)
+        issue(settings, command(domain, 1, 400, reason="halve: before the fetcher started"))
+        lanes.permits(domain, 3)  # the fleet-wide permits still allow 3: only the fetcher's view says 1
+        lanes.tasks(host, 6)
+
+        starting = time.monotonic()
+        with fetcher(settings) as runner:
+            print(f"\nfetcher started, throttle state read, in {(time.monotonic() - starting) * 1000:.0f} ms")
+            assert runner.view.limits(domain) == (1, 400, False)  # from the compacted topic
+            eventually(lambda: len(host.requests) == 6, timeout_s=40, what="all six pages")
+
+        intervals = list(host.intervals)
+        assert max_overlap(intervals) == 1
+        assert min(gaps_s(intervals)) >= 0.4 - 0.01
+
+
+def test_a_429_with_retry_after_holds_the_domain_back_in_that_fetcher(
+    settings: Settings, lanes: Lanes
+) -> None:
+    with RecordingHost(latency_s=0.05) as host, fetcher(settings, rate_limited="/page/0"):
+        domain = domain_of(host.base_url)
+        lanes.permits(domain, 4)  # plenty of permits: only the cooldown can hold the others back
+        lanes.tasks(host, 1)
+        eventually(lambda: len(host.intervals) == 1, what="the rate-limited request")
+        lanes.tasks(host, 4)
+        eventually(lambda: len(host.intervals) >= 2, timeout_s=20, what="a request after the cooldown")
+
+        (_, _, limited_end), (_, next_start, _) = sorted(host.intervals, key=lambda i: i[1])[:2]
+        assert next_start - limited_end >= 3.0 - 0.01, "the fetcher ignored Retry-After"
+
+
+# -- the frontier ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def frontier(settings: Settings) -> Iterator[RunningFrontier]:
+    made = settings.model_copy(
+        update={"limits": settings.limits.model_copy(update={"domain_concurrency": 2})}
+    )
+    running_frontier = RunningFrontier(made).start()
+    yield running_frontier
+    running_frontier.stop()
+
+
+def permits_ready(frontier: RunningFrontier, domain: str) -> int:
+    return frontier.queue_depth(frontier.topology.permits_queue(domain))
+
+
+def settles_at(frontier: RunningFrontier, domain: str, expected: int, timeout_s: float = 15) -> None:
+    eventually(lambda: permits_ready(frontier, domain) == expected, timeout_s, f"{expected} free permits")
+    time.sleep(1.5)  # more than a sweep: nothing more is added or destroyed
+    assert permits_ready(frontier, domain) == expected
+
+
+def test_frontier_resizes_permits_with_p_d_and_pays_debt_as_held_permits_return(
+    settings: Settings, frontier: RunningFrontier
+) -> None:
+    domain = "permits.test"
+    frontier.submit(JobSpec(job_id="perm", obey_robots=False), [f"http://{domain}/a"])
+    frontier.wait_progress("perm", queued=1)
+    settles_at(frontier, domain, 2)  # the default P_d
+
+    issued = time.monotonic()
+    issue(settings, command(domain, 5, 0, reason="operator: raise"))
+    raised = eventually(lambda: permits_ready(frontier, domain) == 5, what="5 permits")
+    print(f"\npermits raised fleet-wide {(raised - issued) * 1000:.0f} ms after the command was issued")
+    settles_at(frontier, domain, 5)
+
+    holder = amqp.connect(settings.amqp)
+    try:
+        channel = holder.channel()
+        held = [channel.basic_get(frontier.topology.permits_queue(domain))[0] for _ in range(3)]
+        assert all(method is not None for method in held)
+
+        issue(settings, command(domain, 1, 0, reason="halve: lower"))
+        settles_at(frontier, domain, 0)  # the 2 free ones destroyed; 2 of the 3 held are owed
+
+        for method in held:
+            channel.basic_reject(method.delivery_tag, requeue=True)
+        settles_at(frontier, domain, 1)  # the debt is paid: exactly P_d = 1 left
+    finally:
+        holder.close()
+
+    issue(settings, command(domain, 3, 0, reason="recover: up again"))
+    settles_at(frontier, domain, 3)
+
+
+def test_frontier_sizes_new_domains_from_the_view_and_holds_paused_backlogs(
+    settings: Settings, frontier: RunningFrontier
+) -> None:
+    issue(settings, command("fresh.test", 3, 0, reason="operator: before any task"))
+    issue(settings, command("paused.test", 1, 0, paused=True, ttl_s=4, reason="pause: test"))
+    eventually(lambda: frontier.frontier.view.limits("paused.test")[2], what="the pause at the frontier")
+    paused_until = time.monotonic() + 3
+
+    spec = JobSpec(job_id="fresh", obey_robots=False)
+    frontier.submit(spec, ["http://fresh.test/a", *(f"http://paused.test/{i}" for i in range(3))])
+    frontier.wait_progress("fresh", queued=1, backlog=3)
+    assert permits_ready(frontier, "fresh.test") == 3
+    assert time.monotonic() < paused_until, "the pause ran out before the check; slow machine?"
+
+    frontier.wait_progress("fresh", timeout_s=15, queued=4, backlog=0)  # released when the pause ends
+
+
+def test_an_expired_override_brings_the_permits_back(settings: Settings, frontier: RunningFrontier) -> None:
+    domain = "expiring.test"
+    frontier.submit(JobSpec(job_id="exp", obey_robots=False), [f"http://{domain}/a"])
+    frontier.wait_progress("exp", queued=1)
+    issue(settings, command(domain, 4, 0, source="operator", ttl_s=3, reason="operator: brief"))
+    settles_at(frontier, domain, 4)
+    settles_at(frontier, domain, 2, timeout_s=10)  # no message marks the expiry: the sweep sees it

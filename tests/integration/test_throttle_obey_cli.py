@@ -1,0 +1,80 @@
+"""``dualplane throttle set | clear | show`` end to end: the real command against the real brokers."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from data_plane.throttle.state import ThrottleView, read_latest_commands
+from dualplane.settings import Settings
+from tests.support.cli import CliResult, run_cli
+from tests.support.factories import ControlPlaneFactory
+
+pytestmark = [pytest.mark.integration, pytest.mark.e2e, pytest.mark.slow]
+
+
+def wait_until(check: object, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.02)
+
+
+def test_throttle_set_show_and_clear(control_plane: ControlPlaneFactory, tmp_path: Path) -> None:
+    settings: Settings = control_plane.settings()
+    # No processor runs for this namespace: show must work from the overrides alone.
+    env = {**settings.to_env(), "DUALPLANE_THROTTLE_SNAPSHOT_PATH": str(tmp_path / "none.json")}
+
+    def cli(*args: str) -> CliResult:
+        return run_cli("throttle", *args, env=env, timeout_s=60)
+
+    defaults = (settings.limits.domain_concurrency, settings.limits.domain_delay_ms, False)
+    with ThrottleView(settings) as view:
+        result = cli(
+            "set", "Shop.Test", "--concurrency", "1", "--delay-ms", "7000", "--ttl-s", "600", "--json"
+        )
+        assert result.exit_code == 0, result.stderr
+        issued = result.json()
+        assert issued["domain"] == "shop.test" and issued["state_key"] == "shop.test@operator"
+        assert (issued["concurrency"], issued["delay_ms"], issued["ttl_s"]) == (1, 7000, 600)
+
+        wait_until(lambda: view.limits("shop.test") == (1, 7000, False))  # a running process has it
+        assert view.details("shop.test").source == "operator"
+        keys = read_latest_commands(settings.kafka, settings.topics.throttle_state)
+        assert "shop.test@operator" in keys  # and processes started later will read it
+
+        shown = cli("show", "--json")
+        assert shown.exit_code == 0, shown.stderr
+        assert shown.json()["snapshot"] is None
+        assert [(o["domain"], o["concurrency"], o["delay_ms"]) for o in shown.json()["overrides"]] == [
+            ("shop.test", 1, 7000)
+        ]
+        table = cli("show")
+        assert "shop.test" in table.stdout and "7000 ms" in table.stdout, table.stdout
+
+        cleared = cli("clear", "shop.test")
+        assert cleared.exit_code == 0, cleared.stderr
+        wait_until(lambda: view.limits("shop.test") == defaults)
+
+    nothing = cli("show")
+    assert nothing.exit_code == 1
+    assert "dualplane run throttle" in nothing.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (
+            ["set", "https://shop.test/x", "--concurrency", "1", "--delay-ms", "10"],
+            1,
+            "did you mean 'shop.test'",
+        ),
+        (["set", "shop.test", "--concurrency", "0", "--delay-ms", "10"], 2, "--concurrency"),
+    ],
+)
+def test_throttle_set_explains_bad_input(args: list[str], code: int, message: str) -> None:
+    result = run_cli("throttle", *args, timeout_s=60)
+    assert result.exit_code == code
+    assert message in " ".join(result.stderr.split()), result.stderr
