@@ -14,8 +14,17 @@ The rules (AIMD with hysteresis), applied by :func:`decide` in this order:
 4. **Limit**: P_d above the ceiling is brought down to it; when the daily request budget is at least
    ``budget_fraction`` used, the ceiling of low-priority domains is 1.
 5. **Recover**: after ``recovery_s`` of unbroken healthy verdicts (blocked ratio at most
-   ``threshold * recover_fraction``), P_d grows by 1 toward the ceiling and the delay halves toward
-   the base delay; each further step needs another healthy period.
+   ``threshold * recover_fraction``), P_d grows by 1 toward the ceiling; once it is there, the
+   delay halves toward the base delay instead. Each further step needs another healthy period.
+
+Probe backoff (as TCP's slow-start threshold): every tightening remembers the P_d it happened at,
+the *probe limit*. Climbing back below it takes ``recovery_s`` per step; the step onto the limit is a
+probe, and its wait doubles with every failed probe (a tightening right after a recovery):
+``recovery_s * 2^failed``, the exponent capped at ``probe_backoff_max``. A probe that holds for a
+whole wait redeems one failure and lifts the limit; reaching the ceiling forgets everything. Without
+it the limits saw-tooth around a site's limit at the pace of ``recovery_s`` and every tooth costs
+blocked requests (measured against the sample site's anti-bot mode: 17% of the requests in the
+settled phase were blocked); with it the teeth grow apart.
 
 Hysteresis: a decrease needs a ratio above ``threshold`` but a recovery needs one at or below
 ``threshold * recover_fraction``, and the healthy count restarts at every change, so a ratio
@@ -68,6 +77,9 @@ class DomainState:
     extreme_windows: int = 0
     verdict_step: int | None = None  # index (time // step) of the last step that got a verdict
     backoffs: int = 0  # consecutive cooldown level: the exponent of the next cooldown delay
+    probing: bool = False  # the last change was a recovery: a tightening now means a failed probe
+    failed_probes: int = 0  # failed probes not yet redeemed: the exponent of the probe's wait
+    probe_limit: int | None = None  # P_d of the last tightening: climbing onto it is a probe
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,6 +122,7 @@ class PolicyConfig:
     pause_windows: int = 2
     pause_s: int = 600
     budget_fraction: float = 0.8
+    probe_backoff_max: int = 4  # the recovery wait grows to at most recovery_s * 2^this
 
     def __post_init__(self) -> None:
         problems = [
@@ -130,6 +143,7 @@ class PolicyConfig:
                 (self.pause_windows < 1, "pause_windows must be >= 1"),
                 (self.pause_s < 1, "pause_s must be >= 1"),
                 (not 0 < self.budget_fraction <= 1, "budget_fraction must be in (0, 1]"),
+                (not 0 <= self.probe_backoff_max <= 16, "probe_backoff_max must be in [0, 16]"),
             )
             if failed
         ]
@@ -253,7 +267,15 @@ def _pause(
         return None
     level = state.backoffs + 1
     delay = max(state.delay_ms, cooldown_ms(level, counts.max_retry_after_s, config, rng))
-    paused = _changed(state, now_s, paused=True, concurrency=1, delay_ms=delay, backoffs=level)
+    paused = _changed(
+        state,
+        now_s,
+        paused=True,
+        concurrency=1,
+        delay_ms=delay,
+        backoffs=level,
+        **_probe_failed(state, config),
+    )
     reason = (
         f"pause: blocked >= {config.pause_ratio:.0%} in {state.extreme_windows} consecutive windows "
         f"(now {_ratio_text(counts)}); paused for {config.pause_s} s, then concurrency 1, delay {delay} ms"
@@ -271,7 +293,9 @@ def _halve(
     delay = max(state.delay_ms, cooldown_ms(level, counts.max_retry_after_s, config, rng))
     if concurrency == state.concurrency and delay == state.delay_ms:
         return Decision(replace(state, healthy_windows=0, healthy_since_s=None), None)  # at the floor already
-    halved = _changed(state, now_s, concurrency=concurrency, delay_ms=delay, backoffs=level)
+    halved = _changed(
+        state, now_s, concurrency=concurrency, delay_ms=delay, backoffs=level, **_probe_failed(state, config)
+    )
     retry_after = f", Retry-After {counts.max_retry_after_s:g} s" if counts.max_retry_after_s else ""
     reason = (
         f"halve: {_ratio_text(counts)} (threshold {config.threshold:.1%}{retry_after}): "
@@ -281,7 +305,7 @@ def _halve(
 
 
 def _limit(state: DomainState, ceiling: int, budget_note: str | None, now_s: float) -> Decision:
-    limited = _changed(state, now_s, concurrency=ceiling)
+    limited = _changed(state, now_s, concurrency=ceiling, probing=False)
     action: Action = "budget" if budget_note else "ceiling"
     why = budget_note or f"the configured ceiling is {ceiling}"
     reason = f"{action}: {why}: concurrency {state.concurrency} -> {ceiling}"
@@ -291,14 +315,30 @@ def _limit(state: DomainState, ceiling: int, budget_note: str | None, now_s: flo
 def _recover(
     counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, ceiling: int
 ) -> Decision | None:
-    if state.healthy_since_s is None or now_s - state.healthy_since_s < config.recovery_s:
-        return None
-    concurrency = min(ceiling, state.concurrency + 1)
-    delay = max(config.base_delay_ms, state.delay_ms // 2)
+    # One knob per step, P_d first: +1 slot adds one request per delay, an additive step in rate;
+    # halving the delay doubles the rate, so it waits until P_d is back at the ceiling.
+    concurrency, delay = min(ceiling, state.concurrency + 1), state.delay_ms
+    if concurrency == state.concurrency:
+        delay = max(config.base_delay_ms, state.delay_ms // 2)
     if concurrency == state.concurrency and delay == state.delay_ms:
         return None
+    wait_s = recovery_wait_s(state, config, concurrency)
+    if state.healthy_since_s is None or now_s - state.healthy_since_s < wait_s:
+        return None
+    failed, limit = state.failed_probes, state.probe_limit
+    if limit is not None and state.concurrency >= limit:
+        failed, limit = max(0, failed - 1), None  # held on the limit for a whole wait: it moved
+    if concurrency == ceiling and delay == config.base_delay_ms:
+        failed, limit = 0, None
     recovered = _changed(
-        state, now_s, concurrency=concurrency, delay_ms=delay, backoffs=max(0, state.backoffs - 1)
+        state,
+        now_s,
+        concurrency=concurrency,
+        delay_ms=delay,
+        backoffs=max(0, state.backoffs - 1),
+        probing=True,
+        failed_probes=failed,
+        probe_limit=limit,
     )
     reason = (
         f"recover: healthy for {now_s - state.healthy_since_s:.0f} s, {state.healthy_windows} windows "
@@ -306,6 +346,24 @@ def _recover(
         f"concurrency {state.concurrency} -> {concurrency}, delay {state.delay_ms} -> {delay} ms"
     )
     return Decision(recovered, Command("recover", concurrency, delay, False, reason))
+
+
+def recovery_wait_s(state: DomainState, config: PolicyConfig, concurrency: int) -> float:
+    """The healthy period before a recovery to ``concurrency``: longer for the step onto the limit."""
+    limit = state.probe_limit
+    if limit is None or not state.concurrency < limit <= concurrency:
+        return config.recovery_s
+    return config.recovery_s * float(2 ** min(state.failed_probes, config.probe_backoff_max))
+
+
+def _probe_failed(state: DomainState, config: PolicyConfig) -> dict[str, Any]:
+    """State changes of a tightening: it sets the probe limit, and fails the probe if it undoes one."""
+    failed = state.failed_probes + 1 if state.probing else state.failed_probes
+    return {
+        "probing": False,
+        "failed_probes": min(failed, config.probe_backoff_max),
+        "probe_limit": state.concurrency,
+    }
 
 
 def _effective_ceiling(

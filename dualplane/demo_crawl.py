@@ -73,9 +73,9 @@ def demo_settings(settings: Settings) -> Settings:
 
 
 @contextmanager
-def running_services(settings: Settings) -> Iterator[list[Service]]:
-    """Run the crawl services on threads for the length of the block, then stop them cleanly."""
-    services = [REGISTRY[name](settings) for name in SERVICES]
+def running_services(settings: Settings, names: tuple[str, ...] = SERVICES) -> Iterator[list[Service]]:
+    """Run the named services on threads for the length of the block, then stop them cleanly."""
+    services = [REGISTRY[name](settings) for name in names]
     threads = [threading.Thread(target=s.run, name=f"demo-{s.name}", daemon=True) for s in services]
     for thread in threads:
         thread.start()

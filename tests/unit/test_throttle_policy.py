@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from collections.abc import Iterable
@@ -189,13 +190,25 @@ def test_recovery_is_additive_and_needs_the_sustained_period() -> None:
     assert commands == [], "recovered before the 30 s healthy period"
     state, commands = run([(31.0, healthy)], state)
     assert [c.action for c in commands] == ["recover"]
-    assert (commands[0].concurrency, commands[0].delay_ms) == (2, 8000)
+    assert (commands[0].concurrency, commands[0].delay_ms) == (2, 16_000)  # P_d first, delay later
     assert state.backoffs == 3
     # The next +1 needs another full healthy period (from t=32), not just the next step.
     state, commands = run(every_second(32.0, 30, healthy), state)
     assert commands == []
     state, commands = run([(62.0, healthy)], state)
-    assert [(c.concurrency, c.delay_ms) for c in commands] == [(3, 4000)]
+    assert [(c.concurrency, c.delay_ms) for c in commands] == [(3, 16_000)]
+
+
+def test_the_delay_comes_down_only_once_concurrency_is_back_at_the_ceiling() -> None:
+    throttled = DomainState(concurrency=6, delay_ms=8000, last_change_s=0.0)
+    _, commands = run(every_second(1.0, 200, window(40, 0)), throttled)
+    assert [(c.concurrency, c.delay_ms) for c in commands] == [
+        (7, 8000),
+        (8, 8000),
+        (8, 4000),
+        (8, 2000),
+        (8, 1000),
+    ]
 
 
 def test_recovery_climbs_to_the_ceiling_and_stops() -> None:
@@ -204,6 +217,49 @@ def test_recovery_climbs_to_the_ceiling_and_stops() -> None:
     assert [c.concurrency for c in commands] == [2, 3, 4, 5, 6, 7, 8]
     assert state.concurrency == CONFIG.ceiling
     assert all(c.action == "recover" for c in commands)
+
+
+def test_a_failed_probe_doubles_the_wait_for_the_next_probe_onto_its_level() -> None:
+    probing = DomainState(concurrency=3, delay_ms=1000, last_change_s=0.0, probing=True)
+    state, commands = run([(10.0, window(40, 8))], probing)  # the probe to 3 was too much
+    assert [c.action for c in commands] == ["halve"]
+    assert (state.concurrency, state.failed_probes, state.probe_limit) == (1, 1, 3)
+    state, commands = run(every_second(11.0, 31, window(40, 0)), state)
+    assert [c.concurrency for c in commands] == [2], "below the limit the climb keeps its pace"
+    state, commands = run(every_second(42.0, 59, window(40, 0)), state)
+    assert commands == [], "probed the failed level again after only recovery_s"
+    state, commands = run([(102.0, window(40, 0))], state)
+    assert [c.concurrency for c in commands] == [3]
+    assert (state.failed_probes, state.probe_limit) == (1, 3), "not redeemed until this probe holds"
+
+
+def test_a_probe_that_holds_redeems_a_failure_and_the_ceiling_forgets_them_all() -> None:
+    on_limit = DomainState(concurrency=3, delay_ms=1000, last_change_s=0.0, failed_probes=2, probe_limit=3)
+    state, commands = run(every_second(1.0, 31, window(40, 0)), on_limit)  # held on the limit
+    assert [c.concurrency for c in commands] == [4]
+    assert (state.failed_probes, state.probe_limit) == (1, None)
+    near = DomainState(concurrency=7, delay_ms=1000, last_change_s=0.0, failed_probes=3, probe_limit=8)
+    state, commands = run(every_second(1.0, 241, window(40, 0)), near)  # 30 s * 2^3 onto 8
+    assert [c.concurrency for c in commands] == [8]
+    assert (state.failed_probes, state.probe_limit) == (0, None)
+
+
+def test_probing_a_site_whose_limit_lies_between_two_levels_spaces_the_failures_out() -> None:
+    """A site that blocks whenever P_d >= 3: each failed probe waits longer, so blocks get rarer."""
+    config = replace(CONFIG, ceiling=4, probe_backoff_max=3)
+    state = config.initial_state()
+    rng = random.Random(3)
+    halvings: list[float] = []
+    for now_s in range(1, 4000):
+        counts = window(40, 10) if state.concurrency >= 3 else window(40, 0)
+        decision = decide(counts, state, config, now_s=float(now_s), rng=rng)
+        state = decision.state
+        if decision.command is not None and decision.command.action == "halve":
+            halvings.append(float(now_s))
+    gaps = [later - earlier for earlier, later in itertools.pairwise(halvings)]
+    assert len(gaps) >= 3
+    assert gaps[0] < gaps[1] < gaps[2], f"failed probes did not space out: {gaps}"
+    assert gaps[-1] == gaps[-2], "the wait must stop growing at probe_backoff_max"
 
 
 def test_a_bad_window_restarts_the_healthy_period() -> None:

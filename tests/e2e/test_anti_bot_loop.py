@@ -1,0 +1,53 @@
+"""The throttle feedback loop end to end: an anti-bot site, the real fleet and processor, the site's figures.
+
+Against a host that blocks beyond R requests/s, the site must see its request rate fall below R and
+the blocked share fall below the threshold; once it relaxes, P_d must climb back to the ceiling.
+The whole time series is printed (``pytest -s`` shows it; a failure always does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from dualplane.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
+from dualplane.namespaces import drop_namespace
+from tests.support.brokers import BrokerSession
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def _print(sample: Sample) -> None:
+    print(sample.line(), flush=True)
+
+
+@pytest.mark.timeout(420)
+def test_the_fleet_backs_off_below_the_sites_limit_and_climbs_back_when_it_relaxes(
+    brokers: BrokerSession, tmp_path: Path
+) -> None:
+    spec = LoopSpec()
+    settings = loop_settings(brokers.settings, spec, tmp_path)
+    try:
+        result: LoopResult = run_loop(settings, spec, tmp_path, on_sample=_print)
+    finally:
+        drop_namespace(settings)
+    figures = result.summary()
+    print(figures)
+    blocking = result.phase("blocking")
+    first = blocking[:10]
+    settled = result.settled()
+    settled_requests = sum(s.requests for s in settled)
+    settled_blocked = sum(s.blocked for s in settled)
+
+    # Unthrottled, the fleet overran the site: it needed the loop.
+    assert max(s.requests for s in first) > spec.max_rps, figures
+    assert min(s.concurrency for s in blocking) < spec.ceiling, figures
+    # Settled: below the site's limit, and blocks rarer than the threshold, by the site's own count.
+    assert settled_requests / len(settled) < spec.max_rps, figures
+    assert settled_blocked / max(1, settled_requests) < spec.threshold, figures
+    assert settled_requests > 0, "the fleet stopped crawling instead of slowing down"
+    # Relaxed: back to the ceiling, and faster than under the block.
+    relaxed = result.phase("relaxed")
+    assert relaxed[-1].concurrency == spec.ceiling, figures
+    assert sum(s.requests for s in relaxed[-10:]) / 10 > spec.max_rps, figures
