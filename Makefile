@@ -11,7 +11,9 @@ setup:
 demo: setup
 	$(BIN)/dualplane demo
 
+# The tests also need the optional schema registry (built once per machine, minutes on 2 cores).
 test: setup
+	$(BIN)/dualplane stack install --with-registry
 	$(BIN)/pytest
 
 lint: setup

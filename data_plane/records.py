@@ -8,8 +8,9 @@
 
 Records are read ``read_committed`` (only what extractors committed, so each page once) and
 decoded into the newest schema version this process knows, so v1 and v2 records come out alike
-(fields added later take their defaults). Non-Python consumers: see "Consuming records" in the
-README for the wire format and where to fetch each schema by fingerprint.
+(fields added later take their defaults). Both wire formats decode: single-object encoding and, in
+Schema Registry mode, the Confluent framing. Non-Python consumers: see "Consuming records" and
+"Schema Registry mode" in the README for the wire formats and where to fetch each writer schema.
 """
 
 from __future__ import annotations
@@ -86,9 +87,17 @@ class PageRecord(BaseModel):
     article: Article | None = None
 
 
-def decode_record(value: bytes) -> PageRecord:
-    """One ``records`` message value as a typed record (read as the newest known version)."""
-    decoded = schemas.decode(value, reader_version=schemas.latest_version("page_record"))
+def decode_record(value: bytes, codec: schemas.Codec | None = None) -> PageRecord:
+    """One ``records`` message value as a typed record (read as the newest known version).
+
+    Either wire format; a Confluent-framed value needs ``codec`` in registry mode
+    (:func:`schemas.codec_for`) to fetch its writer schema.
+    """
+    reader_version = schemas.latest_version("page_record")
+    if codec is None:
+        decoded = schemas.decode(value, reader_version=reader_version)
+    else:
+        decoded = codec.decode(value, reader_version=reader_version)
     return PageRecord.model_validate(decoded.record)
 
 
@@ -105,10 +114,12 @@ def iter_records(
     ``follow=False`` reads to the current end and stops (an export); ``follow=True`` tails until
     the caller stops iterating. Without ``group_id`` each call reads independently (a fresh
     group, no offsets committed); with one, progress is committed so a restart resumes there.
+    Values in either wire format decode (registry mode: ``DUALPLANE_SCHEMA_REGISTRY_URL``).
     """
+    codec = schemas.codec_for(settings)
     if not follow:
         for committed in read_to_end(settings.kafka, settings.topics.records):
-            record = decode_record(committed.value() or b"")
+            record = decode_record(committed.value() or b"", codec)
             if job_id is None or record.job_id == job_id:
                 yield record
         return
@@ -128,7 +139,7 @@ def iter_records(
                 if error.code() != KafkaError._PARTITION_EOF:
                     raise RuntimeError(f"reading {settings.topics.records} failed: {error}")
                 continue
-            record = decode_record(message.value() or b"")
+            record = decode_record(message.value() or b"", codec)
             if job_id is None or record.job_id == job_id:
                 yield record
     finally:

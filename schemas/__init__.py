@@ -1,20 +1,25 @@
 """Versioned Avro schemas of every Kafka payload, their serializers and compatibility rules.
 
 Encode with :func:`encode`, decode with :func:`decode`; both use the process-wide registry of the
-packaged schemas (``schemas/avro``) unless given another :class:`SchemaRegistry`.
+packaged schemas (``schemas/avro``) unless given another :class:`SchemaRegistry`. Services encode and
+decode through a :class:`Codec` from :func:`codec_for`, which picks the wire format: single-object
+encoding by default, the Confluent Schema Registry's when ``DUALPLANE_SCHEMA_REGISTRY_URL`` is set.
 """
 
 from __future__ import annotations
 
 from schemas.codec import Decoded, ResolveId, decode, encode
 from schemas.registry import RegisteredSchema, SchemaRegistry, default_registry
+from schemas.serde import Codec, codec_for
 
 __all__ = [
+    "Codec",
     "Decoded",
     "RegisteredSchema",
     "ResolveId",
     "SchemaRegistry",
     "all_schemas",
+    "codec_for",
     "decode",
     "default_registry",
     "encode",

@@ -25,6 +25,19 @@ from schemas.wire import Frame, split
 ResolveId = Callable[[int], str]
 """Maps a Confluent schema registry id to that schema's JSON text (the caller caches and fetches)."""
 
+_process_resolve_id: ResolveId | None = None
+
+
+def set_default_resolver(resolve_id: ResolveId | None) -> None:
+    """Let :func:`decode` calls without ``resolve_id`` resolve Confluent ids with ``resolve_id``.
+
+    For decoders deep in a process that take no codec (the throttle processor's fetch-event parser):
+    the process entry point installs its registry once (:func:`schemas.serde.install`). ``None``
+    removes it, so Confluent-framed data fails again with advice.
+    """
+    global _process_resolve_id  # noqa: PLW0603 (one process-wide setting, like the default registry)
+    _process_resolve_id = resolve_id
+
 
 @dataclass(frozen=True)
 class Decoded:
@@ -70,7 +83,7 @@ def encode(
         schemaless_writer(buffer, schema.parsed, record, strict_allow_default=True)
     except Exception as error:  # fastavro raises ValueError, TypeError, AttributeError... on bad input
         raise InvalidRecord(
-            f"record does not match {name} v{schema.version}: {_why(schema, record, error)}"
+            f"record does not match {name} v{schema.version}: {describe_invalid(schema, record, error)}"
         ) from error
     return buffer.getvalue()
 
@@ -82,7 +95,7 @@ def decode(
     resolve_id: ResolveId | None = None,
     registry: SchemaRegistry | None = None,
 ) -> Decoded:
-    """Decode single-object or (with ``resolve_id``) Confluent-framed Avro ``data``.
+    """Decode single-object or (with ``resolve_id``, or the process's default) Confluent-framed Avro ``data``.
 
     With ``reader_version`` the record is resolved from the writer schema to that version of the same
     name (Avro schema resolution: a v2 reader fills v2's new fields with their defaults).
@@ -96,7 +109,7 @@ def decode(
         writer = _Writer(schema.name, schema.version, schema.parsed, schema.fingerprint)
     else:
         assert frame.schema_id is not None
-        writer = _confluent_writer(known, frame.schema_id, resolve_id)
+        writer = _confluent_writer(known, frame.schema_id, resolve_id or _process_resolve_id)
     reader, version = _target(known, writer, reader_version)
     record = _read_body(frame, writer, reader)
     return Decoded(writer.name, version, record, writer.version, writer.fingerprint)
@@ -135,8 +148,9 @@ def _read_body(frame: Frame, writer: _Writer, reader: RegisteredSchema | None) -
 def _confluent_writer(known: SchemaRegistry, schema_id: int, resolve_id: ResolveId | None) -> _Writer:
     if resolve_id is None:
         raise UnknownSchema(
-            f"message is in the Confluent wire format (schema id {schema_id}) but no resolve_id was given; "
-            "pass one that fetches the schema from the registry DUALPLANE_SCHEMA_REGISTRY_URL names"
+            f"message is in the Confluent wire format (schema id {schema_id}) and this reader has no schema "
+            "registry: set DUALPLANE_SCHEMA_REGISTRY_URL to the producers' registry (readers decode through "
+            "schemas.serde.codec_for(settings)), or pass resolve_id"
         )
     foreign = _parse_foreign(resolve_id(schema_id))
     schema = known.find(foreign.fingerprint)
@@ -158,8 +172,9 @@ def _parse_foreign(schema_json: str) -> RegisteredSchema:
     return build_schema("confluent", 1, schema_json)
 
 
-def _why(schema: RegisteredSchema, record: Mapping[str, Any], error: Exception) -> str:
-    """fastavro's validator names the field at fault; the writer's own error often does not."""
+def describe_invalid(schema: RegisteredSchema, record: Mapping[str, Any], error: Exception) -> str:
+    """Why ``record`` failed to encode as ``schema``: fastavro's validator names the field at fault,
+    the writer's own ``error`` often does not."""
     try:
         validate(record, schema.parsed, raise_errors=True)
     except ValidationError as invalid:

@@ -45,3 +45,18 @@ class IncompatibleSchema(SchemaError):
 
 class SchemaTopicError(SchemaError):
     """Publishing to, or loading from, the schema topic failed."""
+
+
+class RegistryError(SchemaError):
+    """The Confluent schema registry refused a request: bad credentials, an unregistered schema, a rule."""
+
+
+class RegistryUnavailable(RegistryError):
+    """The Confluent schema registry did not answer (down, unreachable, timing out, or failing with 5xx).
+
+    A passing condition: callers retry later instead of dead-lettering the message they were handling.
+    """
+
+
+class SchemaRejected(RegistryError, IncompatibleSchema):
+    """The registry refused to register a version: not compatible with the subject's earlier versions."""

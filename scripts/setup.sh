@@ -4,6 +4,7 @@
 #   - a virtualenv in .venv with the package and its pinned dependencies (constraints.txt)
 #   - Java and Maven (to fetch and run Apache Kafka), RabbitMQ from Debian's packages
 #   - the Kafka jars, fetched from Maven Central with mvn into ~/.cache/dualplane
+#   (the optional local schema registry is built by `make test`: `dualplane stack install --with-registry`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

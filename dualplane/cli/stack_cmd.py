@@ -10,16 +10,27 @@ import typer
 from dualplane.cli.output import JsonOption, mark, print_json, progress, stdout, table
 from dualplane.settings import Settings
 from dualplane.stack import LocalStack, ServiceStatus
+from dualplane.stack.exceptions import PrerequisiteMissing
 from dualplane.stack.kafka_dist import KafkaDistribution
+from dualplane.stack.schema_registry import CRATE, RegistryDistribution
 
 app = typer.Typer(help="Run Kafka (KRaft), RabbitMQ and an S3 endpoint on loopback.")
 
 
+WithRegistry = Annotated[
+    bool,
+    typer.Option(
+        "--with-registry",
+        help="Also run the local schema registry (Schema Registry mode: DUALPLANE_SCHEMA_REGISTRY_URL).",
+    ),
+]
+
+
 @app.command("up")
-def up(as_json: JsonOption = False) -> None:
+def up(as_json: JsonOption = False, with_registry: WithRegistry = False) -> None:
     """Start whatever is not already running and wait until all three answer. Idempotent."""
     started = time.perf_counter()
-    statuses = LocalStack(Settings.from_env()).up(progress)
+    statuses = LocalStack(Settings.from_env(), with_registry=with_registry).up(progress)
     _report(statuses, as_json, f"stack up in {time.perf_counter() - started:.1f} s")
 
 
@@ -40,7 +51,7 @@ def status(as_json: JsonOption = False) -> None:
 
 @app.command("restart")
 def restart(
-    service: Annotated[str, typer.Argument(help="kafka, rabbitmq or s3")],
+    service: Annotated[str, typer.Argument(help="kafka, rabbitmq, s3 or schema-registry")],
     as_json: JsonOption = False,
 ) -> None:
     """Stop and start one service that `stack up` started."""
@@ -49,8 +60,12 @@ def restart(
 
 
 @app.command("install")
-def install() -> None:
-    """Fetch the Kafka release's jars with mvn into the cache (stack up does this when needed)."""
+def install(
+    with_registry: Annotated[
+        bool, typer.Option(help="Also build the optional schema registry with cargo (minutes, once).")
+    ] = False,
+) -> None:
+    """Fetch the Kafka release's jars with mvn (and build the schema registry with cargo) into the cache."""
     settings = Settings.from_env()
     distribution = KafkaDistribution(settings.stack.kafka_version)
     progress(
@@ -59,6 +74,21 @@ def install() -> None:
     )
     distribution.install()
     progress("kafka", f"jars in {distribution.libs}")
+    if with_registry:
+        _install_registry()
+
+
+def _install_registry() -> None:
+    """Optional, like the service: a machine without cargo gets a warning, not a failed setup."""
+    registry = RegistryDistribution()
+    if not registry.installed:
+        progress("schema-registry", f"building {CRATE} {registry.version} with cargo (minutes; once)")
+    try:
+        registry.install()
+    except PrerequisiteMissing as error:
+        progress("schema-registry", f"skipped: {error}")
+        return
+    progress("schema-registry", f"binary {registry.binary}")
 
 
 def _report(statuses: list[ServiceStatus], as_json: bool, title: str) -> None:

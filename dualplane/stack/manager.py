@@ -1,7 +1,8 @@
 """The embedded local stack: Kafka, RabbitMQ and S3 brought up together, idempotently.
 
 ``up`` leaves alone a service that already answers (``external``) and starts the others side
-by side, then waits for each to answer; ``down`` stops only what ``up`` started.
+by side, then waits for each to answer; ``down`` stops only what ``up`` started. The schema
+registry is optional: part of the stack when asked for (``with_registry``) or once ``up`` started it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dualplane.stack.kafka import KafkaBroker
 from dualplane.stack.process import start_ticks, wait_until
 from dualplane.stack.rabbitmq import RabbitMQNode
 from dualplane.stack.s3 import S3Endpoint
+from dualplane.stack.schema_registry import SchemaRegistryServer
 from dualplane.stack.state import StackState, StartedService
 
 ProgressCallback = Callable[[str, str], None]
@@ -26,16 +28,19 @@ def _silent(service: str, message: str) -> None:
 
 
 class LocalStack:
-    """Start, stop and inspect the three services of the embedded stack."""
+    """Start, stop and inspect the services of the embedded stack (three, or four with the registry)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, with_registry: bool = False) -> None:
         self.settings = settings
+        self.state = StackState(settings.stack.data_dir)
         self.services: list[LocalService] = [
             KafkaBroker(settings),
             RabbitMQNode(settings),
             S3Endpoint(settings),
         ]
-        self.state = StackState(settings.stack.data_dir)
+        registry = SchemaRegistryServer(settings)
+        if with_registry or registry.name in self.state.load():
+            self.services.append(registry)
 
     def up(self, progress: ProgressCallback = _silent) -> list[ServiceStatus]:
         """Make every service healthy; start those nobody serves. Safe to call repeatedly."""
@@ -105,7 +110,7 @@ class LocalStack:
                 f"{service.name} ({service.healthy()[1]}); stop it or move {service.name} to "
                 "another port in its DUALPLANE_* setting"
             )
-        progress(service.name, "installing" if service.name == "kafka" else "starting")
+        progress(service.name, "starting" if service.name in ("rabbitmq", "s3") else "installing")
         service.install()
         pid = service.start()
         self.state.record(service.name, StartedService(pid, time.time(), start_ticks(pid)))

@@ -64,6 +64,18 @@ def raw_page() -> dict[str, Any]:
     }
 
 
+def raw_page_v2() -> dict[str, Any]:
+    """A claim-checked page: the body is in S3, the envelope says where and which bytes."""
+    digest = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+    return {
+        **raw_page(),
+        "body": b"",
+        "claim_check": f"s3://dualplane/claim-checks/sha256/{digest}",
+        "body_sha256": digest,
+        "body_bytes": 20_971_520,
+    }
+
+
 def page_record(version: int) -> dict[str, Any]:
     product: dict[str, Any] = {
         "name": "Espresso machine \u201cBarista\u201d",
@@ -144,6 +156,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
     builders = {
         ("fetch_event", 1): fetch_event,
         ("raw_page", 1): raw_page,
+        ("raw_page", 2): raw_page_v2,
         ("page_record", 1): lambda: page_record(1),
         ("page_record", 2): lambda: page_record(2),
         ("dead_letter", 1): dead_letter,
@@ -376,7 +389,8 @@ class TestConfluentWireFormat:
             decode(b"\x00\x00\x00\x00\x05\x02a", resolve_id=lambda _id: json.dumps(schema))
 
     def test_without_resolve_id_the_message_says_how_to_read_it(self) -> None:
-        with pytest.raises(UnknownSchema, match=r"Confluent wire format \(schema id 5\) but no resolve_id"):
+        expected = r"Confluent wire format \(schema id 5\).*DUALPLANE_SCHEMA_REGISTRY_URL"
+        with pytest.raises(UnknownSchema, match=expected):
             decode(b"\x00\x00\x00\x00\x05\x02a")
 
 

@@ -43,6 +43,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
         ("page_record", 1),
         ("page_record", 2),
         ("raw_page", 1),
+        ("raw_page", 2),
         ("throttle_command", 1),
     ]
     assert schemas.latest_version("page_record") == 2
