@@ -12,7 +12,16 @@ Links go to the frontier over RabbitMQ with publisher confirms before the transa
 they cannot be part of a Kafka transaction, so a redone batch re-publishes them and the
 frontier's dedup absorbs the repeats (at least once, never lost).
 
-Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``, ``DUALPLANE_QUEUE_DISCOVERY``.
+Large bodies: a raw page whose body was claim-checked is read back from S3 first
+(:func:`~data_plane.extract.body.resolve_body`). A reference to nothing, or to other bytes, is dead-
+lettered with the reason; a body over ``DUALPLANE_EXTRACT_MAX_HTML_BYTES`` is dead-lettered as
+``oversize: ...`` without being parsed (nor downloaded). When S3 does not answer, the pages before
+the one waiting are committed, and the extractor resumes at that page's offset once S3 is back: a
+passing outage never turns good pages into dead letters, and nothing is skipped.
+
+A schema registry that does not answer (registry mode) is waited out the same way: nothing is
+dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``,
+``DUALPLANE_QUEUE_DISCOVERY``, ``DUALPLANE_S3_*``, ``DUALPLANE_SCHEMA_REGISTRY_*``.
 """
 
 from __future__ import annotations
@@ -32,35 +41,48 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from pika.adapters.blocking_connection import BlockingChannel
 
 import schemas
+from connectors.claim_check import ClaimCheckStore
+from connectors.exceptions import ClaimCheckUnavailable
 from control_plane import amqp
 from control_plane.messages import DiscoveredUrl
 from control_plane.publisher import confirmed_channel, publish
 from control_plane.topology import Topology
 from data_plane import kafka_clients
-from data_plane.topics import prepare_data_plane
+from data_plane.extract.body import BodyStore, resolve_body
+from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from data_plane.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from dualplane.settings import Settings
+from schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
 TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
+STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
 
 ExtractFunction = Callable[..., dict[str, Any]]
 """``extract(raw_page_record, schema_version=N) -> page_record``; raises on unusable input."""
 
 
 def default_extract() -> ExtractFunction:
-    from data_plane.extract.record import extract_record  # noqa: PLC0415 (heavy libraries, loaded on use)
+    """:func:`~data_plane.extract.record.extract_record`, loaded and warmed (so batch one does not stall)."""
+    from data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415 (heavy, loaded on use)
 
+    warm_up()
     return extract_record
 
 
 class Extractor:
     """One extractor process; run several in one consumer group to share the partitions."""
 
-    def __init__(self, settings: Settings, extract: ExtractFunction | None = None) -> None:
+    def __init__(
+        self, settings: Settings, extract: ExtractFunction | None = None, bodies: BodyStore | None = None
+    ) -> None:
         self.settings = settings
         self.extract = extract or default_extract()
+        self.bodies = bodies or ClaimCheckStore.from_settings(settings)
         self.schema_version = settings.extract.schema_version or schemas.latest_version("page_record")
+        self.codec = schemas.codec_for(settings)
+        self.records_topic = settings.topics.records
         self.group_id = f"{settings.kafka.group_prefix}-extractor"
         self.topology = Topology(settings.queues)
         self._stop = threading.Event()
@@ -80,6 +102,9 @@ class Extractor:
         while not self._stop.is_set():
             try:
                 self._run_once()
+            except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
+                log.warning("extractor: %s; resuming at the committed offsets in %s s", error, STORE_RETRY_S)
+                self._stop.wait(STORE_RETRY_S)
             except Exception:
                 log.exception("extractor: failure; resuming from the committed offsets in 2 s")
                 self._stop.wait(2.0)
@@ -94,7 +119,12 @@ class Extractor:
         # the timeout by committing every TRANSACTION_BUDGET_S, so one slow page never exceeds it.
         producer = kafka_clients.producer(
             self.settings.kafka,
-            **{"transactional.id": transactional_id, "linger.ms": 20, "transaction.timeout.ms": 60_000},
+            **{
+                "transactional.id": transactional_id,
+                "linger.ms": 20,
+                "transaction.timeout.ms": 60_000,
+                "message.max.bytes": self._max_dead_letter_bytes() + ENVELOPE_HEADROOM_BYTES,
+            },
         )
         producer.init_transactions(30)
         connection = amqp.connect(self.settings.amqp)
@@ -120,41 +150,68 @@ class Extractor:
         channel: BlockingChannel,
         connection: pika.BlockingConnection,
     ) -> None:
-        """Process ``batch`` in one or more transactions, each committed within the time budget."""
+        """Process ``batch`` in one or more transactions, each committed within the time budget.
+
+        :class:`ClaimCheckUnavailable` once the pages before the one whose body S3 did not serve
+        are committed: the caller waits and resumes at that page.
+        """
         done = 0
         while done < len(batch):
             producer.begin_transaction()
             started = time.monotonic()
+            waiting: ClaimCheckUnavailable | None = None
             try:
                 part = []
                 for message in batch[done:]:
-                    self._handle(message, producer, channel)
+                    try:
+                        self._handle(message, producer, channel)
+                    except ClaimCheckUnavailable as error:
+                        waiting = error  # nothing of this page was produced; its offset stays uncommitted
+                        break
                     part.append(message)
                     if time.monotonic() - started > TRANSACTION_BUDGET_S:
                         break  # slow pages: commit what is done, go on in a new transaction
-                metadata = consumer.consumer_group_metadata()
-                producer.send_offsets_to_transaction(_next_offsets(part), metadata, 30)
-                producer.commit_transaction(60)
+                if part:
+                    metadata = consumer.consumer_group_metadata()
+                    producer.send_offsets_to_transaction(_next_offsets(part), metadata, 30)
+                    producer.commit_transaction(60)
+                else:
+                    producer.abort_transaction(30)
             except Exception:
                 producer.abort_transaction(30)
                 raise  # the caller rebuilds the consumer, which resumes at the committed offsets
+            if waiting is not None:
+                raise waiting
             done += len(part)
             connection.process_data_events(0)
 
     def _handle(self, message: Message, producer: Producer, channel: BlockingChannel) -> None:
         self.pages += 1
         try:
-            page = schemas.decode(message.value() or b"").record
+            raw = self.codec.decode(message.value() or b"").record
+        except RegistryError:
+            raise  # the registry is down or refusing us: _transact aborts, we resume at the committed offsets
         except Exception as error:  # bad bytes must not stop the service: dead-letter them
             self._dead_letter(message, producer, f"undecodable raw page: {error}", "decode", None)
             return
         try:
+            page = resolve_body(raw, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
+        except ClaimCheckUnavailable:
+            raise  # a passing outage: _transact commits up to this page and the service waits
+        except Exception as failure:  # oversize, a reference to nothing: permanent, dead-letter it
+            stage = "limit" if isinstance(failure, PageTooLarge) else "claim-check"
+            reason = failure.reason if isinstance(failure, ExtractionFailed) else repr(failure)
+            self._dead_letter(message, producer, reason, stage, raw)
+            return
+        try:
             record = self.extract(page, schema_version=self.schema_version)
-            value = schemas.encode("page_record", record, self.schema_version)
+            value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
+        except RegistryError:
+            raise  # down, or refusing the version: never the page's fault, so never a dead letter
         except Exception as error:
             self._dead_letter(message, producer, f"{type(error).__name__}: {error}", "extract", page)
             return
-        producer.produce(self.settings.topics.records, value, str(record["canonical_url"]).encode())
+        producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
         self.records += 1
         self._publish_links(page, record, channel)
 
@@ -177,22 +234,31 @@ class Extractor:
     ) -> None:
         log.warning("extractor: dead-lettering %s[%s]@%s: %s", message.topic(), message.partition(),
                     message.offset(), reason)  # fmt: skip
+        payload, reason = message.value() or b"", reason[:2000]
+        if len(payload) > self._max_dead_letter_bytes() - ENVELOPE_HEADROOM_BYTES:
+            # Only a pages.raw made with a larger message limit holds such messages: point at the
+            # original rather than fail to produce (which would stop the extractor on this page).
+            reason += f" [payload of {len(payload)} bytes left out; read it at the source offset]"
+            payload = b""
         record: dict[str, Any] = {
             "source_topic": message.topic(),
             "source_partition": message.partition(),
             "source_offset": message.offset(),
             "key": message.key(),
-            "payload": message.value() or b"",
-            "reason": reason[:2000],
+            "payload": payload,
+            "reason": reason,
             "stage": stage,
             "failed_at": datetime.now(UTC),
             "job_id": page.get("job_id") if page else None,
             "trace_id": page.get("trace_id") if page else None,
         }
-        producer.produce(
-            self.settings.topics.dead_letters, schemas.encode("dead_letter", record), message.key()
-        )
+        topic = self.settings.topics.dead_letters
+        producer.produce(topic, self.codec.encode("dead_letter", record, topic=topic), message.key())
         self.dead_lettered += 1
+
+    def _max_dead_letter_bytes(self) -> int:
+        """The dead-letter topic's message limit (a raw page, unchanged, plus the letter around it)."""
+        return raw_page_max_message_bytes(self.settings) + ENVELOPE_HEADROOM_BYTES
 
 
 def _usable(message: Message) -> bool:

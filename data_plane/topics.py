@@ -3,6 +3,10 @@
 ``pages.raw`` keeps raw HTML long enough to replay extraction (``DUALPLANE_TOPIC_PAGES_RAW_RETENTION_MS``)
 and stores batches compressed; ``fetch.events`` and ``records`` keep a week; the schema and
 throttle-state topics are compacted (latest value per key forever).
+
+Message sizes: a body larger than ``DUALPLANE_FETCH_INLINE_BODY_MAX_BYTES`` travels as a claim check
+(see ``connectors/claim_check.py``), so ``pages.raw`` and the dead letters (which carry a raw page
+unchanged) need room for an inline body plus its envelope, not for the largest page fetched.
 """
 
 from __future__ import annotations
@@ -12,20 +16,31 @@ from dualplane.settings import Settings
 from schemas.topic import publish_schemas
 
 WEEK_MS = str(7 * 86_400_000)
+ENVELOPE_HEADROOM_BYTES = 64 * 1024
+"""Room for everything in a message besides the body: URLs, headers, redirect chain, a reason."""
+
+
+def raw_page_max_message_bytes(settings: Settings) -> int:
+    """The largest ``raw_page`` message: the largest inline body plus its envelope."""
+    inline = min(settings.limits.max_page_bytes, settings.fetch.inline_body_max_bytes)
+    return inline + ENVELOPE_HEADROOM_BYTES
 
 
 def topic_configs(settings: Settings) -> dict[str, dict[str, str]]:
     topics = settings.topics
-    max_message = str(settings.limits.max_page_bytes + 64 * 1024)
+    max_raw = raw_page_max_message_bytes(settings)
     return {
         topics.pages_raw: {
             "retention.ms": str(topics.pages_raw_retention_ms),
             "compression.type": "producer",
-            "max.message.bytes": max_message,
+            "max.message.bytes": str(max_raw),
         },
         topics.fetch_events: {"retention.ms": WEEK_MS},
         topics.records: {"retention.ms": WEEK_MS},
-        topics.dead_letters: {"retention.ms": str(30 * 86_400_000), "max.message.bytes": max_message},
+        topics.dead_letters: {
+            "retention.ms": str(30 * 86_400_000),
+            "max.message.bytes": str(max_raw + ENVELOPE_HEADROOM_BYTES),
+        },
         topics.throttle_state: {"cleanup.policy": "compact"},
         topics.schemas: {"cleanup.policy": "compact"},
     }

@@ -12,12 +12,16 @@ and both the broker and every client move there.
 
 from __future__ import annotations
 
+import difflib
+import os
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from control_plane.throttle_policy import PolicyConfig, Priority
 
 ENV_PREFIX = "DUALPLANE_"
 MASK = "***"
@@ -71,6 +75,24 @@ class KafkaSettings(BaseSettings):
             elif value is not None:
                 config[key] = str(value)
         return config
+
+
+class SchemaRegistrySettings(BaseSettings):
+    """Confluent Schema Registry mode (``schemas.serde``); off, single-object encoding, while unset.
+
+    ``url``: ``DUALPLANE_SCHEMA_REGISTRY_URL``, the base URL of a registry speaking the Confluent
+    REST API (comma-separated for several). ``basic_auth_user_info``:
+    ``DUALPLANE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO``, ``user:password``. ``auto_register``: producers
+    register the schema version they write (subject compatibility set to BACKWARD first); ``false``
+    for registries where only an administrator registers schemas.
+    """
+
+    model_config = _section("SCHEMA_REGISTRY_")
+
+    url: str | None = None
+    basic_auth_user_info: SecretStr | None = None
+    auto_register: bool = True
+    timeout_s: float = Field(default=10.0, gt=0)
 
 
 class TopicSettings(BaseSettings):
@@ -127,7 +149,7 @@ class QueueSettings(BaseSettings):
 
 
 class S3Settings(BaseSettings):
-    """S3-compatible object store used by the sink and the seed source."""
+    """S3-compatible object store used by the sink, the seed source and the claim-check store."""
 
     model_config = _section("S3_")
 
@@ -189,16 +211,24 @@ class FetchSettings(BaseSettings):
     scraping_api_key: SecretStr | None = None
     scraping_api_render_js: bool = False
     proxies: str = ""  # comma-separated proxy URLs, rotated; banned ones are quarantined
+    # Claim check: a body larger than this goes to S3 (content-addressed, DUALPLANE_S3_*) and the
+    # raw page on Kafka carries its reference. 512 KiB keeps every raw_page message (body plus
+    # envelope) under Kafka's default 1 MiB message limit while still inlining the vast majority of
+    # HTML pages; set it to DUALPLANE_LIMIT_MAX_PAGE_BYTES or more to keep every body inline.
+    inline_body_max_bytes: int = Field(default=512 * 1024, ge=1024)
 
 
 class ExtractSettings(BaseSettings):
-    """The extractor: which record schema it writes and how it batches transactions."""
+    """The extractor: which record schema it writes, how it batches transactions, what it will parse."""
 
     model_config = _section("EXTRACT_")
 
     schema_version: int | None = Field(default=None, ge=1)  # None: the latest page_record version
     batch_size: int = Field(default=200, ge=1)  # pages per Kafka transaction at most
     follow_nofollow: bool = False
+    # Bodies larger than this are dead-lettered ("oversize: ..."), not parsed: extraction takes about
+    # 1 s and 35x the body in memory per MiB of HTML, so a 20 MiB page would stall a transaction.
+    max_html_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
 
 
 class StackSettings(BaseSettings):
@@ -214,6 +244,113 @@ class StackSettings(BaseSettings):
     start_timeout_s: float = Field(default=120.0, gt=0)
 
 
+class ThrottleSettings(BaseSettings):
+    """The throttle processor (``data_plane.throttle``) and the politeness tuning shared with fetchers.
+
+    Windows, policy tuning (:class:`~control_plane.throttle_policy.PolicyConfig`, see :meth:`policy`)
+    and the processor's own knobs; durations in seconds unless named. Fields left ``None`` take a
+    default from other sections (see :attr:`Settings.throttle_app_id` and friends). An unknown
+    ``DUALPLANE_THROTTLE_*`` variable is an error, so a typo never silently falls back to a default.
+    """
+
+    model_config = _section("THROTTLE_")
+
+    window_size_s: int = Field(default=600, ge=1)
+    window_step_s: int = Field(default=60, ge=1)
+    threshold: float = 0.05
+    min_samples: int = 20
+    recovery_min_samples: int = 5
+    recover_fraction: float = 0.5
+    recovery_s: float = 180.0
+    ceiling: int | None = Field(default=None, ge=1)  # None: DUALPLANE_LIMIT_DOMAIN_CONCURRENCY
+    base_delay_ms: int | None = Field(default=None, ge=0)  # None: DUALPLANE_LIMIT_DOMAIN_DELAY_MS
+    # Also what a fetcher holds a domain back for after a 403 or a challenge page (no Retry-After),
+    # and the cap of any local cooldown, Retry-After included.
+    cooldown_base_ms: int = 2000
+    cooldown_cap_ms: int = 300_000
+    jitter: float = 0.25
+    pause_ratio: float = 0.5
+    pause_windows: int = 2
+    pause_s: int = 600
+    daily_budget: int = Field(default=0, ge=0)  # requests per UTC day over the worker's domains; 0: none
+    budget_fraction: float = 0.8
+    probe_backoff_max: int = Field(default=4, ge=0, le=16)  # recovery waits up to recovery_s * 2^this
+    low_priority_domains: str = ""  # comma-separated; a domain and its subdomains
+    max_lag_s: float = Field(default=600.0, gt=0)  # older events are counted but never acted on
+    app_id: str | None = None  # None: <DUALPLANE_KAFKA_GROUP_PREFIX>-throttle
+    offset_reset: Literal["latest", "earliest"] = "latest"  # where a new group starts in fetch.events
+    # A crashed worker's partitions move after this long; Faust's 60 s default would stall reactions.
+    session_timeout_s: float = Field(default=10.0, ge=6, le=300)  # the broker's default bounds
+    commit_interval_s: float = Field(default=1.0, gt=0)  # what a crash makes Faust redeliver
+    # None: <DUALPLANE_STACK_DATA_DIR>/throttle/snapshot.json; empty: no snapshot.
+    snapshot_path: str | None = None
+    snapshot_interval_s: float = Field(default=1.0, gt=0)
+    web_port: int = Field(default=0, ge=0, lt=65536)  # 0: no web server; else GET /throttle/...
+    web_bind: str = "127.0.0.1"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_unknown_variables(cls, data: Any) -> Any:
+        prefix = f"{ENV_PREFIX}THROTTLE_"
+        known = {f"{prefix}{name.upper()}" for name in cls.model_fields}
+        unknown = sorted(
+            key for key in os.environ if key.upper().startswith(prefix) and key.upper() not in known
+        )
+        if unknown:
+            guesses = [
+                f"{name} (did you mean {close[0]}?)" if close else name
+                for name in unknown
+                for close in [difflib.get_close_matches(name.upper(), known, n=1)]
+            ]
+            raise ValueError(
+                f"unknown variable(s) {', '.join(guesses)}; `dualplane config show` lists the known ones"
+            )
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ThrottleSettings:
+        if self.window_size_s < self.window_step_s or self.window_size_s % self.window_step_s:
+            raise ValueError(
+                "DUALPLANE_THROTTLE_WINDOW_SIZE_S must be a multiple of DUALPLANE_THROTTLE_WINDOW_STEP_S "
+                f"(hopping windows), got {self.window_size_s} and {self.window_step_s}"
+            )
+        self.policy(LimitSettings.model_construct())  # the policy's own checks, P_d and delay as placeholders
+        return self
+
+    def policy(self, limits: LimitSettings) -> PolicyConfig:
+        """The policy's view: ``ceiling`` and ``base_delay_ms`` default to ``limits``' P_d and delay."""
+        return PolicyConfig(
+            step_s=float(self.window_step_s),
+            threshold=self.threshold,
+            min_samples=self.min_samples,
+            recovery_min_samples=self.recovery_min_samples,
+            recover_fraction=self.recover_fraction,
+            recovery_s=self.recovery_s,
+            ceiling=self.ceiling if self.ceiling is not None else limits.domain_concurrency,
+            base_delay_ms=self.base_delay_ms if self.base_delay_ms is not None else limits.domain_delay_ms,
+            cooldown_base_ms=self.cooldown_base_ms,
+            cooldown_cap_ms=self.cooldown_cap_ms,
+            jitter=self.jitter,
+            pause_ratio=self.pause_ratio,
+            pause_windows=self.pause_windows,
+            pause_s=self.pause_s,
+            budget_fraction=self.budget_fraction,
+            probe_backoff_max=self.probe_backoff_max,
+        )
+
+    @property
+    def low_priority(self) -> tuple[str, ...]:
+        """``low_priority_domains`` parsed: lowercase, blanks dropped."""
+        return tuple(d.strip().lower() for d in self.low_priority_domains.split(",") if d.strip())
+
+    def priority(self, domain: str) -> Priority:
+        """``low`` for a listed low-priority domain or any of its subdomains."""
+        for listed in self.low_priority:
+            if domain == listed or domain.endswith(f".{listed}"):
+                return "low"
+        return "normal"
+
+
 class Settings(BaseModel):
     """Everything one dualplane process needs to know, frozen once built."""
 
@@ -221,6 +358,7 @@ class Settings(BaseModel):
 
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     topics: TopicSettings = Field(default_factory=TopicSettings)
+    schema_registry: SchemaRegistrySettings = Field(default_factory=SchemaRegistrySettings)
     amqp: AmqpSettings = Field(default_factory=AmqpSettings)
     queues: QueueSettings = Field(default_factory=QueueSettings)
     s3: S3Settings = Field(default_factory=S3Settings)
@@ -229,6 +367,7 @@ class Settings(BaseModel):
     fetch: FetchSettings = Field(default_factory=FetchSettings)
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
     stack: StackSettings = Field(default_factory=StackSettings)
+    throttle: ThrottleSettings = Field(default_factory=ThrottleSettings)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -238,6 +377,24 @@ class Settings(BaseModel):
     @property
     def frontier_dir(self) -> Path:
         return self.frontier.data_dir or self.stack.data_dir / "frontier"
+
+    @property
+    def throttle_app_id(self) -> str:
+        """The throttle processor's Faust app id (and consumer group): namespaced with the groups."""
+        return self.throttle.app_id or f"{self.kafka.group_prefix}-throttle"
+
+    @property
+    def throttle_snapshot_path(self) -> Path | None:
+        """Where the processor writes what ``dualplane throttle show`` reads; None: no snapshot."""
+        raw = self.throttle.snapshot_path
+        if raw is None:
+            return self.stack.data_dir / "throttle" / "snapshot.json"
+        return Path(raw).expanduser() if raw.strip() else None
+
+    @property
+    def throttle_policy(self) -> PolicyConfig:
+        """The throttle policy's tuning, with P_d and the base delay defaulting to ``limits``."""
+        return self.throttle.policy(self.limits)
 
     def with_private_names(self, prefix: str, data_dir: Path) -> Settings:
         """A copy whose every queue, exchange, topic and consumer group starts with ``prefix`` and

@@ -13,6 +13,12 @@ therefore replace a fatally failed producer with a new one (new producer id) and
 one, whose unconfirmed messages fail with :class:`HandOffFailed`, so their tasks are requeued and
 fetched again (duplicates allowed, never lost).
 
+Claim check: a body larger than ``DUALPLANE_FETCH_INLINE_BODY_MAX_BYTES`` is stored in S3 first
+(:class:`~connectors.claim_check.ClaimCheckStore`, content-addressed) and the raw page carries its
+``claim_check`` reference with an empty body; only once S3 has the object is the page produced, so a
+reference on ``pages.raw`` always names a stored body. Every raw page carries ``body_sha256`` and
+``body_bytes`` (raw_page v2). S3 unavailable: :class:`HandOffFailed`, the task is requeued.
+
 Keys: a raw page is keyed by its task's canonical URL, so every version of one URL lands in one
 partition in fetch order; a fetch event is keyed by domain, so a domain's events stay in order for
 the block-ratio processor.
@@ -21,6 +27,7 @@ the block-ratio processor.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -29,9 +36,13 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 import schemas
+from connectors.claim_check import ClaimCheckStore
+from connectors.exceptions import ClaimCheckUnavailable
 from control_plane.fetch_control import HandOffFailed
 from data_plane import kafka_clients
+from data_plane.topics import raw_page_max_message_bytes
 from dualplane.settings import Settings
+from schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +53,17 @@ LOCAL_QUEUE_KBYTES = 128 * 1024
 class KafkaOutputs:
     """An idempotent producer with a poll thread; :meth:`send` awaits both confirmations."""
 
-    def __init__(self, settings: Settings, new_producer: Callable[..., Producer] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        new_producer: Callable[..., Producer] | None = None,
+        claim_checks: ClaimCheckStore | None = None,
+    ) -> None:
         self.settings = settings
         self.topics = settings.topics
+        self.inline_body_max_bytes = settings.fetch.inline_body_max_bytes
+        self.claim_checks = claim_checks or ClaimCheckStore.from_settings(settings)
+        self.codec = schemas.codec_for(settings)
         self._new_producer = new_producer or kafka_clients.producer
         self._fatal: KafkaError | None = None
         self._swap_lock = threading.Lock()
@@ -62,11 +81,18 @@ class KafkaOutputs:
             ("job_id", str(event["job_id"]).encode()),
         ]
         if page is not None:
-            value = schemas.encode("raw_page", page)
+            value = self._encode("raw_page", await self._placed_body(page), self.topics.pages_raw)
             deliveries.append(await self._produce(self.topics.pages_raw, str(page["url"]), value, trace))
-        value = schemas.encode("fetch_event", event)
+        value = self._encode("fetch_event", event, self.topics.fetch_events)
         deliveries.append(await self._produce(self.topics.fetch_events, str(event["domain"]), value, trace))
         await asyncio.gather(*deliveries)
+
+    def _encode(self, name: str, record: Mapping[str, Any], topic: str) -> bytes:
+        # In registry mode only the first value per subject asks the registry; later ones use its cache.
+        try:
+            return self.codec.encode(name, record, topic=topic)
+        except RegistryUnavailable as error:  # passing: the task is requeued and fetched again later
+            raise HandOffFailed(str(error)) from error
 
     def _create_producer(self) -> Producer:
         return self._new_producer(
@@ -75,11 +101,30 @@ class KafkaOutputs:
                 "linger.ms": 20,
                 "batch.size": 1_000_000,
                 "queue.buffering.max.kbytes": LOCAL_QUEUE_KBYTES,
-                "message.max.bytes": self.settings.limits.max_page_bytes + 64 * 1024,
+                "message.max.bytes": raw_page_max_message_bytes(self.settings),
                 "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
                 "error_cb": self._on_error,
             },
         )
+
+    async def _placed_body(self, page: Mapping[str, Any]) -> dict[str, Any]:
+        """``page`` with its body described, and moved to the claim-check store when too large."""
+        body = bytes(page["body"])
+        if len(body) <= self.inline_body_max_bytes:
+            digest = hashlib.sha256(body).hexdigest()  # under a millisecond at the inline limit
+            return {**page, "body_sha256": digest, "body_bytes": len(body), "claim_check": None}
+        try:
+            # S3 first, then Kafka: a reference is only ever published for a stored body.
+            check = await asyncio.to_thread(self.claim_checks.put, body)
+        except ClaimCheckUnavailable as error:
+            raise HandOffFailed(f"could not claim-check the body of {page['url']}: {error}") from error
+        return {
+            **page,
+            "body": b"",
+            "claim_check": check.uri,
+            "body_sha256": check.sha256,
+            "body_bytes": check.size_bytes,
+        }
 
     def _on_error(self, error: KafkaError) -> None:
         """librdkafka's error callback (poll thread): remember a fatal error; the rest it retries itself."""

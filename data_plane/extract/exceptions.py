@@ -20,3 +20,14 @@ class ExtractionFailed(ExtractError):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class PageTooLarge(ExtractionFailed):
+    """A body over ``DUALPLANE_EXTRACT_MAX_HTML_BYTES``: not parsed, dead-lettered as ``oversize: ...``.
+
+    Permanent at this limit only: raise the limit and replay the page to extract it.
+    """
+
+    def __init__(self, reason: str, size_bytes: int) -> None:
+        super().__init__(reason)
+        self.size_bytes = size_bytes

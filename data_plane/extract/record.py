@@ -129,6 +129,27 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     )
 
 
+def warm_up() -> None:
+    """Load now what the parsers otherwise load on their first pages (about 1.5 s in all).
+
+    For processes that fork workers (replay's fork server) or must not stall their first batch:
+    justext's merged stoplists (trafilatura's fallback) and the first-call set-up of lxml, extruct,
+    trafilatura and the language detector. Records are unaffected: these are caches of constants.
+    """
+    from trafilatura import external  # noqa: PLC0415 (a private module, touched only to warm it)
+
+    if not getattr(external, "JT_STOPLIST", None):
+        external.jt_stoplist_init()
+    paragraph = "<p>Warm-up text long enough to be taken for the main content of a page.</p>"
+    html = f"<html lang='en'><title>w</title><body><article>{paragraph * 8}</article></body></html>"
+    page = {
+        "url": "https://warm.invalid/", "domain": "warm.invalid", "job_id": "warm", "trace_id": "warm",
+        "fetched_at": datetime(2000, 1, 1, tzinfo=UTC), "status": 200, "body": html.encode(),
+        "content_type": "text/html", "charset": "utf-8",
+    }  # fmt: skip
+    extract_record(page)
+
+
 def _record(
     page: Mapping[str, Any],
     content: Content,

@@ -18,6 +18,7 @@ import fastavro
 import pytest
 
 import schemas
+from connectors.claim_check import KEY_PREFIX
 from control_plane.urls import canonicalize
 from data_plane import kafka_clients
 from data_plane.extract.offline import raw_page
@@ -28,13 +29,15 @@ from data_plane.topics import ensure_data_plane_topics
 from dualplane.sample_site import SampleSite, SiteModel, SiteSpec, reachable_urls
 from dualplane.settings import ExtractSettings, Settings
 from tests.support.cli import run_cli
-from tests.support.factories import ControlPlaneFactory
+from tests.support.factories import ControlPlaneFactory, S3BucketFactory
+from tests.support.hand_off import hand_off
 from tests.support.pipeline import Pipeline
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SPEC = SiteSpec(seed=29, hosts=2, pages_per_host=20, latency_ms=0, base_port=28_100)
 BASE_MS = 1_793_534_400_000  # 2026-11-01T12:00:00Z
+LEGACY_TITLE = "Caf\u00e9 Z\u00fcrich \u2013 \u20ac12"  # cp1252 has all of these, at other bytes than UTF-8
 
 
 def _raw_page(url: str, body: bytes, fetched_at: datetime, **fields: Any) -> dict[str, Any]:
@@ -192,50 +195,116 @@ def test_undecodable_raw_pages_become_dead_letters_and_the_extractor_goes_on(
     assert len(schema_topic) >= len(schemas.all_schemas())  # published for non-Python consumers
 
 
-def test_odd_pages_end_as_records_or_dead_letters_and_the_extractor_goes_on(
-    raw_pages: tuple[Settings, int], tmp_path: Path
-) -> None:
+MIB = 1024 * 1024
+HUGE_URL, DANGLING_URL, CORRUPT_URL = (
+    "http://odd.example/huge", "http://odd.example/dangling", "http://odd.example/corrupt"
+)  # fmt: skip
+
+
+@pytest.fixture
+def odd_pages(
+    raw_pages: tuple[Settings, int], s3_buckets: S3BucketFactory
+) -> Iterator[tuple[Settings, int, set[str]]]:
+    """pages.raw with odd pages after the ordinary ones, handed over as the fetcher hands them over:
+    a PDF, a legacy encoding, a 4 MiB page and a 20 MiB page (both claim-checked into a private
+    bucket), plus a corrupted message and a reference to a body that is not in S3."""
     settings, count = raw_pages
+    settings = settings.model_copy(
+        update={"s3": settings.s3.model_copy(update={"bucket": s3_buckets.create()})}
+    )
     at = datetime.fromtimestamp(BASE_MS / 1000, UTC)
-    title = "Caf\u00e9 Z\u00fcrich \u2013 \u20ac12"  # cp1252 has all of these, at other bytes than UTF-8
-    legacy = f"<html><head><title>{title}</title></head><body><p>Gr\u00fc\u00dfe</p></body></html>"
-    large = b"<html><body>" + b"<p>word </p>" * 350_000 + b"</body></html>"
-    odd = {
-        "http://odd.example/pdf": _raw_page(
-            "http://odd.example/pdf",
-            b"%PDF-1.7\n\x00\x01binary",
-            at,
-            content_type="application/pdf",
-            charset=None,
-        ),
-        "http://odd.example/legacy": _raw_page(
-            "http://odd.example/legacy", legacy.encode("cp1252"), at, charset="cp1252"
-        ),
-        "http://odd.example/large": _raw_page("http://odd.example/large", large, at),
+    legacy = f"<html><head><title>{LEGACY_TITLE}</title></head><body><p>Gr\u00fc\u00dfe</p></body></html>"
+    large = b"<html><body>" + b"<p>word </p>" * 350_000 + b"</body></html>"  # 4.2 MB: under the limit
+    huge = b"<html><body>" + b"<p>twenty mebibytes of words</p>" * (20 * MIB // 32) + b"</body></html>"
+    pdf = b"%PDF-1.7\n\x00\x01binary"
+    hand_off(
+        settings,
+        [
+            _raw_page("http://odd.example/pdf", pdf, at, content_type="application/pdf", charset=None),
+            _raw_page("http://odd.example/legacy", legacy.encode("cp1252"), at, charset="cp1252"),
+            _raw_page("http://odd.example/large", large, at),
+            _raw_page(HUGE_URL, huge, at),
+        ],
+    )
+    dangling = {
+        **_raw_page(DANGLING_URL, b"", at),
+        "claim_check": f"s3://{settings.s3.bucket}/{KEY_PREFIX}{'0' * 64}",
+        "body_sha256": "0" * 64,
+        "body_bytes": 1_000_000,
     }
-    producer = kafka_clients.producer(settings.kafka, **{"message.max.bytes": 8_000_000})
-    for url, page in odd.items():
-        producer.produce(settings.topics.pages_raw, schemas.encode("raw_page", page), url.encode())
+    corrupt = schemas.encode("raw_page", _raw_page(CORRUPT_URL, b"<html>cut short</html>", at))[:-9]
+    producer = kafka_clients.producer(settings.kafka)
+    producer.produce(settings.topics.pages_raw, schemas.encode("raw_page", dangling), DANGLING_URL.encode())
+    producer.produce(settings.topics.pages_raw, corrupt, CORRUPT_URL.encode())
     assert producer.flush(30) == 0
+    odd = {"http://odd.example/pdf", "http://odd.example/legacy", "http://odd.example/large", HUGE_URL}
+    yield settings, count, odd | {DANGLING_URL, CORRUPT_URL}
+
+
+def test_odd_pages_end_as_records_or_dead_letters_and_the_extractor_goes_on(
+    odd_pages: tuple[Settings, int, set[str]], tmp_path: Path
+) -> None:
+    settings, count, odd = odd_pages
     pipeline = Pipeline(settings, tmp_path)
-    pipeline.start("extractor")
+    extractor = pipeline.start("extractor")
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 180
         while True:
             records = {r.url: r for r in iter_records(settings, follow=False)}
-            letters = [
+            decoded = [
                 schemas.decode(m.value() or b"").record
                 for m in read_to_end(settings.kafka, settings.topics.dead_letters)
             ]
+            letters = {letter["key"].decode(): letter for letter in decoded}
             if len(records) + len(letters) >= count + len(odd):
                 break
             assert time.monotonic() < deadline, pipeline.logs()
             time.sleep(2)
+        still_running = extractor.poll() is None
     finally:
         pipeline.stop_all()
 
-    dead_keys = {letter["key"] for letter in letters}
-    assert all(url in records or url.encode() in dead_keys for url in odd)
-    assert all(letter["reason"] for letter in letters)
-    assert records["http://odd.example/legacy"].title == title
+    assert still_running, pipeline.logs()
+    assert all(url in records or url in letters for url in odd)
+    assert all(letter["reason"] for letter in letters.values())
+    assert records["http://odd.example/legacy"].title == LEGACY_TITLE
+    assert records["http://odd.example/large"].text  # read back from its claim check
+    assert letters[HUGE_URL]["stage"] == "limit"
+    assert letters[HUGE_URL]["reason"].startswith(f"oversize: 20.0 MiB body of {HUGE_URL} exceeds")
+    assert "raise DUALPLANE_EXTRACT_MAX_HTML_BYTES to extract it" in letters[HUGE_URL]["reason"]
+    assert letters[DANGLING_URL]["stage"] == "claim-check"
+    assert "names no object" in letters[DANGLING_URL]["reason"]
+    assert letters[CORRUPT_URL]["stage"] == "decode"
     assert len(records) >= count  # every ordinary page still made it
+
+
+def test_replay_reads_claim_checks_and_a_raised_limit_extracts_the_20_mib_page(
+    odd_pages: tuple[Settings, int, set[str]],
+) -> None:
+    settings, count, odd = odd_pages
+    ranges = plan(settings)
+    located = {
+        (m.key() or b"").decode(): (m.partition() or 0, m.offset() or 0)
+        for m in read_to_end(settings.kafka, settings.topics.pages_raw)
+    }
+    partition, offset = located[HUGE_URL]
+    raised = settings.model_copy(
+        update={"extract": settings.extract.model_copy(update={"max_html_bytes": 24 * MIB})}
+    )
+
+    everything = replay(settings, ranges, schema_version=2, to_topic=f"{settings.topics.records}.all")
+    huge_only = replay(
+        raised,
+        plan(raised, from_offsets={partition: offset}, to_offsets={partition: offset + 1}),
+        schema_version=2,
+        to_topic=f"{settings.topics.records}.huge",
+        processes=1,
+    )
+
+    # Oversize, dangling and corrupt pages fail; the 4 MiB claim-checked page is extracted.
+    assert (everything.pages, everything.records, everything.failed) == (count + len(odd), count + 3, 3)
+    assert (huge_only.pages, huge_only.records, huge_only.failed) == (1, 1, 0)
+    [record] = [
+        schemas.decode(m.value() or b"").record for m in read_to_end(settings.kafka, huge_only.to_topic)
+    ]
+    assert record["url"] == HUGE_URL and record["text"].startswith("twenty mebibytes of words")
