@@ -8,7 +8,10 @@ from __future__ import annotations
 import sys
 
 import typer
+from pydantic import ValidationError
+from pydantic_settings import BaseSettings
 
+from dualplane import settings as settings_module
 from dualplane.cli import (
     config_cmd,
     crawl_cmd,
@@ -57,3 +60,21 @@ def main() -> None:
     except DualplaneError as error:
         stderr.print(f"[red]error:[/red] {error}")
         sys.exit(1)
+    except ValidationError as error:  # a DUALPLANE_* variable with a bad value: say which, no traceback
+        stderr.print(f"[red]error:[/red] {configuration_problem(error)}")
+        sys.exit(2)
+
+
+def configuration_problem(error: ValidationError) -> str:
+    """A settings section's validation error in terms of the environment variables a user sets."""
+    section = getattr(settings_module, error.title, None)
+    is_section = isinstance(section, type) and issubclass(section, BaseSettings)
+    prefix = str(section.model_config.get("env_prefix", "")) if is_section else ""  # type: ignore[union-attr]
+    problems = []
+    for problem in error.errors():
+        field = "_".join(str(part) for part in problem["loc"]).upper()
+        where = f"{prefix}{field}: " if field else ""
+        problems.append(f"{where}{problem['msg']}")
+    text = "; ".join(problems)
+    hint = "" if "config show" in text else " (`dualplane config show` lists every setting)"
+    return f"invalid configuration: {text}{hint}"

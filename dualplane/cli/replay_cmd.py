@@ -26,7 +26,8 @@ def replay_command(
     from_time: Annotated[str | None, typer.Option(help="Start: ISO 8601 time or epoch milliseconds.")] = None,
     to_time: Annotated[str | None, typer.Option(help="End (exclusive): ISO 8601 or epoch ms.")] = None,
     from_offset: Annotated[
-        list[str] | None, typer.Option(help="PARTITION:OFFSET to start at; repeat.")
+        list[str] | None,
+        typer.Option(help="PARTITION:OFFSET to start at; repeat. Only the partitions named are replayed."),
     ] = None,
     to_offset: Annotated[
         list[str] | None, typer.Option(help="PARTITION:OFFSET to stop before; repeat.")

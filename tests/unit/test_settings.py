@@ -7,7 +7,8 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from dualplane.settings import KafkaSettings, Settings, env_names, mask_url_password
+from dualplane.cli.main import configuration_problem
+from dualplane.settings import KafkaSettings, LimitSettings, Settings, env_names, mask_url_password
 
 pytestmark = pytest.mark.unit
 
@@ -106,3 +107,12 @@ def test_to_env_round_trips_through_the_environment(monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv(name, value)
 
     assert Settings.from_env() == original
+
+
+def test_a_bad_value_is_reported_as_the_variable_to_fix() -> None:
+    with pytest.raises(ValidationError) as caught:
+        LimitSettings(domain_concurrency=0)
+    problem = configuration_problem(caught.value)
+    assert problem.startswith("invalid configuration: DUALPLANE_LIMIT_DOMAIN_CONCURRENCY: ")
+    assert "greater than or equal to 1" in problem
+    assert "config show" in problem
