@@ -26,6 +26,7 @@ dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``,
 
 from __future__ import annotations
 
+import faulthandler
 import logging
 import os
 import socket
@@ -56,6 +57,9 @@ from schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
+# No progress for this long (well beyond every client timeout) means a wedged client: the stacks
+# of all threads go to the log, so the next stall says where it is instead of only that it is.
+STALL_REPORT_S = 180.0
 TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
 STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
 
@@ -133,12 +137,14 @@ class Extractor:
             self.topology.declare(channel)
             consumer.subscribe([self.settings.topics.pages_raw])
             while not self._stop.is_set():
+                faulthandler.dump_traceback_later(STALL_REPORT_S)  # re-armed on every pass
                 batch = [m for m in consumer.consume(self.settings.extract.batch_size, 0.5) if _usable(m)]
                 connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
                 if batch:
                     self._transact(batch, consumer, producer, channel, connection)
         finally:
-            consumer.close()
+            faulthandler.cancel_dump_traceback_later()
+            kafka_clients.close_within(consumer)
             if connection.is_open:
                 connection.close()
 
@@ -157,6 +163,7 @@ class Extractor:
         """
         done = 0
         while done < len(batch):
+            faulthandler.dump_traceback_later(STALL_REPORT_S)
             producer.begin_transaction()
             started = time.monotonic()
             waiting: ClaimCheckUnavailable | None = None

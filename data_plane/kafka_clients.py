@@ -6,6 +6,8 @@ never duplicated by a client retry nor lost by a leader change.
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 from confluent_kafka import Consumer, Producer
@@ -13,6 +15,8 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
 from dualplane.settings import KafkaSettings
+
+log = logging.getLogger(__name__)
 
 _QUIET = {"log_level": 0}  # health probes must not spray librdkafka connection errors
 
@@ -93,3 +97,20 @@ def ensure_topics(
         except Exception as error:
             if "TOPIC_ALREADY_EXISTS" not in str(error):  # lost a race with another creator
                 raise RuntimeError(f"could not create Kafka topic {name!r}: {error}") from error
+
+
+def close_within(consumer: Consumer, timeout_s: float = 15.0) -> bool:
+    """Close ``consumer`` but wait at most ``timeout_s``; False (and a warning) if it is still closing.
+
+    ``Consumer.close`` leaves the group and can block without end while the cluster is restarting
+    (confluent-kafka-python#1667), which would wedge a service that only wanted to start over with a
+    new consumer. The close goes on in a daemon thread; a consumer that never finishes closing is
+    abandoned (the broker drops it from the group after its session timeout).
+    """
+    closer = threading.Thread(target=consumer.close, name="kafka-consumer-close", daemon=True)
+    closer.start()
+    closer.join(timeout_s)
+    if closer.is_alive():
+        log.warning("a Kafka consumer did not close within %.0f s; abandoned it and went on", timeout_s)
+        return False
+    return True

@@ -143,4 +143,4 @@ def iter_records(
             if job_id is None or record.job_id == job_id:
                 yield record
     finally:
-        consumer.close()
+        kafka_clients.close_within(consumer)

@@ -161,7 +161,7 @@ def test_records_export_and_tail_for_downstream_consumers(
         first = json.loads(tail.stdout.readline() if tail.stdout else b"{}")
     finally:
         tail.send_signal(signal.SIGINT)
-        tail.wait(20)
+        tail.wait(60)
     assert first["job_id"] == "replay-job"
 
 
