@@ -27,6 +27,7 @@ dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``,
 from __future__ import annotations
 
 import faulthandler
+import functools
 import logging
 import os
 import socket
@@ -180,12 +181,20 @@ class Extractor:
                         break  # slow pages: commit what is done, go on in a new transaction
                 if part:
                     metadata = consumer.consumer_group_metadata()
-                    producer.send_offsets_to_transaction(_next_offsets(part), metadata, 30)
-                    producer.commit_transaction(60)
+                    send = functools.partial(
+                        producer.send_offsets_to_transaction, _next_offsets(part), metadata, 30
+                    )
+                    kafka_clients.within(send, 60, "send_offsets")
+                    kafka_clients.within(lambda: producer.commit_transaction(60), 90, "commit_transaction")
                 else:
-                    producer.abort_transaction(30)
+                    kafka_clients.within(lambda: producer.abort_transaction(30), 60, "abort_transaction")
+            except kafka_clients.ClientWedged:
+                # Abandon the producer: its transaction is aborted by the broker after the transaction
+                # timeout, and its offsets were sent with this consumer's group generation, which the
+                # new consumer's join fences, so nothing of it can become visible later.
+                raise
             except Exception:
-                producer.abort_transaction(30)
+                kafka_clients.within(lambda: producer.abort_transaction(30), 60, "abort_transaction")
                 raise  # the caller rebuilds the consumer, which resumes at the committed offsets
             if waiting is not None:
                 raise waiting

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
@@ -17,6 +18,13 @@ from confluent_kafka.cimpl import NewTopic
 from dualplane.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class ClientWedged(Exception):
+    """A client call did not return within its own timeout: the client must be abandoned."""
+
 
 _QUIET = {"log_level": 0}  # health probes must not spray librdkafka connection errors
 
@@ -114,3 +122,29 @@ def close_within(consumer: Consumer, timeout_s: float = 15.0) -> bool:
         log.warning("a Kafka consumer did not close within %.0f s; abandoned it and went on", timeout_s)
         return False
     return True
+
+
+def within(call: Callable[[], T], timeout_s: float, what: str) -> T:
+    """``call()`` on a daemon thread, waiting at most ``timeout_s``; :class:`ClientWedged` past that.
+
+    For librdkafka calls that take a timeout but have been seen to block far beyond it: after a
+    broker restart, ``commit_transaction(60)`` blocked for over 5 minutes in the fresh-machine CI
+    rehearsal. The caller must not use the client again once this raised.
+    """
+    outcome: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except BaseException as error:  # handed to the caller's thread
+            outcome["error"] = error
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"kafka-{what}", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise ClientWedged(f"{what} did not return within {timeout_s:.0f} s; abandoning the client")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]  # type: ignore[no-any-return]

@@ -1,0 +1,24 @@
+"""Bounded waits around Kafka client calls that have been seen to outlive their own timeouts."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from data_plane.kafka_clients import ClientWedged, within
+
+pytestmark = pytest.mark.unit
+
+
+def test_a_call_that_returns_gives_its_value_and_one_that_raises_gives_its_error() -> None:
+    assert within(lambda: 42, 5, "answer") == 42
+    with pytest.raises(ValueError, match="bad offsets"):
+        within(lambda: (_ for _ in ()).throw(ValueError("bad offsets")), 5, "send_offsets")
+
+
+def test_a_call_that_blocks_beyond_the_bound_is_abandoned() -> None:
+    release = threading.Event()
+    with pytest.raises(ClientWedged, match="commit_transaction did not return within 0 s"):
+        within(lambda: release.wait(30), 0.2, "commit_transaction")
+    release.set()
