@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 
 RESUME_FRACTION = 0.9
 BACKLOG_SWEEP_S = 1.0
+BACKPRESSURE_EVERY_S = 0.1  # how often discovery handling re-checks D_max between ticks
 # How often every throttled or indebted domain's permits are checked: catches overrides and pauses
 # that ran out (no message marks that) and pays debts back as held permits return.
 PERMIT_SWEEP_S = 1.0
@@ -83,6 +84,7 @@ class Frontier:
         self._last_sweep = 0.0
         self._last_snapshot = 0.0
         self._last_permit_sweep = 0.0
+        self._last_backpressure = 0.0
         self._changed_lock = threading.Lock()
         self._changed: set[str] = set()  # domains whose limits changed, from the view's thread
 
@@ -129,6 +131,12 @@ class Frontier:
             self._consider(message, delivery)
         self.state.commit()
         self.seen.flush()
+        now = time.monotonic()
+        if self.consumer_ is not None and now - self._last_backpressure >= BACKPRESSURE_EVERY_S:
+            # Between ticks too: a fast frontier would otherwise take in a whole tick's worth of
+            # discovery (hundreds of URLs) past D_max. Rate-limited: the check counts outstanding tasks.
+            self._last_backpressure = now
+            self._apply_backpressure(self.consumer_)
 
     def on_report(self, delivery: Delivery) -> None:
         report: TaskReport = delivery.message
