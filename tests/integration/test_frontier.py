@@ -8,7 +8,6 @@ import pytest
 
 from control_plane.consumer import wait_for
 from control_plane.messages import JobSpec
-from dualplane.settings import LimitSettings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 
@@ -19,9 +18,12 @@ pytestmark = pytest.mark.integration
 def running_frontier(
     control_plane: ControlPlaneFactory, request: pytest.FixtureRequest
 ) -> Iterator[RunningFrontier]:
+    # Indirect parameters override fields per settings section: {"limits": {...}, "frontier": {...}}.
     overrides = getattr(request, "param", {})
     settings = control_plane.settings()
-    settings = settings.model_copy(update={"limits": LimitSettings(**overrides)}) if overrides else settings
+    settings = settings.model_copy(
+        update={name: getattr(settings, name).model_copy(update=values) for name, values in overrides.items()}
+    )
     running = RunningFrontier(settings).start()
     try:
         yield running
@@ -30,6 +32,9 @@ def running_frontier(
 
 
 @pytest.mark.slow
+# Room for every seed: at the default D_max of 10,000 the frontier rightly stops taking discovery
+# once the 10,000 unique tasks are queued, and nothing here fetches them.
+@pytest.mark.parametrize("running_frontier", [{"frontier": {"max_outstanding": 20_000}}], indirect=True)
 def test_same_10000_urls_seeded_twice_with_variants_yield_exactly_10000_tasks(
     running_frontier: RunningFrontier,
 ) -> None:
@@ -71,7 +76,7 @@ def test_scope_rules_and_invalid_urls_are_counted_not_queued(running_frontier: R
     running_frontier.wait_progress("scoped", seeded=5, discovered=2, out_of_scope=2, invalid=1, queued=2)
 
 
-@pytest.mark.parametrize("running_frontier", [{"domain_concurrency": 1}], indirect=True)
+@pytest.mark.parametrize("running_frontier", [{"limits": {"domain_concurrency": 1}}], indirect=True)
 def test_domain_admission_caps_outstanding_and_keeps_the_rest_in_the_backlog(
     running_frontier: RunningFrontier,
 ) -> None:
