@@ -28,7 +28,7 @@ from data_plane.replay import plan, replay
 from data_plane.topics import ensure_data_plane_topics
 from dualplane.sample_site import SampleSite, SiteModel, SiteSpec, reachable_urls
 from dualplane.settings import ExtractSettings, Settings
-from tests.support.cli import run_cli
+from tests.support.cli import interruptible, run_cli
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.hand_off import hand_off
 from tests.support.pipeline import Pipeline
@@ -154,7 +154,7 @@ def test_records_export_and_tail_for_downstream_consumers(
     assert other_job.stdout == ""
 
     tail = subprocess.Popen(
-        [sys.executable, "-m", "dualplane", "records", "tail", "--from-beginning"],
+        interruptible([sys.executable, "-m", "dualplane", "records", "tail", "--from-beginning"]),
         env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     try:

@@ -33,6 +33,20 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 24
     return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
 
+# Restores Ctrl-C's default before exec'ing the command: a shell that starts pytest in the
+# background (`cmd &` without job control) makes every child ignore SIGINT, and Python then
+# never raises KeyboardInterrupt, so tests of Ctrl-C handling would fail for the harness's sake.
+_WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.argv[1], sys.argv[1:])"
+)
+
+
+def interruptible(command: list[str]) -> list[str]:
+    """``command`` (an executable path first) run so that SIGINT reaches it as Ctrl-C would."""
+    return [sys.executable, "-c", _WITH_DEFAULT_SIGINT, *command]
+
+
 def free_ports(count: int) -> list[int]:
     """Distinct ports free right now on loopback (bound together so none repeats)."""
     sockets = [socket.socket() for _ in range(count)]

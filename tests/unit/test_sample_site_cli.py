@@ -11,6 +11,8 @@ import sys
 import httpx
 import pytest
 
+from tests.support.cli import interruptible
+
 pytestmark = pytest.mark.unit
 
 # The command function on its own, so this test does not depend on how main.py registers it.
@@ -31,7 +33,7 @@ def test_json_announces_the_seeds_then_serves_until_interrupted() -> None:
         "0",
     ]
     process = subprocess.Popen(
-        command,
+        interruptible(command),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
