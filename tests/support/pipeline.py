@@ -45,6 +45,15 @@ class Pipeline:
             f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.tmp_path.glob("*.log"))
         )
 
+    def trouble(self, first: int = 3) -> str:
+        """Per service log: how many WARNING/ERROR lines, and the first few, to show how it recovered."""
+        summary = []
+        for path in sorted(self.tmp_path.glob("*.log")):
+            lines = [line for line in path.read_text().splitlines() if "WARNING" in line or "ERROR" in line]
+            summary.append(f"{path.stem}: {len(lines)} warnings/errors")
+            summary.extend(f"    {line[:200]}" for line in lines[:first])
+        return "\n".join(summary)
+
     def stop_all(self) -> None:
         for _name, process in self.processes:
             if process.poll() is None:
