@@ -90,6 +90,12 @@ class Extractor:
         self.records_topic = settings.topics.records
         self.group_id = f"{settings.kafka.group_prefix}-extractor"
         self.topology = Topology(settings.queues)
+        # One per process, kept when ``run`` starts over with new clients: the new producer's
+        # init_transactions then aborts an abandoned producer's open transaction at once, instead of
+        # it holding back read_committed readers and this group's offsets until its timeout. Unique
+        # to the process, since offsets are committed with the consumer group's metadata (KIP-447),
+        # which fences a zombie of another process without a shared transactional id.
+        self.transactional_id = f"{self.group_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._stop = threading.Event()
         self.pages = 0
         self.records = 0
@@ -116,16 +122,13 @@ class Extractor:
 
     def _run_once(self) -> None:
         consumer = kafka_clients.consumer(self.settings.kafka, self.group_id)
-        # Unique per process: offsets are committed through the consumer group's metadata (KIP-447),
-        # which fences a zombie of this group without needing a stable transactional id.
-        transactional_id = f"{self.group_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         # A killed extractor's open transaction holds back read_committed readers until it times
         # out (its successor has another id, so cannot fence it); transactions are kept well under
         # the timeout by committing every TRANSACTION_BUDGET_S, so one slow page never exceeds it.
         producer = kafka_clients.producer(
             self.settings.kafka,
             **{
-                "transactional.id": transactional_id,
+                "transactional.id": self.transactional_id,
                 "linger.ms": 20,
                 "transaction.timeout.ms": 60_000,
                 "message.max.bytes": self._max_dead_letter_bytes() + ENVELOPE_HEADROOM_BYTES,
@@ -189,9 +192,9 @@ class Extractor:
                 else:
                     kafka_clients.within(lambda: producer.abort_transaction(30), 60, "abort_transaction")
             except kafka_clients.ClientWedged:
-                # Abandon the producer: its transaction is aborted by the broker after the transaction
-                # timeout, and its offsets were sent with this consumer's group generation, which the
-                # new consumer's join fences, so nothing of it can become visible later.
+                # Abandon the producer: its successor, with the same transactional id, fences it and
+                # aborts its open transaction when it initialises (the broker would after the timeout),
+                # so nothing of it can become visible later.
                 raise
             except Exception:
                 kafka_clients.within(lambda: producer.abort_transaction(30), 60, "abort_transaction")
