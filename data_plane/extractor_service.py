@@ -109,9 +109,12 @@ class Extractor:
 
     def run(self) -> None:
         """Consume until stopped; after any failure start over from the committed offsets."""
-        prepare_data_plane(self.settings)
+        prepared = False
         while not self._stop.is_set():
             try:
+                if not prepared:  # inside the loop: Kafka may still be starting, or a topic be brand new
+                    prepare_data_plane(self.settings)
+                    prepared = True
                 self._run_once()
             except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
                 log.warning("extractor: %s; resuming at the committed offsets in %s s", error, STORE_RETRY_S)

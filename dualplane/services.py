@@ -115,7 +115,12 @@ REGISTRY: dict[str, Callable[[Settings], Service]] = {
 
 
 def run_services(settings: Settings, names: list[str]) -> None:
-    """Run the named services side by side until SIGINT or SIGTERM, then stop them cleanly."""
+    """Run the named services side by side until SIGINT or SIGTERM, then stop them cleanly.
+
+    A service whose ``run`` returns or raises on its own stops all of them and the process exits
+    with status 1 (after the traceback), so that its supervisor (compose ``restart:``, systemd,
+    Kubernetes) restarts it: a process that stays up with a dead service would look healthy.
+    """
     services = [REGISTRY[name](settings) for name in names]
     threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
     stopping = threading.Event()
@@ -128,10 +133,14 @@ def run_services(settings: Settings, names: list[str]) -> None:
     signal.signal(signal.SIGTERM, stop)
     for thread in threads:
         thread.start()
-    while not stopping.is_set() and any(t.is_alive() for t in threads):
+    while not stopping.is_set() and all(t.is_alive() for t in threads):
         stopping.wait(0.5)
+    ended = [s.name for t, s in zip(threads, services, strict=True) if not t.is_alive()]
     for service in services:
         service.stop()
     for thread, service in zip(threads, services, strict=True):
         thread.join(timeout=30)
         service.close()
+    if ended and not stopping.is_set():
+        log.error("%s ended on its own; exiting with status 1 so that it is restarted", ", ".join(ended))
+        raise SystemExit(1)

@@ -78,7 +78,17 @@ def publish_schemas(
 def _require_compacted(kafka: KafkaSettings, topic: str, timeout_s: float) -> None:
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     admin = kafka_clients.admin(kafka)  # must outlive the future, or librdkafka cancels the request
-    config = admin.describe_configs([resource])[resource].result(timeout=timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            config = admin.describe_configs([resource])[resource].result(timeout=timeout_s)
+            break
+        except KafkaException as error:
+            # Another process may have created the topic a moment ago: the broker that answers can
+            # lag behind the controller's metadata for a while, and says the topic is unknown.
+            if error.args[0].code() != KafkaError.UNKNOWN_TOPIC_OR_PART or time.monotonic() > deadline:
+                raise
+            time.sleep(_POLL_S)
     policy = config["cleanup.policy"].value
     if "compact" not in policy.split(","):
         raise SchemaTopicError(

@@ -1,0 +1,63 @@
+"""``run_services``: a service that dies on its own takes the process down with status 1."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from dualplane import services
+from dualplane.services import ConsumerService, run_services
+from dualplane.settings import Settings
+
+pytestmark = pytest.mark.unit
+
+
+def _service(name: str, run: Callable[[], None], stopped: threading.Event) -> ConsumerService:
+    return ConsumerService(name, run, stopped.set, lambda: None)
+
+
+def _until(event: threading.Event) -> Callable[[], None]:
+    def run() -> None:
+        event.wait()
+
+    return run
+
+
+@pytest.fixture(autouse=True)
+def _keep_pytest_signal_handlers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(signal, "signal", lambda *_args: None)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the crash itself
+def test_a_crashed_service_stops_the_others_and_exits_with_status_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    healthy_stopped = threading.Event()
+
+    def crash() -> None:
+        raise RuntimeError("broker said no")
+
+    registry = {
+        "crashing": lambda _settings: _service("crashing", crash, threading.Event()),
+        "healthy": lambda _settings: _service("healthy", _until(healthy_stopped), healthy_stopped),
+    }
+    monkeypatch.setattr(services, "REGISTRY", registry)
+
+    with pytest.raises(SystemExit) as exited:
+        run_services(Settings(), ["crashing", "healthy"])
+
+    assert exited.value.code == 1
+    assert healthy_stopped.is_set()
+
+
+def test_a_stop_request_ends_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
+    stopped = threading.Event()
+    monkeypatch.setattr(services, "REGISTRY", {"idle": lambda _s: _service("idle", _until(stopped), stopped)})
+    handlers: dict[int, Callable[[int, object], None]] = {}
+    monkeypatch.setattr(signal, "signal", handlers.__setitem__)
+    threading.Timer(0.3, lambda: handlers[signal.SIGTERM](signal.SIGTERM, None)).start()
+
+    run_services(Settings(), ["idle"])  # returns: no SystemExit
+
+    assert stopped.is_set()
