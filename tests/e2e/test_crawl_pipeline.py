@@ -113,16 +113,6 @@ def test_fetchers_killed_three_times_lose_no_page(
 
 
 @pytest.mark.timeout(600)  # its own waits (outage, then up to 300 s to finish) report first
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open in issue #4: in 2 of 5 fresh-machine CI rehearsals the extractor wedged after the Kafka "
-        "restart; the stall watchdog caught it blocked in producer.commit_transaction(60) for over 3 min. "
-        "Commit, abort and consumer close are now bounded by our own waits (data_plane.kafka_clients."
-        "within / close_within) and the extractor starts over with new clients; to be made strict again "
-        "once fresh-machine runs pass repeatedly"
-    ),
-)
 def test_kafka_outage_pauses_fetchers_without_loss_or_memory_growth(
     brokers: BrokerSession,
     control_plane: ControlPlaneFactory,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,10 @@ from data_plane.reader import read_to_end
 from dualplane.settings import Settings
 
 ROOT = Path(__file__).parents[2]
+
+
+# A log record at WARNING or above, or the last line of a traceback (the exception and its message).
+_TROUBLE = re.compile(r" (WARNING|ERROR|CRITICAL) |^[\w.]+(Error|Exception|Wedged): ")
 
 
 class Pipeline:
@@ -46,10 +51,10 @@ class Pipeline:
         )
 
     def trouble(self, first: int = 3) -> str:
-        """Per service log: how many WARNING/ERROR lines, and the first few, to show how it recovered."""
+        """Per service log: how many WARNING/ERROR lines and exceptions, and the first few."""
         summary = []
         for path in sorted(self.tmp_path.glob("*.log")):
-            lines = [line for line in path.read_text().splitlines() if "WARNING" in line or "ERROR" in line]
+            lines = [line for line in path.read_text().splitlines() if _TROUBLE.search(line)]
             summary.append(f"{path.stem}: {len(lines)} warnings/errors")
             summary.extend(f"    {line[:200]}" for line in lines[:first])
         return "\n".join(summary)
