@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from dualplane.services import REGISTRY
 from dualplane.settings import ENV_PREFIX, Settings, env_names
 
 pytestmark = pytest.mark.unit
@@ -158,6 +159,29 @@ def test_dockerfile_runs_dualplane_as_non_root() -> None:
     assert entrypoints and "dualplane" in entrypoints[-1]
     users = [args for kw, args in instructions if kw == "USER"]
     assert users and users[-1] not in {"root", "0"}, "the final stage must not run as root"
+
+
+def test_app_volumes_mount_where_the_service_user_may_write(services: dict[str, dict[str, Any]]) -> None:
+    # A named volume takes the owner of the directory it is mounted on; one Docker creates itself
+    # is root's, and the services (not root) could not write their state there.
+    owned = {
+        path
+        for kw, args in dockerfile_instructions()
+        if kw == "RUN"
+        for path in re.findall(r"install -d -o dualplane -g dualplane (\S+)", args)
+    }
+    for name, service in app_services(services).items():
+        for volume in service.get("volumes", []):
+            target = str(volume).split(":")[1]
+            assert any(target == path or target.startswith(path + "/") for path in owned), (
+                f"{name} mounts a volume on {target}: the Dockerfile must make it for the dualplane user"
+            )
+
+
+def test_every_long_running_service_runs_in_compose(services: dict[str, dict[str, Any]]) -> None:
+    commands = [service.get("command", []) for service in app_services(services).values()]
+    running = {command[1] for command in commands if command[:1] == ["run"]}
+    assert running == set(REGISTRY), f"compose runs {sorted(running)}; dualplane run knows {sorted(REGISTRY)}"
 
 
 def test_compose_config_is_valid_for_docker_compose() -> None:
