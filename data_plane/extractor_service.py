@@ -124,7 +124,6 @@ class Extractor:
                 self._stop.wait(2.0)
 
     def _run_once(self) -> None:
-        consumer = kafka_clients.consumer(self.settings.kafka, self.group_id)
         # A killed extractor's open transaction holds back read_committed readers until it times
         # out (its successor has another id, so cannot fence it); transactions are kept well under
         # the timeout by committing every TRANSACTION_BUDGET_S, so one slow page never exceeds it.
@@ -137,7 +136,8 @@ class Extractor:
                 "message.max.bytes": self._max_dead_letter_bytes() + ENVELOPE_HEADROOM_BYTES,
             },
         )
-        producer.init_transactions(30)
+        kafka_clients.within(lambda: producer.init_transactions(30), 60, "init_transactions")
+        consumer = kafka_clients.consumer(self.settings.kafka, self.group_id)
         connection = amqp.connect(self.settings.amqp)
         try:
             channel = confirmed_channel(connection)
