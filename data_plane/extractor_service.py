@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 # No progress for this long (well beyond every client timeout) means a wedged client: the stacks
 # of all threads go to the log, so the next stall says where it is instead of only that it is.
 STALL_REPORT_S = 180.0
+# Our own bounds on librdkafka's transactional calls, past their own timeouts (30 s; commit 60 s):
+# after a broker restart they have been seen to block for minutes (kafka_clients.within).
+CALL_BOUND_S = 60.0
+COMMIT_BOUND_S = 90.0
 TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
 STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
 
@@ -136,7 +140,7 @@ class Extractor:
                 "message.max.bytes": self._max_dead_letter_bytes() + ENVELOPE_HEADROOM_BYTES,
             },
         )
-        kafka_clients.within(lambda: producer.init_transactions(30), 60, "init_transactions")
+        kafka_clients.within(lambda: producer.init_transactions(30), CALL_BOUND_S, "init_transactions")
         consumer = kafka_clients.consumer(self.settings.kafka, self.group_id)
         connection = amqp.connect(self.settings.amqp)
         try:
@@ -190,17 +194,18 @@ class Extractor:
                     send = functools.partial(
                         producer.send_offsets_to_transaction, _next_offsets(part), metadata, 30
                     )
-                    kafka_clients.within(send, 60, "send_offsets")
-                    kafka_clients.within(lambda: producer.commit_transaction(60), 90, "commit_transaction")
+                    kafka_clients.within(send, CALL_BOUND_S, "send_offsets")
+                    commit = functools.partial(producer.commit_transaction, 60)
+                    kafka_clients.within(commit, COMMIT_BOUND_S, "commit_transaction")
                 else:
-                    kafka_clients.within(lambda: producer.abort_transaction(30), 60, "abort_transaction")
+                    _abort(producer)
             except kafka_clients.ClientWedged:
                 # Abandon the producer: its successor, with the same transactional id, fences it and
                 # aborts its open transaction when it initialises (the broker would after the timeout),
                 # so nothing of it can become visible later.
                 raise
             except Exception:
-                kafka_clients.within(lambda: producer.abort_transaction(30), 60, "abort_transaction")
+                _abort(producer)
                 raise  # the caller rebuilds the consumer, which resumes at the committed offsets
             if waiting is not None:
                 raise waiting
@@ -281,6 +286,10 @@ class Extractor:
     def _max_dead_letter_bytes(self) -> int:
         """The dead-letter topic's message limit (a raw page, unchanged, plus the letter around it)."""
         return raw_page_max_message_bytes(self.settings) + ENVELOPE_HEADROOM_BYTES
+
+
+def _abort(producer: Producer) -> None:
+    kafka_clients.within(lambda: producer.abort_transaction(30), CALL_BOUND_S, "abort_transaction")
 
 
 def _usable(message: Message) -> bool:
