@@ -17,11 +17,13 @@ The rules (AIMD with hysteresis), applied by :func:`decide` in this order:
    ``threshold * recover_fraction``), P_d grows by 1 toward the ceiling; once it is there, the
    delay halves toward the base delay instead. Each further step needs another healthy period.
 
-Probe backoff (as TCP's slow-start threshold): every tightening remembers the P_d it happened at,
-the *probe limit*. Climbing back below it takes ``recovery_s`` per step; the step onto the limit is a
-probe, and its wait doubles with every failed probe (a tightening right after a recovery):
-``recovery_s * 2^failed``, the exponent capped at ``probe_backoff_max``. A probe that holds for a
-whole wait redeems one failure and lifts the limit; reaching the ceiling forgets everything. Without
+Probe backoff (as TCP's slow-start threshold): every tightening remembers the rate it happened at,
+the *probe rate* (P_d per delay: a raised P_d and a halved delay are both steps up in rate, and
+either can be the one the site refused). Climbing back below it takes ``recovery_s`` per step; the
+step onto it is a probe, and its wait doubles with every failed probe (a tightening right after a
+recovery): ``recovery_s * 2^failed``, the exponent capped at ``probe_backoff_max``. A probe that
+holds for a whole wait redeems one failure and lifts the limit; reaching the ceiling and the base
+delay forgets everything. Without
 it the limits saw-tooth around a site's limit at the pace of ``recovery_s`` and every tooth costs
 blocked requests (measured against the sample site's anti-bot mode: 17% of the requests in the
 settled phase were blocked); with it the teeth grow apart.
@@ -79,7 +81,7 @@ class DomainState:
     backoffs: int = 0  # consecutive cooldown level: the exponent of the next cooldown delay
     probing: bool = False  # the last change was a recovery: a tightening now means a failed probe
     failed_probes: int = 0  # failed probes not yet redeemed: the exponent of the probe's wait
-    probe_limit: int | None = None  # P_d of the last tightening: climbing onto it is a probe
+    probe_rate: float | None = None  # rate() at the last tightening: climbing back onto it is a probe
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -322,11 +324,11 @@ def _recover(
         delay = max(config.base_delay_ms, state.delay_ms // 2)
     if concurrency == state.concurrency and delay == state.delay_ms:
         return None
-    wait_s = recovery_wait_s(state, config, concurrency)
+    wait_s = recovery_wait_s(state, config, concurrency, delay)
     if state.healthy_since_s is None or now_s - state.healthy_since_s < wait_s:
         return None
-    failed, limit = state.failed_probes, state.probe_limit
-    if limit is not None and state.concurrency >= limit:
+    failed, limit = state.failed_probes, state.probe_rate
+    if limit is not None and rate(state.concurrency, state.delay_ms) >= limit:
         failed, limit = max(0, failed - 1), None  # held on the limit for a whole wait: it moved
     if concurrency == ceiling and delay == config.base_delay_ms:
         failed, limit = 0, None
@@ -338,7 +340,7 @@ def _recover(
         backoffs=max(0, state.backoffs - 1),
         probing=True,
         failed_probes=failed,
-        probe_limit=limit,
+        probe_rate=limit,
     )
     reason = (
         f"recover: healthy for {now_s - state.healthy_since_s:.0f} s, {state.healthy_windows} windows "
@@ -348,10 +350,16 @@ def _recover(
     return Decision(recovered, Command("recover", concurrency, delay, False, reason))
 
 
-def recovery_wait_s(state: DomainState, config: PolicyConfig, concurrency: int) -> float:
-    """The healthy period before a recovery to ``concurrency``: longer for the step onto the limit."""
-    limit = state.probe_limit
-    if limit is None or not state.concurrency < limit <= concurrency:
+def rate(concurrency: int, delay_ms: int) -> float:
+    """Requests per second a domain's limits allow, up to latency: what orders the recovery steps."""
+    return concurrency * 1000 / max(delay_ms, 1)
+
+
+def recovery_wait_s(state: DomainState, config: PolicyConfig, concurrency: int, delay_ms: int) -> float:
+    """The healthy period before a recovery to ``concurrency`` and ``delay_ms``: longer for the step
+    onto the probe rate."""
+    limit = state.probe_rate
+    if limit is None or not rate(state.concurrency, state.delay_ms) < limit <= rate(concurrency, delay_ms):
         return config.recovery_s
     return config.recovery_s * float(2 ** min(state.failed_probes, config.probe_backoff_max))
 
@@ -362,7 +370,7 @@ def _probe_failed(state: DomainState, config: PolicyConfig) -> dict[str, Any]:
     return {
         "probing": False,
         "failed_probes": min(failed, config.probe_backoff_max),
-        "probe_limit": state.concurrency,
+        "probe_rate": rate(state.concurrency, state.delay_ms),
     }
 
 

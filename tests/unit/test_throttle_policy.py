@@ -220,28 +220,49 @@ def test_recovery_climbs_to_the_ceiling_and_stops() -> None:
 
 
 def test_a_failed_probe_doubles_the_wait_for_the_next_probe_onto_its_level() -> None:
-    probing = DomainState(concurrency=3, delay_ms=1000, last_change_s=0.0, probing=True)
+    # At a delay the cooldown does not raise, rate follows P_d: the probe rate is 3 per 2 s.
+    probing = DomainState(concurrency=3, delay_ms=2000, last_change_s=0.0, probing=True)
     state, commands = run([(10.0, window(40, 8))], probing)  # the probe to 3 was too much
     assert [c.action for c in commands] == ["halve"]
-    assert (state.concurrency, state.failed_probes, state.probe_limit) == (1, 1, 3)
+    assert (state.concurrency, state.delay_ms, state.failed_probes, state.probe_rate) == (1, 2000, 1, 1.5)
     state, commands = run(every_second(11.0, 31, window(40, 0)), state)
     assert [c.concurrency for c in commands] == [2], "below the limit the climb keeps its pace"
     state, commands = run(every_second(42.0, 59, window(40, 0)), state)
     assert commands == [], "probed the failed level again after only recovery_s"
     state, commands = run([(102.0, window(40, 0))], state)
     assert [c.concurrency for c in commands] == [3]
-    assert (state.failed_probes, state.probe_limit) == (1, 3), "not redeemed until this probe holds"
+    assert (state.failed_probes, state.probe_rate) == (1, 1.5), "not redeemed until this probe holds"
+
+
+def test_a_halved_delay_is_a_probe_too_when_the_site_refused_that_rate() -> None:
+    """The anti-bot loop's case: P_d back at the ceiling, the delay halved, the site blocks. The next
+    halving of the delay doubles the rate back onto the refused one, so it waits like a probe."""
+    config = replace(CONFIG, ceiling=4, base_delay_ms=100, cooldown_base_ms=1000, jitter=0.0)
+    probing = DomainState(concurrency=4, delay_ms=500, last_change_s=0.0, probing=True)
+    state, _ = run([(10.0, window(40, 8))], probing, config)  # 8 requests/s were too many
+    assert (state.concurrency, state.delay_ms, state.probe_rate) == (2, 1000, 8.0)
+    rng, steps = random.Random(1), []
+    for now_s in range(11, 200):
+        decision = decide(window(40, 0), state, config, now_s=float(now_s), rng=rng)
+        state = decision.state
+        if decision.command is not None:
+            steps.append((now_s, decision.command.concurrency, decision.command.delay_ms))
+    assert [(c, d) for _, c, d in steps[:3]] == [(3, 1000), (4, 1000), (4, 500)]
+    waits = [later[0] - earlier[0] for earlier, later in itertools.pairwise([(10, 2, 1000), *steps[:3]])]
+    # (+1 s each: a healthy streak starts with the first verdict after a change)
+    assert waits[:2] == [config.recovery_s + 1] * 2, f"below the refused rate: full pace ({waits})"
+    assert waits[2] == 2 * config.recovery_s + 1, f"halved the delay onto the refused rate too soon ({waits})"
 
 
 def test_a_probe_that_holds_redeems_a_failure_and_the_ceiling_forgets_them_all() -> None:
-    on_limit = DomainState(concurrency=3, delay_ms=1000, last_change_s=0.0, failed_probes=2, probe_limit=3)
+    on_limit = DomainState(concurrency=3, delay_ms=1000, last_change_s=0.0, failed_probes=2, probe_rate=3.0)
     state, commands = run(every_second(1.0, 31, window(40, 0)), on_limit)  # held on the limit
     assert [c.concurrency for c in commands] == [4]
-    assert (state.failed_probes, state.probe_limit) == (1, None)
-    near = DomainState(concurrency=7, delay_ms=1000, last_change_s=0.0, failed_probes=3, probe_limit=8)
+    assert (state.failed_probes, state.probe_rate) == (1, None)
+    near = DomainState(concurrency=7, delay_ms=1000, last_change_s=0.0, failed_probes=3, probe_rate=8.0)
     state, commands = run(every_second(1.0, 241, window(40, 0)), near)  # 30 s * 2^3 onto 8
     assert [c.concurrency for c in commands] == [8]
-    assert (state.failed_probes, state.probe_limit) == (0, None)
+    assert (state.failed_probes, state.probe_rate) == (0, None)
 
 
 def test_probing_a_site_whose_limit_lies_between_two_levels_spaces_the_failures_out() -> None:
