@@ -23,10 +23,9 @@ either can be the one the site refused). Climbing back below it takes ``recovery
 step onto it is a probe, and its wait doubles with every failed probe (a tightening right after a
 recovery): ``recovery_s * 2^failed``, the exponent capped at ``probe_backoff_max``. A probe that
 holds for a whole wait redeems one failure and lifts the limit; reaching the ceiling and the base
-delay forgets everything. Without
-it the limits saw-tooth around a site's limit at the pace of ``recovery_s`` and every tooth costs
-blocked requests (measured against the sample site's anti-bot mode: 17% of the requests in the
-settled phase were blocked); with it the teeth grow apart.
+delay forgets everything. Without it the limits saw-tooth around a site's limit at the pace of
+``recovery_s`` and every tooth costs blocked requests (measured against the sample site's anti-bot
+mode: 17% of the requests in the settled phase were blocked); with it the teeth grow apart.
 
 Hysteresis: a decrease needs a ratio above ``threshold`` but a recovery needs one at or below
 ``threshold * recover_fraction``, and the healthy count restarts at every change, so a ratio

@@ -115,12 +115,13 @@ def close_within(consumer: Consumer, timeout_s: float = 15.0) -> bool:
     new consumer. The close goes on in a daemon thread; a consumer that never finishes closing is
     abandoned (the broker drops it from the group after its session timeout).
     """
-    closer = threading.Thread(target=consumer.close, name="kafka-consumer-close", daemon=True)
-    closer.start()
-    closer.join(timeout_s)
-    if closer.is_alive():
+    try:
+        within(consumer.close, timeout_s, "consumer-close")
+    except ClientWedged:
         log.warning("a Kafka consumer did not close within %.0f s; abandoned it and went on", timeout_s)
         return False
+    except Exception as error:  # closed as far as it could: nothing left to do with it
+        log.warning("closing a Kafka consumer failed: %s", error)
     return True
 
 

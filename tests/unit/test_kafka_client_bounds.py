@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from data_plane.kafka_clients import ClientWedged, within
+from data_plane.kafka_clients import ClientWedged, close_within, within
 
 pytestmark = pytest.mark.unit
 
@@ -21,4 +21,22 @@ def test_a_call_that_blocks_beyond_the_bound_is_abandoned() -> None:
     release = threading.Event()
     with pytest.raises(ClientWedged, match="commit_transaction did not return within 0 s"):
         within(lambda: release.wait(30), 0.2, "commit_transaction")
+    release.set()
+
+
+class _Closable:
+    def __init__(self, blocks_until: threading.Event | None = None) -> None:
+        self.blocks_until = blocks_until
+        self.closed = False
+
+    def close(self) -> None:
+        if self.blocks_until is not None:
+            self.blocks_until.wait(30)
+        self.closed = True
+
+
+def test_a_consumer_that_will_not_close_is_abandoned_after_the_bound() -> None:
+    assert close_within(_Closable(), 5) is True  # type: ignore[arg-type]
+    release = threading.Event()
+    assert close_within(_Closable(release), 0.2) is False  # type: ignore[arg-type]
     release.set()
