@@ -1,4 +1,4 @@
-"""``dualplane sample-site``: serve the deterministic sample website on loopback until Ctrl-C."""
+"""``dualplane sample-site``: serve the deterministic sample website (on loopback by default) until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
 from dualplane.sample_site import AntiBot, AntiBotMode, SampleSite, SiteSpec
 from dualplane.sample_site.layout import site_name
 from dualplane.sample_site.server import policy_json
+from dualplane.sample_site.spec import LOOPBACK
 
 
 def sample_site(
@@ -36,19 +37,32 @@ def sample_site(
         AntiBotMode,
         typer.Option("--anti-bot-mode", help="How to block: 429 + Retry-After, a captcha page, or both."),
     ] = "429",
+    bind: Annotated[
+        str, typer.Option("--bind", help="Address to listen on (0.0.0.0 to serve other machines).")
+    ] = LOOPBACK,
+    public_host: Annotated[
+        str | None,
+        typer.Option("--public-host", help="Name in the site's URLs (default: the --bind address)."),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Serve a deterministic multi-host website on 127.0.0.1 for demos, tests and benchmarks.
 
     Runs until Ctrl-C. Every host also serves /_stats, /_log, /_truth and /_control/anti_bot.
+    In a container: --bind 0.0.0.0 --public-host NAME, where NAME is how crawlers reach it.
     """
     if anti_bot_rps is not None and anti_bot_rps <= 0:
         raise typer.BadParameter(
             "must be > 0 (leave it out to disable the anti-bot)", param_hint="--anti-bot-rps"
         )
     anti_bot = AntiBot(anti_bot_rps, anti_bot_mode) if anti_bot_rps is not None else None
-    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot)
-    site = SampleSite(spec)
+    if public_host is None and bind in ("0.0.0.0", "::"):
+        raise typer.BadParameter(
+            "a site listening on every address needs the name crawlers reach it by",
+            param_hint="--public-host",
+        )
+    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot, public_host or bind)
+    site = SampleSite(spec, bind=bind)
     progress("site", f"starting {hosts} hosts, {pages} pages each, seed {seed}")
     signal.signal(signal.SIGTERM, lambda _signum, _frame: site.stop())
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the user stops it

@@ -90,6 +90,7 @@ class HostHandler:
                 user_agent=request.headers.get("User-Agent", ""),
                 duration_ms=round((time.perf_counter() - started) * 1000, 3),
                 blocked=blocked,
+                client=request.remote or "",
             )
             self.state.recorder.finished(entry)
 

@@ -1,4 +1,4 @@
-"""Run a sample site: bind one loopback port per host and serve them from one asyncio loop.
+"""Run a sample site: bind one port per host (on loopback by default), served from one asyncio loop.
 
 ``SampleSite(spec).start()`` serves from a background thread (tests, benchmarks, the demo);
 ``SampleSite(spec).run()`` serves in the foreground until interrupted (the CLI).
@@ -34,10 +34,15 @@ ReadyCallback = Callable[["SampleSite"], None]
 
 
 class SampleSite:
-    """A running sample site. Use as a context manager, or ``start()`` / ``stop()``."""
+    """A running sample site. Use as a context manager, or ``start()`` / ``stop()``.
 
-    def __init__(self, spec: SiteSpec | None = None) -> None:
+    ``bind`` is the address it listens on: loopback unless it serves other machines (containers),
+    which then reach it by ``spec.public_host``.
+    """
+
+    def __init__(self, spec: SiteSpec | None = None, bind: str = LOOPBACK) -> None:
         self._requested = spec or SiteSpec()
+        self._bind = bind
         self._state: SiteState | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -52,7 +57,7 @@ class SampleSite:
 
     @property
     def urls(self) -> list[str]:
-        """Base URL of each host, e.g. ``http://127.0.0.1:8101``."""
+        """Base URL of each host, e.g. ``http://127.0.0.1:8101`` (the spec's ``public_host``)."""
         return self.spec.origins()
 
     @property
@@ -106,7 +111,7 @@ class SampleSite:
 
     async def serve(self, on_ready: ReadyCallback | None = None) -> None:
         """Serve on the running loop until :meth:`stop` is called or this task is cancelled."""
-        sockets = bind_ports(self._requested.base_port, self._requested.hosts)
+        sockets = bind_ports(self._requested.base_port, self._requested.hosts, self._bind)
         runners: list[web.AppRunner] = []
         try:
             state = SiteState(replace(self._requested, base_port=sockets[0].getsockname()[1]))
@@ -172,32 +177,32 @@ class SampleSite:
         return self.explore().pages
 
 
-def bind_ports(base_port: int, count: int) -> list[socket.socket]:
-    """Listening sockets on ``count`` consecutive loopback ports from ``base_port`` (0: a free range)."""
+def bind_ports(base_port: int, count: int, bind: str = LOOPBACK) -> list[socket.socket]:
+    """Listening sockets on ``count`` consecutive ports of ``bind`` from ``base_port`` (0: a free range)."""
     if base_port:
-        sockets = _bind_range(base_port, count)
+        sockets = _bind_range(base_port, count, bind)
         if sockets is None:
             raise SampleSiteError(
-                f"ports {base_port}..{base_port + count - 1} on {LOOPBACK} are not all free; "
+                f"ports {base_port}..{base_port + count - 1} on {bind} are not all free; "
                 "choose another base port, or 0 to pick free ports"
             )
         return sockets
     chooser = random.Random()
     for _ in range(BIND_ATTEMPTS):
-        sockets = _bind_range(chooser.randrange(FREE_RANGE[0], FREE_RANGE[1] - count), count)
+        sockets = _bind_range(chooser.randrange(FREE_RANGE[0], FREE_RANGE[1] - count), count, bind)
         if sockets is not None:
             return sockets
     raise SampleSiteError(f"found no {count} consecutive free ports in {FREE_RANGE}; give a base port")
 
 
-def _bind_range(base_port: int, count: int) -> list[socket.socket] | None:
+def _bind_range(base_port: int, count: int, bind: str) -> list[socket.socket] | None:
     sockets: list[socket.socket] = []
     try:
         for port in range(base_port, base_port + count):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            sock.bind((LOOPBACK, port))
+            sock.bind((bind, port))
             sock.listen(1024)
             sock.setblocking(False)
     except OSError:

@@ -54,7 +54,9 @@ class SiteSpec:
     range when it starts; :attr:`SampleSite.spec` then holds the real one). Host ``i`` is of kind
     ``HOST_KINDS[i % 3]``: a shop, a news site, a mixed site. ``pages_per_host`` counts the
     products and articles of each host; home, listing and information pages come on top.
-    ``latency_ms`` delays every page response so that concurrency is observable.
+    ``latency_ms`` delays every page response so that concurrency is observable. ``public_host``
+    is the name in the site's URLs (pages link across hosts by absolute URL): the loopback address,
+    or the name crawlers reach it by when it serves other machines (``sample-site`` in compose).
     """
 
     seed: int = 7
@@ -63,6 +65,7 @@ class SiteSpec:
     base_port: int = 0
     latency_ms: int = 20
     anti_bot: AntiBot | None = None
+    public_host: str = LOOPBACK
 
     def __post_init__(self) -> None:
         if self.hosts < 1:
@@ -86,13 +89,13 @@ class SiteSpec:
         return HOST_KINDS[host % len(HOST_KINDS)]
 
     def origin(self, host: int) -> str:
-        """``http://127.0.0.1:PORT`` of host ``host``; needs a resolved ``base_port``."""
+        """``http://PUBLIC_HOST:PORT`` of host ``host``; needs a resolved ``base_port``."""
         if self.base_port == 0:
             raise SampleSiteError(
                 "this SiteSpec has base_port=0, so its URLs are not known yet; start a SampleSite "
                 "and use site.spec, or give base_port explicitly"
             )
-        return f"http://{LOOPBACK}:{self.base_port + host}"
+        return f"http://{self.public_host}:{self.base_port + host}"
 
     def origins(self) -> list[str]:
         return [self.origin(host) for host in range(self.hosts)]

@@ -22,7 +22,10 @@ Blocked = Literal["429", "captcha"]
 
 @dataclass(frozen=True)
 class LogEntry:
-    """One request as the site saw it; ``time`` is epoch seconds when the response was sent."""
+    """One request as the site saw it; ``time`` is epoch seconds when the response was sent.
+
+    ``client`` is the peer's address: which of several crawler machines (containers) asked.
+    """
 
     time: float
     host: int
@@ -32,6 +35,7 @@ class LogEntry:
     user_agent: str
     duration_ms: float
     blocked: Blocked | None = None
+    client: str = ""
 
 
 @dataclass(frozen=True)

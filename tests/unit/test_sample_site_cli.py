@@ -62,3 +62,10 @@ def test_a_zero_anti_bot_rate_is_a_usage_error() -> None:
     completed = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
 
     assert completed.returncode == 2 and "--anti-bot-rps" in completed.stderr
+
+
+def test_listening_on_every_address_needs_a_public_name() -> None:
+    command = [sys.executable, "-c", RUN_COMMAND, "--bind", "0.0.0.0"]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+    assert completed.returncode == 2 and "--public-host" in completed.stderr

@@ -207,3 +207,18 @@ def test_a_polite_crawl_reaches_exactly_the_reachable_urls(site: SampleSite) -> 
 
     assert crawled == site.reachable_urls()
     assert not any("/private/" in url for url in crawled)
+
+
+def test_a_site_for_other_machines_links_by_its_public_name_and_logs_each_client(
+    client: httpx.Client,
+) -> None:
+    # Containers reach the site by a name (compose: ``sample-site``), never by its loopback address.
+    spec = replace(SMALL, hosts=2, public_host="localhost")
+    with SampleSite(spec, bind="0.0.0.0") as served:
+        home = client.get(f"http://127.0.0.1:{served.spec.base_port}/")
+        log = client.get(f"{served.urls[0]}/_log").json()["entries"]
+
+    assert served.urls == [f"http://localhost:{served.spec.base_port + i}" for i in range(2)]
+    assert f"http://localhost:{served.spec.base_port}/" in home.text
+    assert "127.0.0.1:" not in home.text
+    assert [(entry["path"], entry["client"]) for entry in log] == [("/", "127.0.0.1")]
