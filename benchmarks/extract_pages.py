@@ -1,0 +1,93 @@
+"""Run ``extract_record`` (whichever ``data_plane`` is importable) over real-page dataset entries.
+
+Prints one JSON line per page: its id, the record's product, article and text, and the extraction
+time. ``extraction_quality.py --baseline-ref REF`` runs this file with an older tree of the package
+on ``PYTHONPATH``, so the extractor before a change is scored and timed in the same invocation, on
+the same pages, as the one after it:
+
+    PYTHONPATH=/tmp/old-tree python benchmarks/extract_pages.py --set dev
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import lzma
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).resolve().parent / "data"
+FETCHED_AT = datetime(2024, 6, 1, tzinfo=UTC)
+DATASETS = ("articles", "products")
+PRODUCT_LABELS = DATA / "product_labels.json"
+
+
+def dataset(
+    split: str, names: tuple[str, ...] = DATASETS, limit: int | None = None
+) -> Iterator[dict[str, Any]]:
+    """The committed real pages of ``split`` (``dev`` or ``test``): articles, then product pages.
+
+    Product pages are pages of the article file that ``product_labels.json`` labels (by id), with
+    those labels as their truth.
+    """
+    labels = json.loads(PRODUCT_LABELS.read_text(encoding="utf-8"))["labels"] if "products" in names else {}
+    counts = dict.fromkeys(DATASETS, 0)
+    products: list[dict[str, Any]] = []
+    with lzma.open(DATA / "articles.jsonl.xz", "rt", encoding="utf-8") as lines:
+        for line in lines:
+            page = json.loads(line)
+            if page["split"] != split:
+                continue
+            if page["id"] in labels:
+                products.append({**page, "kind": "products", "truth": labels[page["id"]]})
+            if "articles" in names and (limit is None or counts["articles"] < limit):
+                counts["articles"] += 1
+                yield {**page, "kind": "articles"}
+    yield from products[:limit]
+
+
+def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
+    """The record parts scored by the benchmark, and how long ``extract_record`` took (ms)."""
+    from data_plane.extract.offline import raw_page  # noqa: PLC0415 (the package under test comes from PYTHONPATH)
+    from data_plane.extract.record import extract_record  # noqa: PLC0415
+
+    raw = raw_page(page["html"].encode("utf-8"), page["url"], fetched_at=FETCHED_AT, charset="utf-8")
+    started = time.perf_counter()
+    record = extract_record(raw, schema_version=schema_version)
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    return {
+        "id": page["id"],
+        "ms": elapsed_ms,
+        "product": record["product"],
+        "article": record["article"],
+        "text": record["text"],
+    }
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return {"decimal": str(value)}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--set", dest="split", choices=("dev", "test"), default="dev")
+    parser.add_argument("--schema-version", type=int, default=2)
+    parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
+    args = parser.parse_args()
+    for page in dataset(args.split, limit=args.limit):
+        sys.stdout.write(json.dumps(extract_one(page, args.schema_version), default=_plain) + "\n")
+
+
+if __name__ == "__main__":
+    main()
