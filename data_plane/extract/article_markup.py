@@ -27,6 +27,8 @@ DATE_METAS = (
     "sailthru.date", "parsely-pub-date",
 )  # fmt: skip
 AUTHOR_WORDS = frozenset({"author", "authors", "byline", "authorname", "contributor"})
+STANDFIRST_WORDS = frozenset({"standfirst", "dek", "deck", "subheadline", "subtitle", "subhead", "strapline"})
+MAX_STANDFIRSTS = 3
 _COMMENT_WORDS = frozenset({"comment", "comments", "reply", "replies", "discussion"})
 _BY = re.compile(r"^\s*(?:by|von|par|por|door|di)\s+", re.I)
 _SPLIT_NAMES = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b|\by\b|\|)\s*")
@@ -54,6 +56,12 @@ def markup_article(page: Markup) -> MarkupArticle:
         published_at=published,
     )
     return MarkupArticle(fields, is_article, has_date_or_byline=published is not None or bool(authors))
+
+
+def standfirsts(page: Markup) -> list[str]:
+    """Texts the markup marks as a standfirst (dek, subtitle): they open an article but are not its body."""
+    nodes = [node for node in page.tree.css("[class], [id]") if STANDFIRST_WORDS & words(node)]
+    return [text for node in innermost(nodes)[:MAX_STANDFIRSTS] if (text := line(node))]
 
 
 def _area(page: Markup) -> tuple[LexborNode, bool]:

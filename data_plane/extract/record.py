@@ -114,7 +114,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     text = main_text(html, final_url)
     description = description_of(markup)
     product = extract_product(markup, data, final_url)
-    article = extract_article(markup, data, text, description) if product is None or data.articles else None
+    article = extract_article(markup, data, text) if product is None or data.articles else None
     return Content(
         markup=markup,
         title=title_of(markup),

@@ -22,6 +22,8 @@ from data_plane.extract.prices import amount_of, currency_code
 from data_plane.extract.structured import Node, Structured
 from data_plane.extract.text import MAX_TEXT_CHARS
 
+_TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
+_BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|blockquote|pre|tr|figcaption)\s*>|<br\s*/?>", re.I)
 GTIN_KEYS = ("gtin", "gtin13", "gtin12", "gtin14", "gtin8", "isbn")
 
 
@@ -102,10 +104,15 @@ def text_of(value: Any) -> str | None:
 
 
 def body_text(value: Any) -> str | None:
-    """A long text value: entities decoded, paragraphs kept, spaces within lines collapsed."""
+    """A long text value: markup dropped, entities decoded, paragraphs kept, spaces within lines collapsed.
+
+    Some CMSs publish ``articleBody`` as the HTML of the body: its block ends become line breaks.
+    """
     value = _first(value)
     if not isinstance(value, str):
         return None
+    if _TAG.search(value):
+        value = _TAG.sub("", _BLOCK_END.sub("\n\n", value))
     lines = (" ".join(line.split()) for line in html.unescape(value).splitlines())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()[:MAX_TEXT_CHARS] or None
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
+from collections.abc import Iterable
 
 import trafilatura
 
@@ -18,6 +20,9 @@ MAX_HTML_CHARS = 3_000_000
 """trafilatura reads at most this much HTML (after scripts, styles and comments are cut from larger
 pages): its time grows faster than linearly, and the first megabytes hold far more than MAX_TEXT_CHARS."""
 KICKER_WORDS = 4
+KICKER_CHARS = 40
+"""A leading line is a kicker ("Culture", "24 July 2015") when it has at most KICKER_WORDS words in at
+most this many columns."""
 BYLINE_WORDS = 12
 
 _BULK = re.compile(
@@ -42,13 +47,15 @@ def main_text(html: str, url: str | None) -> str | None:
     return text[:MAX_TEXT_CHARS] or None
 
 
-def article_body(text: str, *, headline: str | None, description: str | None) -> str | None:
+def article_body(text: str, *, headline: str | None, standfirsts: Iterable[str] = ()) -> str | None:
     """``text`` without the lines that open an article page but are not its body.
 
-    Leading lines are dropped while they are the headline, the standfirst (the page description),
-    a short kicker ("Culture", a date) or a "By …" byline; paragraphs are separated by a blank line.
+    Leading lines are dropped while they are the headline, a standfirst (text the markup marks as
+    one, see :func:`~data_plane.extract.article_markup.standfirsts`), a short kicker ("Culture", a
+    date) or a "By …" byline; paragraphs are separated by a blank line. The page description is not
+    dropped for being the description: many sites make it from the first paragraph of the body.
     """
-    skip = {_key(value) for value in (headline, description) if value}
+    skip = {_key(value) for value in (headline, *standfirsts) if value}
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     start = 0
     while start < len(lines) - 1 and _is_preamble(lines[start], skip):
@@ -58,9 +65,14 @@ def article_body(text: str, *, headline: str | None, description: str | None) ->
 
 def _is_preamble(line: str, skip: set[str]) -> bool:
     words = line.split()
-    if _key(line) in skip or len(words) <= KICKER_WORDS:
+    if _key(line) in skip or (len(words) <= KICKER_WORDS and _width(line) <= KICKER_CHARS):
         return True
     return line.lower().startswith("by ") and len(words) <= BYLINE_WORDS
+
+
+def _width(line: str) -> int:
+    """Characters, wide ones (CJK) counted twice: a sentence in Chinese may hold no space at all."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in line)
 
 
 def _key(text: str) -> str:

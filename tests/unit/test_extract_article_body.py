@@ -1,0 +1,80 @@
+"""An article's body: which text is the body, as real pages publish it (teasers, HTML, standfirsts)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from data_plane.extract.offline import raw_page
+from data_plane.extract.record import extract_record
+
+pytestmark = pytest.mark.unit
+
+PARAGRAPHS = [
+    "The regional council approved the new tram line after a debate that lasted well into the night.",
+    "Construction of the first section is to begin in the spring, with the whole line open in four years.",
+    "Opponents said the money would be better spent on buses, which could serve the outer villages sooner.",
+    "The council's transport committee will publish a timetable for the works before the end of the month.",
+]
+
+
+def article_page(
+    article_body: str | None, *, standfirst: str = "", description: str = "", shown: int = len(PARAGRAPHS)
+) -> bytes:
+    node: dict[str, Any] = {"@context": "https://schema.org", "@type": "NewsArticle", "headline": "Tram line"}
+    if article_body is not None:
+        node["articleBody"] = article_body
+    paragraphs = "".join(f"<p>{text}</p>" for text in PARAGRAPHS[:shown])
+    return (
+        f'<html lang="en"><head><meta name="description" content="{description}">'
+        f'<script type="application/ld+json">{json.dumps(node)}</script></head><body>'
+        f"<article><h1>Tram line</h1>{standfirst}{paragraphs}</article></body></html>"
+    ).encode()
+
+
+def body_of(html: bytes) -> str:
+    raw = raw_page(html, "https://news.example/tram", fetched_at=datetime(2024, 6, 1, tzinfo=UTC))
+    article = extract_record(raw, schema_version=2)["article"]
+    assert article is not None
+    return str(article["body"])
+
+
+def test_a_teaser_published_as_article_body_gives_way_to_the_text_on_the_page() -> None:
+    body = body_of(article_page(PARAGRAPHS[0]))
+
+    assert body == "\n\n".join(PARAGRAPHS)
+
+
+def test_an_article_body_with_more_than_the_page_shows_is_used() -> None:
+    published = "\n\n".join(PARAGRAPHS)  # the page shows the first paragraph only (a paywall)
+
+    assert body_of(article_page(published, shown=1)).split() == published.split()
+
+
+def test_a_body_the_page_shows_wins_over_an_article_body_with_extras() -> None:
+    published = "\n\n".join([*PARAGRAPHS, "Photo: the tram depot at dawn. Subscribe to our newsletter."])
+
+    assert body_of(article_page(published)) == "\n\n".join(PARAGRAPHS)
+
+
+def test_an_article_body_published_as_html_loses_its_tags_and_keeps_its_paragraphs() -> None:
+    published = "".join(f"<p><strong>{text}</strong></p>" for text in PARAGRAPHS)
+
+    body = body_of(article_page(published, shown=1))
+
+    assert "<" not in body and body.split() == " ".join(PARAGRAPHS).split()
+
+
+def test_a_first_paragraph_that_is_also_the_description_stays_in_the_body() -> None:
+    body = body_of(article_page(None, description=PARAGRAPHS[0]))
+
+    assert body.startswith(PARAGRAPHS[0])
+
+
+def test_a_standfirst_marked_as_such_is_not_body() -> None:
+    standfirst = '<p class="article-dek">Four years of works ahead for the city centre and its shops.</p>'
+
+    assert body_of(article_page(None, standfirst=standfirst)) == "\n\n".join(PARAGRAPHS)
