@@ -28,16 +28,16 @@ import uuid
 from pathlib import Path
 
 from control_plane import amqp
+from control_plane.amqp.messages import JobSpec
+from control_plane.amqp.publisher import confirmed_channel
+from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import read_progress
-from control_plane.messages import JobSpec
-from control_plane.publisher import confirmed_channel
-from control_plane.submit import submit_job
-from control_plane.topology import Topology
-from control_plane.urls import domain_of
-from data_plane.reader import read_to_end
+from control_plane.frontier.submit import submit_job
+from data_plane.kafka.reader import read_to_end
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from dualplane.namespaces import drop_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
-from dualplane.settings import FetchSettings, LimitSettings, Settings
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -34,15 +34,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import schemas
-from control_plane.urls import canonicalize
-from data_plane import kafka_clients
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
-from data_plane.replay import plan, replay
-from data_plane.topics import ensure_data_plane_topics
+from data_plane.extractor.replay import plan, replay
+from data_plane.kafka import clients
+from data_plane.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
+from dualplane.core.web.urls import canonicalize
 from dualplane.namespaces import drop_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
-from dualplane.settings import Settings
 
 SIZES_KIB = (16, 64, 256, 1024, 4096)
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,7 +138,7 @@ def main() -> None:
             update={"topics": settings.topics.model_copy(update={"partitions": cores})}
         )
         ensure_data_plane_topics(settings)
-        producer = kafka_clients.producer(settings.kafka)
+        producer = clients.producer(settings.kafka)
         for page in pages:
             producer.produce(
                 settings.topics.pages_raw,

@@ -62,15 +62,15 @@ from rich.table import Table
 
 import schemas
 from control_plane.fetcher.outputs import LOCAL_QUEUE_KBYTES
-from data_plane import kafka_clients
 from data_plane.extract.offline import raw_page
+from data_plane.kafka import clients
+from data_plane.kafka.topics import ensure_data_plane_topics, raw_page_max_message_bytes
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.limits import Limits
 from data_plane.throttle.publisher import CommandPublisher
-from data_plane.throttle.state import ThrottleView
-from data_plane.topics import ensure_data_plane_topics, raw_page_max_message_bytes
+from data_plane.throttle.view import ThrottleView
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace
-from dualplane.settings import Settings
 
 GOAL_RATIO = 1.5
 PAGE_KIB = (50, 200)
@@ -161,7 +161,7 @@ def saturate(settings: Settings, seed: int, *, nice: int, ready: Event, stop: Ev
     """One generator process: raw pages to ``pages.raw`` until ``stop``; reports its deliveries."""
     os.nice(nice)
     values = page_values(seed)
-    producer = kafka_clients.producer(
+    producer = clients.producer(
         settings.kafka,
         **{
             "linger.ms": 20,

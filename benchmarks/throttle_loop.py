@@ -1,6 +1,6 @@
 """The throttle feedback loop as a plot: the site's request rate and blocks against the fleet's limits.
 
-Runs :mod:`dualplane.anti_bot_loop` (the frontier and a fetcher in this process, the Faust processor
+Runs :mod:`dualplane.testing.anti_bot_loop` (the frontier and a fetcher in this process, the Faust processor
 as a child, a sample-site host that blocks beyond ``--max-rps``; anti-bot off after ``--blocking-s``)
 and writes the time series as JSON and a PNG: requests/s and blocked requests/s as the site counted
 them, with its limit; below, P_d and the delay the fleet was running at. Prints the summary figures.
@@ -22,9 +22,9 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-from dualplane.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace
-from dualplane.settings import Settings
+from dualplane.testing.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
 
 
 def plot(result: LoopResult, path: Path) -> None:

@@ -2,7 +2,7 @@
 
 What runs: the real processor (``dualplane run throttle``, a Faust worker) on a private namespace of
 the shared stack, with ``--window-s`` windows hopping by ``--step-s``, and in this process a
-:class:`~data_plane.throttle.state.ThrottleView`, the object every fetcher and the frontier hold: a
+:class:`~data_plane.throttle.view.ThrottleView`, the object every fetcher and the frontier hold: a
 fetcher starts no request beyond the view's P_d from the moment the view has the command, so "the
 view holds the halved P_d" is "fetchers run at the halved P_d".
 
@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from data_plane import kafka_clients
+from data_plane.kafka import clients
+from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.events import synthetic_fetch_event
 from data_plane.throttle.limits import Limits
-from data_plane.throttle.state import ThrottleView
-from data_plane.topics import prepare_data_plane
+from data_plane.throttle.view import ThrottleView
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace
-from dualplane.settings import Settings
 
 ROOT = Path(__file__).parents[1]
 CEILING = 8
@@ -75,7 +75,7 @@ class Driver:
     """Produces each domain's events on schedule until the view reports its halving."""
 
     def __init__(self, settings: Settings, halvings: Halvings) -> None:
-        self.producer = kafka_clients.producer(settings.kafka, **{"linger.ms": 0})
+        self.producer = clients.producer(settings.kafka, **{"linger.ms": 0})
         self.topic = settings.topics.fetch_events
         self.halvings = halvings
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from contextlib import suppress
 
 from control_plane import amqp
-from control_plane.management import queue_stats
-from control_plane.messages import PRIORITIES
-from control_plane.topology import Topology
-from data_plane import kafka_clients
-from data_plane.topics import topic_configs
-from dualplane.settings import Settings
+from control_plane.amqp.management import queue_stats
+from control_plane.amqp.messages import PRIORITIES
+from control_plane.amqp.topology import Topology
+from data_plane.kafka import clients
+from data_plane.kafka.topics import topic_configs
+from dualplane.core.settings import Settings
 
 
 def drop_namespace(settings: Settings) -> None:
@@ -47,7 +47,7 @@ def _drop_rabbitmq(settings: Settings) -> None:
 
 
 def _drop_kafka(settings: Settings) -> None:
-    admin = kafka_clients.admin(settings.kafka)
+    admin = clients.admin(settings.kafka)
     existing = set(admin.list_topics(timeout=10).topics)
     prefix = settings.kafka.group_prefix
     mine = [name for name in existing if name in topic_configs(settings) or name.startswith(f"{prefix}.")]

@@ -17,12 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from control_plane.fetch_control import TaskRunner
+from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
-from data_plane.extractor_service import Extractor
-from data_plane.topics import prepare_data_plane
-from dualplane.settings import Settings
+from data_plane.extractor.service import Extractor
+from data_plane.kafka.topics import prepare_data_plane
+from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

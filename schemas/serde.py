@@ -2,7 +2,7 @@
 
 Default, without a registry: Avro single-object encoding (``C3 01``, the CRC-64-AVRO fingerprint of
 the writer schema, the body); every schema is also on the compacted schema topic
-(:mod:`schemas.topic`), so any consumer can resolve any fingerprint. With
+(:mod:`data_plane.kafka.schema_topic`), so any consumer can resolve any fingerprint. With
 ``DUALPLANE_SCHEMA_REGISTRY_URL`` set: the Confluent wire format (``00``, the 4-byte registry id, the
 body) through confluent-kafka's ``AvroSerializer`` (:mod:`schemas.confluent`). Decoding accepts both
 in either mode; a Confluent frame needs the registry to resolve its id.
@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from dualplane.settings import Settings, TopicSettings
+from dualplane.core.settings import Settings, TopicSettings
 from schemas.catalog import Manifest, load_manifest
 from schemas.codec import Decoded, ResolveId, decode, encode, set_default_resolver
 from schemas.registry import default_registry

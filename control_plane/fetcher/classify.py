@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 
 from control_plane.fetcher.backends.base import FetchResponse
 from control_plane.fetcher.challenges import find_challenge
-from control_plane.retry_policy import Outcome
+from control_plane.fetcher.retry_policy import Outcome
 
 # A Retry-After beyond a day is a misconfiguration or a ban; the retry policy caps it further.
 MAX_RETRY_AFTER_S = 86_400.0

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from control_plane.exceptions import ControlPlaneError
-from control_plane.retry_policy import Outcome
+from control_plane.amqp.exceptions import ControlPlaneError
+from control_plane.fetcher.retry_policy import Outcome
 
 
 class FetchFailed(ControlPlaneError):

@@ -14,7 +14,7 @@ one, whose unconfirmed messages fail with :class:`HandOffFailed`, so their tasks
 fetched again (duplicates allowed, never lost).
 
 Claim check: a body larger than ``DUALPLANE_FETCH_INLINE_BODY_MAX_BYTES`` is stored in S3 first
-(:class:`~connectors.claim_check.ClaimCheckStore`, content-addressed) and the raw page carries its
+(:class:`~connectors.storage.claim_check.ClaimCheckStore`, content-addressed) and the raw page carries its
 ``claim_check`` reference with an empty body; only once S3 has the object is the page produced, so a
 reference on ``pages.raw`` always names a stored body. Every raw page carries ``body_sha256`` and
 ``body_bytes`` (raw_page v2). S3 unavailable: :class:`HandOffFailed`, the task is requeued.
@@ -36,12 +36,12 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 import schemas
-from connectors.claim_check import ClaimCheckStore
-from connectors.exceptions import ClaimCheckUnavailable
-from control_plane.fetch_control import HandOffFailed
-from data_plane import kafka_clients
-from data_plane.topics import raw_page_max_message_bytes
-from dualplane.settings import Settings
+from connectors.storage.claim_check import ClaimCheckStore
+from connectors.storage.exceptions import ClaimCheckUnavailable
+from control_plane.fetcher.runner import HandOffFailed
+from data_plane.kafka import clients
+from data_plane.kafka.topics import raw_page_max_message_bytes
+from dualplane.core.settings import Settings
 from schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class KafkaOutputs:
         self.inline_body_max_bytes = settings.fetch.inline_body_max_bytes
         self.claim_checks = claim_checks or ClaimCheckStore.from_settings(settings)
         self.codec = schemas.codec_for(settings)
-        self._new_producer = new_producer or kafka_clients.producer
+        self._new_producer = new_producer or clients.producer
         self._fatal: KafkaError | None = None
         self._swap_lock = threading.Lock()
         self.producers_replaced = 0

@@ -1,6 +1,6 @@
 """One fetch attempt, end to end: guard, request, classify, hand the results to Kafka.
 
-:class:`Fetcher` is the ``FetchWork`` of the fetch-side :class:`~control_plane.fetch_control.TaskRunner`:
+:class:`Fetcher` is the ``FetchWork`` of the fetch-side :class:`~control_plane.fetcher.runner.TaskRunner`:
 it returns a :class:`FetchResult` for the retry policy only after Kafka confirmed the fetch event
 (and, for a successful fetch, the raw page), so the runner's ack means "safely in the data plane".
 """
@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin
 
-from control_plane.fetch_control import FetchResult, HandOffFailed
+from control_plane.amqp.messages import CrawlTask
 from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.backends.proxies import ProxyPool
@@ -22,10 +22,10 @@ from control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
 from control_plane.fetcher.classify import Classification, classify
 from control_plane.fetcher.exceptions import FetchFailed
 from control_plane.fetcher.outputs import KafkaOutputs
-from control_plane.fetcher.ssrf import SsrfGuard
-from control_plane.messages import CrawlTask
-from control_plane.retry_policy import Outcome
-from dualplane.settings import Settings
+from control_plane.fetcher.retry_policy import Outcome
+from control_plane.fetcher.runner import FetchResult, HandOffFailed
+from dualplane.core.settings import Settings
+from dualplane.core.web.ssrf import SsrfGuard
 
 # Response headers worth keeping with a raw page (for extraction, caching and debugging).
 KEPT_HEADERS = (

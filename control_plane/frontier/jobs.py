@@ -12,9 +12,9 @@ from typing import Any
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane.frontier.state import FrontierState
-from control_plane.publisher import publish
-from control_plane.topology import Topology
+from control_plane.amqp.publisher import publish
+from control_plane.amqp.topology import Topology
+from control_plane.frontier.store import FrontierState
 
 
 class JobSnapshots:

@@ -7,11 +7,11 @@ the fleet fewer than D_max; otherwise the URL waits in the durable backlog. Fetc
 every task's progress back; a final report frees a slot and releases the domain's backlog. Past
 D_max the frontier stops consuming discovery altogether until the fleet drains to 90%.
 
-Throttle commands (a :class:`~data_plane.throttle.state.ThrottleView`, started with the consumer):
+Throttle commands (a :class:`~data_plane.throttle.view.ThrottleView`, started with the consumer):
 P_d is the domain's current concurrency there, not the default. A domain's permit queue is sized
 from it when created, and resized fleet-wide when a command (or an override expiring) changes it:
 raised at once, lowered by destroying free permits and paying the rest back as held ones return
-(the debt, see :mod:`control_plane.permits`). A paused domain gets no new tasks: its URLs wait in
+(the debt, see :mod:`control_plane.amqp.permits`). A paused domain gets no new tasks: its URLs wait in
 the backlog, which is released when the pause ends.
 
 Nothing is acked before it is safe: a task is published with a confirm, then the state (counters,
@@ -31,22 +31,22 @@ import time
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane import permits
-from control_plane.consumer import ControlConsumer, Delivery, QueueBinding
-from control_plane.exceptions import InvalidUrl, MessageRejected
-from control_plane.fetcher.ssrf import SsrfGuard
+from control_plane.amqp import permits
+from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
+from control_plane.amqp.exceptions import InvalidUrl, MessageRejected
+from control_plane.amqp.messages import CrawlTask, DiscoveredUrl, JobSpec, TaskReport
+from control_plane.amqp.publisher import publish
+from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import JobSnapshots
-from control_plane.frontier.state import FrontierState
-from control_plane.messages import CrawlTask, DiscoveredUrl, JobSpec, TaskReport
-from control_plane.publisher import publish
-from control_plane.robots import RobotsCache
-from control_plane.scope import ScopeRules
-from control_plane.seen import SeenSet
-from control_plane.topology import Topology
-from control_plane.urls import DEFAULT_TRACKING_PARAMS, canonicalize, domain_of, url_key
+from control_plane.frontier.robots import RobotsCache
+from control_plane.frontier.scope import ScopeRules
+from control_plane.frontier.seen import SeenSet
+from control_plane.frontier.store import FrontierState
 from data_plane.throttle.limits import Limits
-from data_plane.throttle.state import ThrottleView
-from dualplane.settings import Settings
+from data_plane.throttle.view import ThrottleView
+from dualplane.core.settings import Settings
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS, canonicalize, domain_of, url_key
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from control_plane.exceptions import InvalidUrl
-from control_plane.urls import domain_of
+from control_plane.amqp.exceptions import InvalidUrl
 from data_plane.extract.exceptions import ExtractionFailed
+from dualplane.core.web.urls import domain_of
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -19,7 +19,7 @@ Per domain (the topic's key, so one domain's events stay in one partition and on
   still lands each fetch in the window it happened in, and tests can place events in time.
 - ``states``: a plain table of the policy state (P_d, delay, pause, streaks) and the last command.
 
-On every event the policy (:func:`control_plane.throttle_policy.decide`) judges the domain's window
+On every event the policy (:func:`data_plane.throttle.policy.decide`) judges the domain's window
 (see :func:`~data_plane.throttle.windows.window_to_judge`), so a threshold crossing is acted on
 by the very event that crosses it, not at the next timer tick. A command is first made durable in
 Kafka (the state table, and the Avro command in the compacted ``throttle.state`` topic keyed by
@@ -69,13 +69,13 @@ from __future__ import annotations
 
 import faust
 
-from data_plane import kafka_clients
+from data_plane.kafka import clients
+from data_plane.kafka.topics import topic_configs
 from data_plane.throttle.exceptions import InvalidThrottleConfig
 from data_plane.throttle.processor import ThrottleProcessor
 from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
-from data_plane.topics import topic_configs
-from dualplane.settings import KafkaSettings, Settings, ThrottleSettings
+from dualplane.core.settings import KafkaSettings, Settings, ThrottleSettings
 
 
 def build_app(
@@ -107,16 +107,16 @@ def build_app(
 def prepare_topics(settings: Settings) -> int:
     """Create the input and state topics if missing; the partition count of ``fetch.events``."""
     topics, configs = settings.topics, topic_configs(settings)
-    kafka_clients.ensure_topics(
+    clients.ensure_topics(
         settings.kafka,
         [topics.fetch_events],
         partitions=topics.partitions,
         config=configs[topics.fetch_events],
     )
-    kafka_clients.ensure_topics(
+    clients.ensure_topics(
         settings.kafka, [topics.throttle_state], partitions=1, config=configs[topics.throttle_state]
     )
-    metadata = kafka_clients.admin(settings.kafka).list_topics(topics.fetch_events, timeout=30)
+    metadata = clients.admin(settings.kafka).list_topics(topics.fetch_events, timeout=30)
     return len(metadata.topics[topics.fetch_events].partitions)
 
 

@@ -16,9 +16,9 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 import schemas
-from control_plane.messages import ControlMessage, utc_now
-from control_plane.throttle_policy import INT32_MAX, Command, WindowCounts
+from control_plane.amqp.messages import ControlMessage, utc_now
 from data_plane.throttle.exceptions import BadThrottleCommand
+from data_plane.throttle.policy import INT32_MAX, Command, WindowCounts
 from schemas.exceptions import SchemaError
 
 AVRO_NAME = "throttle_command"

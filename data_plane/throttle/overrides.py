@@ -19,14 +19,14 @@ from confluent_kafka import KafkaError, KafkaException, Message
 from pika.exceptions import AMQPError
 
 from control_plane import amqp
-from control_plane.messages import utc_now
-from control_plane.publisher import confirmed_channel, publish
-from data_plane import kafka_clients
+from control_plane.amqp.messages import utc_now
+from control_plane.amqp.publisher import confirmed_channel, publish
+from data_plane.kafka import clients
+from data_plane.kafka.topics import topic_configs
 from data_plane.throttle.commands import AUTO, OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
-from data_plane.throttle.state import read_latest_commands
-from data_plane.topics import topic_configs
-from dualplane.settings import Settings
+from data_plane.throttle.view import read_latest_commands
+from dualplane.core.settings import Settings
 
 TIMEOUT_S = 15.0
 
@@ -79,10 +79,10 @@ def _write_state(settings: Settings, command: ThrottleCommand) -> None:
             errors.append(error)
 
     try:
-        kafka_clients.ensure_topics(
+        clients.ensure_topics(
             settings.kafka, [topic], partitions=1, config=topic_configs(settings)[topic], timeout_s=TIMEOUT_S
         )
-        producer = kafka_clients.producer(settings.kafka)
+        producer = clients.producer(settings.kafka)
         producer.produce(topic, command.to_avro(), key=command.state_key.encode(), on_delivery=delivered)
         unsent = producer.flush(TIMEOUT_S)
     except (KafkaException, RuntimeError) as error:

@@ -17,14 +17,14 @@ from typing import Any, cast
 import faust
 from faust.tables.wrappers import WindowWrapper
 
-from control_plane.throttle_policy import Budget, DomainState, decide
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import FetchSample, event_time_s, parse_fetch_event
 from data_plane.throttle.exceptions import BadFetchEvent
+from data_plane.throttle.policy import Budget, DomainState, decide
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
-from dualplane.settings import Settings, ThrottleSettings
+from dualplane.core.settings import Settings, ThrottleSettings
 
 log = logging.getLogger(__name__)
 

@@ -25,9 +25,9 @@ from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import AMQPError
 
 from control_plane import amqp
-from control_plane.publisher import confirmed_channel, publish
+from control_plane.amqp.publisher import confirmed_channel, publish
 from data_plane.throttle.commands import ThrottleCommand
-from dualplane.settings import AmqpSettings
+from dualplane.core.settings import AmqpSettings
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class CommandPublisher:
     def _open(self) -> tuple[pika.BlockingConnection, BlockingChannel]:
         connection = self._connect()
         channel = confirmed_channel(connection)
-        channel.exchange_declare(self.exchange, "fanout", durable=True)  # as control_plane.topology does
+        channel.exchange_declare(self.exchange, "fanout", durable=True)  # as control_plane.amqp.topology does
         return connection, channel
 
     def _publish(self, channel: BlockingChannel, batch: list[ThrottleCommand]) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from faust.types.windows import WindowRange_from_start
 
-from control_plane.throttle_policy import WindowCounts
 from data_plane.throttle.events import FetchSample
+from data_plane.throttle.policy import WindowCounts
 
 WindowRange = tuple[float, float]
 

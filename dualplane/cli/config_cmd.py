@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.settings import ENV_PREFIX, Settings
+from dualplane.core.settings import ENV_PREFIX, Settings
 
 app = typer.Typer(help="Inspect the effective settings (DUALPLANE_* environment variables).")
 

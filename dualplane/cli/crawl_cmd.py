@@ -12,17 +12,17 @@ from pika.adapters.blocking_connection import BlockingChannel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from control_plane import amqp
-from control_plane.exceptions import InvalidUrl
+from control_plane.amqp.exceptions import InvalidUrl
+from control_plane.amqp.messages import JobSpec, Priority
+from control_plane.amqp.publisher import confirmed_channel
+from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import read_progress
-from control_plane.messages import JobSpec, Priority
-from control_plane.publisher import confirmed_channel
-from control_plane.submit import submit_job
-from control_plane.topology import Topology
-from control_plane.urls import domain_of
-from data_plane.lag import extractor_lag
+from control_plane.frontier.submit import submit_job
+from data_plane.kafka.lag import extractor_lag
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.exceptions import DualplaneError
-from dualplane.settings import Settings
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
+from dualplane.core.web.urls import domain_of
 
 FINISHED = ("done", "failed", "dead_lettered")
 

@@ -16,10 +16,10 @@ from rich.live import Live
 from rich.table import Table
 
 from dualplane.cli.output import JsonOption, mark, print_json, progress, stderr, stdout, table
-from dualplane.demo import run_demo
-from dualplane.demo_crawl import CrawlSummary, crawl_sample_site
+from dualplane.core.settings import Settings
+from dualplane.demo.crawl import CrawlSummary, crawl_sample_site
+from dualplane.demo.roundtrip import run_demo
 from dualplane.sample_site import SampleSite, SiteSpec
-from dualplane.settings import Settings
 from dualplane.stack import LocalStack
 
 COUNTERS = (

@@ -7,11 +7,11 @@ from typing import Annotated
 import typer
 
 from control_plane import amqp
-from control_plane.dead_letters import DeadLetter, list_dead_letters, redrive
-from control_plane.publisher import confirmed_channel
-from control_plane.topology import Topology
+from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
+from control_plane.amqp.publisher import confirmed_channel
+from control_plane.amqp.topology import Topology
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.settings import Settings
+from dualplane.core.settings import Settings
 
 app = typer.Typer(help="Dead letters: messages that could not be handled, with the reason.")
 

@@ -23,7 +23,7 @@ import schemas
 from data_plane.extract.offline import saved_page
 from data_plane.extract.record import SCHEMA_VERSIONS, extract_record
 from dualplane.cli.output import JsonOption, stderr
-from dualplane.exceptions import DualplaneError
+from dualplane.core.exceptions import DualplaneError
 
 FilesArgument = Annotated[
     list[Path], typer.Argument(help="Saved pages: HTML, plain or gzipped.", show_default=False)

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from dualplane.exceptions import DualplaneError
-from dualplane.settings import Settings
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
 from dualplane.stack.kafka_tools import TOOLS, run_tool
 
 

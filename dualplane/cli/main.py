@@ -11,7 +11,6 @@ import typer
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
-from dualplane import settings as settings_module
 from dualplane.cli import (
     config_cmd,
     crawl_cmd,
@@ -28,7 +27,8 @@ from dualplane.cli import (
     throttle_cmd,
 )
 from dualplane.cli.output import stderr
-from dualplane.exceptions import DualplaneError
+from dualplane.core import settings as settings_module
+from dualplane.core.exceptions import DualplaneError
 
 app = typer.Typer(
     name="dualplane",

@@ -16,9 +16,9 @@ from rich.progress import (
 )
 
 import schemas
-from data_plane.replay import plan, replay
+from data_plane.extractor.replay import plan, replay
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.settings import Settings
+from dualplane.core.settings import Settings
 
 
 def replay_command(

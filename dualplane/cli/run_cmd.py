@@ -9,8 +9,8 @@ import typer
 from rich.logging import RichHandler
 
 from dualplane.cli.output import stderr
+from dualplane.core.settings import Settings
 from dualplane.services import REGISTRY, run_services
-from dualplane.settings import Settings
 
 
 def run(

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from dualplane.cli.output import JsonOption, mark, print_json, progress, stdout, table
-from dualplane.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.stack import LocalStack, ServiceStatus
 from dualplane.stack.exceptions import PrerequisiteMissing
 from dualplane.stack.kafka_dist import KafkaDistribution

@@ -7,12 +7,12 @@ from typing import Annotated
 import typer
 
 from control_plane import amqp
+from control_plane.amqp.management import queue_stats
+from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import read_progress
-from control_plane.management import queue_stats
-from control_plane.topology import Topology
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.exceptions import DualplaneError
-from dualplane.settings import Settings
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
 
 
 def status(

@@ -11,21 +11,21 @@ from typing import Annotated, Any
 
 import typer
 
-from control_plane.exceptions import InvalidUrl
-from control_plane.messages import utc_now
-from control_plane.urls import domain_of
+from control_plane.amqp.exceptions import InvalidUrl
+from control_plane.amqp.messages import utc_now
 from data_plane.throttle import overrides
 from data_plane.throttle.commands import OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.snapshot import read_snapshot
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.exceptions import DualplaneError
-from dualplane.settings import Settings
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
+from dualplane.core.web.urls import domain_of
 
 app = typer.Typer(help="Adaptive throttling: what the block-ratio processor decided per domain, and why.")
 
 STALE_AFTER_S = 10
-# A politeness key as the frontier makes it (control_plane.urls.domain_of): a host, maybe ":port".
+# A politeness key as the frontier makes it (dualplane.core.web.urls.domain_of): a host, maybe ":port".
 DOMAIN = re.compile(r"^[a-z0-9.\-\[\]:_]+$")
 
 DomainArgument = Annotated[

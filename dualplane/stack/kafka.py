@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import uuid
 
-from data_plane import kafka_clients
-from dualplane.settings import Settings
+from data_plane.kafka import clients
+from dualplane.core.settings import Settings
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import PrerequisiteMissing, StackError
 from dualplane.stack.kafka_dist import JAVA_FIX, KafkaDistribution, template
@@ -67,7 +67,7 @@ class KafkaBroker(LocalService):
     def healthy(self) -> tuple[bool, str]:
         if not self.endpoint.port_open():
             return False, "port closed"
-        if kafka_clients.answers(self.settings.kafka):
+        if clients.answers(self.settings.kafka):
             return True, f"KRaft {self.settings.stack.kafka_version}"
         return False, "port open but no metadata answer"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from connectors import s3
+from connectors.storage import s3
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.process import spawn_detached

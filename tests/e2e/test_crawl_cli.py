@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from control_plane import amqp
-from control_plane.publisher import confirmed_channel, publish
-from control_plane.topology import Topology
-from dualplane.settings import LimitSettings, Settings
+from control_plane.amqp.publisher import confirmed_channel, publish
+from control_plane.amqp.topology import Topology
+from dualplane.core.settings import LimitSettings, Settings
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.recording_server import RecordingHost

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.consumer import wait_for
-from control_plane.messages import JobSpec
-from control_plane.urls import canonicalize, domain_of
+from control_plane.amqp.consumer import wait_for
+from control_plane.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
-from dualplane.settings import FetchSettings, LimitSettings, Settings
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.factories import ControlPlaneFactory

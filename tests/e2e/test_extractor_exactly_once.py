@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.messages import JobSpec
-from control_plane.urls import domain_of
-from data_plane.records import iter_records
+from control_plane.amqp.messages import JobSpec
+from data_plane.extractor.records import iter_records
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
-from dualplane.settings import FetchSettings, LimitSettings, Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 from tests.support.pipeline import Pipeline, read_topic

@@ -18,16 +18,16 @@ import fastavro
 import pytest
 
 import schemas
-from connectors.claim_check import KEY_PREFIX
-from control_plane.urls import canonicalize
-from data_plane import kafka_clients
+from connectors.storage.claim_check import KEY_PREFIX
 from data_plane.extract.offline import raw_page
-from data_plane.reader import read_to_end
-from data_plane.records import iter_records
-from data_plane.replay import plan, replay
-from data_plane.topics import ensure_data_plane_topics
+from data_plane.extractor.records import iter_records
+from data_plane.extractor.replay import plan, replay
+from data_plane.kafka import clients
+from data_plane.kafka.reader import read_to_end
+from data_plane.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import ExtractSettings, Settings
+from dualplane.core.web.urls import canonicalize
 from dualplane.sample_site import SampleSite, SiteModel, SiteSpec, reachable_urls
-from dualplane.settings import ExtractSettings, Settings
 from tests.support.cli import interruptible, run_cli
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.hand_off import hand_off
@@ -50,7 +50,7 @@ def raw_pages(control_plane: ControlPlaneFactory) -> Iterator[tuple[Settings, in
     settings = control_plane.settings().model_copy(update={"extract": ExtractSettings(schema_version=1)})
     ensure_data_plane_topics(settings)
     model = SiteModel(SPEC)
-    producer = kafka_clients.producer(settings.kafka)
+    producer = clients.producer(settings.kafka)
     urls = sorted(reachable_urls(SPEC))
     for i, url in enumerate(urls):
         parts = urlsplit(url)
@@ -169,7 +169,7 @@ def test_undecodable_raw_pages_become_dead_letters_and_the_extractor_goes_on(
     raw_pages: tuple[Settings, int], tmp_path: Path
 ) -> None:
     settings, count = raw_pages
-    producer = kafka_clients.producer(settings.kafka)
+    producer = clients.producer(settings.kafka)
     producer.produce(settings.topics.pages_raw, b"\x00not avro at all", b"bad-key", partition=0)
     assert producer.flush(30) == 0
     pipeline = Pipeline(settings, tmp_path)
@@ -233,7 +233,7 @@ def odd_pages(
         "body_bytes": 1_000_000,
     }
     corrupt = schemas.encode("raw_page", _raw_page(CORRUPT_URL, b"<html>cut short</html>", at))[:-9]
-    producer = kafka_clients.producer(settings.kafka)
+    producer = clients.producer(settings.kafka)
     producer.produce(settings.topics.pages_raw, schemas.encode("raw_page", dangling), DANGLING_URL.encode())
     producer.produce(settings.topics.pages_raw, corrupt, CORRUPT_URL.encode())
     assert producer.flush(30) == 0

@@ -15,19 +15,19 @@ from typing import Any
 import pytest
 
 import schemas
-from connectors.claim_check import KEY_PREFIX, ClaimCheckStore
-from connectors.exceptions import (
+from connectors.storage.claim_check import KEY_PREFIX, ClaimCheckStore
+from connectors.storage.exceptions import (
     ClaimCheckInvalid,
     ClaimCheckMissing,
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from control_plane.fetch_control import HandOffFailed
+from control_plane.fetcher.runner import HandOffFailed
 from data_plane.extract.offline import raw_page
-from data_plane.reader import read_to_end
-from data_plane.topics import ensure_data_plane_topics
+from data_plane.kafka.reader import read_to_end
+from data_plane.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace
-from dualplane.settings import Settings
 from tests.support.factories import S3BucketFactory, unique_name
 from tests.support.hand_off import hand_off
 

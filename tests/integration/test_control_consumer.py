@@ -9,12 +9,12 @@ from collections.abc import Callable
 import pytest
 
 from control_plane import amqp
-from control_plane.consumer import ControlConsumer, Delivery, QueueBinding, wait_for
-from control_plane.dead_letters import DeadLetter, list_dead_letters, redrive
-from control_plane.messages import DiscoveredUrl
-from control_plane.publisher import confirmed_channel, publish
-from control_plane.topology import Topology
-from dualplane.settings import Settings
+from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding, wait_for
+from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
+from control_plane.amqp.messages import DiscoveredUrl
+from control_plane.amqp.publisher import confirmed_channel, publish
+from control_plane.amqp.topology import Topology
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.threads import running
 

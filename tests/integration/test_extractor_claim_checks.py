@@ -16,14 +16,14 @@ import pytest
 from confluent_kafka import TopicPartition
 
 import schemas
-from connectors.claim_check import ClaimCheckStore
-from data_plane import kafka_clients
+from connectors.storage.claim_check import ClaimCheckStore
 from data_plane.extract.offline import raw_page
-from data_plane.extractor_service import STORE_RETRY_S, Extractor
-from data_plane.reader import read_to_end
-from data_plane.records import iter_records
-from data_plane.topics import ensure_data_plane_topics
-from dualplane.settings import Settings
+from data_plane.extractor.records import iter_records
+from data_plane.extractor.service import STORE_RETRY_S, Extractor
+from data_plane.kafka import clients
+from data_plane.kafka.reader import read_to_end
+from data_plane.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.tcp_relay import TcpRelay, free_port
 
@@ -61,7 +61,7 @@ def _produce_three_pages(settings: Settings) -> int:
         "body_sha256": check.sha256,
         "body_bytes": check.size_bytes,
     }
-    producer = kafka_clients.producer(settings.kafka)
+    producer = clients.producer(settings.kafka)
     for page in (
         raw_page(b"<p>before</p>", BEFORE, fetched_at=AT),
         claimed,
@@ -118,7 +118,7 @@ def test_an_s3_outage_holds_the_extractor_at_the_page_and_loses_nothing(
 
 
 def _committed(settings: Settings, group_id: str) -> int:
-    consumer = kafka_clients.consumer(settings.kafka, group_id)
+    consumer = clients.consumer(settings.kafka, group_id)
     try:
         [position] = consumer.committed([TopicPartition(settings.topics.pages_raw, 0)], timeout=10)
     finally:

@@ -20,12 +20,13 @@ import pytest
 from confluent_kafka import Producer
 
 import schemas
-from data_plane import extractor_service, kafka_clients
 from data_plane.extract.offline import raw_page
-from data_plane.extractor_service import Extractor
-from data_plane.records import iter_records
-from data_plane.topics import ensure_data_plane_topics
-from dualplane.settings import Settings
+from data_plane.extractor import service as extractor_service
+from data_plane.extractor.records import iter_records
+from data_plane.extractor.service import Extractor
+from data_plane.kafka import clients
+from data_plane.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,7 +36,7 @@ TRANSACTION_TIMEOUT_S = 60  # the extractor's transaction.timeout.ms
 
 
 class WedgeFirstCommit:
-    """Stands in for ``kafka_clients.producer``: the first transactional producer's commit blocks;
+    """Stands in for ``clients.producer``: the first transactional producer's commit blocks;
     ``made`` counts the transactional producers."""
 
     def __init__(self) -> None:
@@ -44,7 +45,7 @@ class WedgeFirstCommit:
         self.made = 0
 
     def __call__(self, kafka: Any, **overrides: Any) -> Producer:
-        config = kafka_clients.producer_config(kafka, **overrides)
+        config = clients.producer_config(kafka, **overrides)
         if "transactional.id" not in overrides:
             return Producer(config)
         self.made += 1
@@ -71,7 +72,7 @@ def private(control_plane: ControlPlaneFactory) -> Settings:
 @pytest.fixture
 def wedge(monkeypatch: pytest.MonkeyPatch) -> Iterator[WedgeFirstCommit]:
     wedge = WedgeFirstCommit()
-    monkeypatch.setattr(kafka_clients, "producer", wedge)
+    monkeypatch.setattr(clients, "producer", wedge)
     monkeypatch.setattr(extractor_service, "COMMIT_BOUND_S", 3.0)  # instead of 90 s
     yield wedge
     wedge.release.set()
@@ -80,7 +81,7 @@ def wedge(monkeypatch: pytest.MonkeyPatch) -> Iterator[WedgeFirstCommit]:
 def test_a_wedged_commit_is_abandoned_and_its_transaction_aborted_at_once(
     private: Settings, wedge: WedgeFirstCommit
 ) -> None:
-    producer = Producer(kafka_clients.producer_config(private.kafka))
+    producer = Producer(clients.producer_config(private.kafka))
     for url in URLS:
         page = raw_page(f"<html><body><p>{url}</p></body></html>".encode(), url, fetched_at=datetime.now(UTC))
         producer.produce(private.topics.pages_raw, schemas.encode("raw_page", page), url.encode())

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from control_plane.consumer import wait_for
-from control_plane.messages import JobSpec
+from control_plane.amqp.consumer import wait_for
+from control_plane.amqp.messages import JobSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaError, Message
 from confluent_kafka.admin import ConfigResource
 
-from data_plane import kafka_clients
+from data_plane.kafka import clients
 from tests.support.factories import KafkaClientFactory, KafkaTopicFactory
 
 pytestmark = pytest.mark.integration
@@ -42,8 +42,8 @@ def test_idempotent_producer_round_trip_through_consumer_group(
 ) -> None:
     topic = kafka_topics.create("roundtrip", partitions=3)
     producer = kafka.producer()
-    assert kafka_clients.producer_config(kafka.settings.kafka)["enable.idempotence"] is True
-    assert kafka_clients.producer_config(kafka.settings.kafka)["acks"] == "all"
+    assert clients.producer_config(kafka.settings.kafka)["enable.idempotence"] is True
+    assert clients.producer_config(kafka.settings.kafka)["acks"] == "all"
     errors: list[object] = []
     sent = {f"value-{i}".encode() for i in range(200)}
     for i, value in enumerate(sorted(sent)):

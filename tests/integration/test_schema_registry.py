@@ -22,13 +22,13 @@ import httpx
 import pytest
 
 import schemas
-from data_plane import kafka_clients
 from data_plane.extract.offline import raw_page
-from data_plane.extractor_service import STORE_RETRY_S, Extractor
-from data_plane.reader import read_to_end
-from data_plane.records import iter_records
-from data_plane.topics import ensure_data_plane_topics
-from dualplane.settings import SchemaRegistrySettings, Settings
+from data_plane.extractor.records import iter_records
+from data_plane.extractor.service import STORE_RETRY_S, Extractor
+from data_plane.kafka import clients
+from data_plane.kafka.reader import read_to_end
+from data_plane.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import SchemaRegistrySettings, Settings
 from dualplane.stack import LocalStack
 from dualplane.stack.schema_registry import SchemaRegistryServer
 from schemas.confluent import subject_for
@@ -261,7 +261,7 @@ def test_the_extractor_waits_out_a_registry_outage_then_writes_confluent_records
 
 
 def produce_pages(settings: Settings, urls: list[str]) -> None:
-    producer = kafka_clients.producer(settings.kafka)
+    producer = clients.producer(settings.kafka)
     for url in urls:
         page = raw_page(f"<html><title>{url}</title><p>hello</p></html>".encode(), url, fetched_at=AT)
         producer.produce(settings.topics.pages_raw, schemas.encode("raw_page", page), url.encode())

@@ -27,14 +27,14 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from control_plane import amqp
-from data_plane import kafka_clients
+from data_plane.kafka import clients
+from data_plane.kafka.topics import ensure_data_plane_topics
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import synthetic_fetch_event
 from data_plane.throttle.limits import Limits
 from data_plane.throttle.snapshot import read_snapshot
-from data_plane.throttle.state import ThrottleView, load_latest_state
-from data_plane.topics import ensure_data_plane_topics
-from dualplane.settings import Settings
+from data_plane.throttle.view import ThrottleView, load_latest_state
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory, closing
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -194,7 +194,7 @@ class Traffic:
     """A thread producing fetch events for one domain at a steady rate; ``blocked_every`` sets the mix."""
 
     def __init__(self, settings: Settings, domain: str, per_second: int = 40) -> None:
-        self.producer = kafka_clients.producer(settings.kafka, **{"linger.ms": 0})
+        self.producer = clients.producer(settings.kafka, **{"linger.ms": 0})
         self.topic = settings.topics.fetch_events
         self.domain = domain
         self.interval_s = 1.0 / per_second
@@ -238,7 +238,7 @@ def throttle_settings(control_plane: ControlPlaneFactory) -> Iterator[Settings]:
 def _delete_faust_topics(settings: Settings) -> None:
     """The consumer group, changelog and assignor topics Faust made for the app (``<prefix>-throttle*``)."""
     with suppress(Exception):
-        admin = kafka_clients.admin(settings.kafka)
+        admin = clients.admin(settings.kafka)
         prefix = f"{settings.kafka.group_prefix}-throttle"
         for future in admin.delete_consumer_groups([prefix], request_timeout=10).values():
             with suppress(Exception):
@@ -413,7 +413,7 @@ def test_undecodable_values_are_counted_and_skipped(
         DUALPLANE_THROTTLE_WINDOW_STEP_S="2",
     )
     warm_up(worker, throttle_settings)
-    producer = kafka_clients.producer(throttle_settings.kafka)
+    producer = clients.producer(throttle_settings.kafka)
     topic = throttle_settings.topics.fetch_events
     wrong_schema = ThrottleCommand(domain="junk.test", concurrency=1, delay_ms=0).to_avro()
     for junk in (b"", b"not avro", b"\xc3\x01" + b"\x00" * 8, wrong_schema):
@@ -447,7 +447,7 @@ class Progress:
     def __init__(self, settings: Settings) -> None:
         self.topic = settings.topics.fetch_events
         # Same group id, never subscribed: reads the group's committed offsets without joining it.
-        self.consumer = kafka_clients.consumer(settings.kafka, settings.throttle_app_id)
+        self.consumer = clients.consumer(settings.kafka, settings.throttle_app_id)
         partitions = self.consumer.list_topics(self.topic, timeout=10).topics[self.topic].partitions
         self.partitions = [TopicPartition(self.topic, p) for p in sorted(partitions)]
 

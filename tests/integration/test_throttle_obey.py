@@ -2,7 +2,7 @@
 
 Commands are issued as the processor issues them (the compacted ``throttle.state`` topic first,
 then the throttle fanout with a confirm) through :func:`data_plane.throttle.overrides.issue`.
-Fetchers are the real :class:`~control_plane.fetch_control.TaskRunner` on threads of the test
+Fetchers are the real :class:`~control_plane.fetcher.runner.TaskRunner` on threads of the test
 with a plain HTTP GET as work; what they do is measured from the server's side.
 """
 
@@ -17,16 +17,17 @@ from contextlib import contextmanager, suppress
 import httpx
 import pytest
 
-from control_plane import amqp, permits
-from control_plane.fetch_control import FetchResult, TaskRunner
-from control_plane.messages import CrawlTask, JobSpec, Priority
-from control_plane.publisher import confirmed_channel, publish
-from control_plane.retry_policy import Outcome
-from control_plane.topology import Topology
-from control_plane.urls import domain_of
+from control_plane import amqp
+from control_plane.amqp import permits
+from control_plane.amqp.messages import CrawlTask, JobSpec, Priority
+from control_plane.amqp.publisher import confirmed_channel, publish
+from control_plane.amqp.topology import Topology
+from control_plane.fetcher.retry_policy import Outcome
+from control_plane.fetcher.runner import FetchResult, TaskRunner
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.overrides import issue
-from dualplane.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from tests.support.factories import ControlPlaneFactory
 from tests.support.fetch_worker import http_get
 from tests.support.frontier import RunningFrontier

@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from connectors import s3
+from connectors.storage import s3
 from control_plane import amqp
-from data_plane import kafka_clients
-from dualplane.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
+from data_plane.kafka import clients
+from dualplane.core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
 from dualplane.stack import LocalStack
 
 BACKENDS = ("local", "external", "containers")
@@ -105,7 +105,7 @@ def _containers() -> BrokerSession:
 
 def _require_answering(settings: Settings) -> None:
     problems = []
-    if not kafka_clients.answers(settings.kafka, timeout_s=10):
+    if not clients.answers(settings.kafka, timeout_s=10):
         problems.append(f"Kafka at {settings.kafka.bootstrap_servers}")
     if not amqp.answers(settings.amqp, timeout_s=10):
         problems.append("RabbitMQ at DUALPLANE_AMQP_URL")

@@ -11,11 +11,11 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from connectors import s3
+from connectors.storage import s3
 from control_plane import amqp
-from data_plane import kafka_clients
+from data_plane.kafka import clients
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace
-from dualplane.settings import Settings
 
 
 def unique_name(prefix: str) -> str:
@@ -26,7 +26,7 @@ class KafkaTopicFactory:
     """``create()`` makes a topic with a unique name and waits until it exists; ``close()`` deletes all."""
 
     def __init__(self, settings: Settings) -> None:
-        self.admin: AdminClient = kafka_clients.admin(settings.kafka)
+        self.admin: AdminClient = clients.admin(settings.kafka)
         self.created: list[str] = []
 
     def create(self, prefix: str = "topic", partitions: int = 1, config: dict[str, str] | None = None) -> str:
@@ -57,10 +57,10 @@ class KafkaClientFactory:
         return name
 
     def producer(self, **overrides: Any) -> Producer:
-        return kafka_clients.producer(self.settings.kafka, **overrides)
+        return clients.producer(self.settings.kafka, **overrides)
 
     def consumer(self, group_id: str | None = None, **overrides: Any) -> Consumer:
-        consumer = kafka_clients.consumer(self.settings.kafka, group_id or self.group(), **overrides)
+        consumer = clients.consumer(self.settings.kafka, group_id or self.group(), **overrides)
         self.consumers.append(consumer)
         return consumer
 
@@ -69,7 +69,7 @@ class KafkaClientFactory:
             with suppress(Exception):
                 consumer.close()
         if self.groups:
-            admin = kafka_clients.admin(self.settings.kafka)
+            admin = clients.admin(self.settings.kafka)
             for future in admin.delete_consumer_groups(self.groups, request_timeout=10).values():
                 with suppress(Exception):
                     future.result()

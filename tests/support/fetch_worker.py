@@ -12,10 +12,10 @@ import sys
 
 import httpx
 
-from control_plane.fetch_control import FetchResult, TaskRunner
-from control_plane.messages import CrawlTask
-from control_plane.retry_policy import Outcome
-from dualplane.settings import Settings
+from control_plane.amqp.messages import CrawlTask
+from control_plane.fetcher.retry_policy import Outcome
+from control_plane.fetcher.runner import FetchResult, TaskRunner
+from dualplane.core.settings import Settings
 
 
 async def http_get(client: httpx.AsyncClient, task: CrawlTask) -> FetchResult:

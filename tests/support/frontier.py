@@ -6,15 +6,15 @@ import threading
 import time
 
 from control_plane import amqp
-from control_plane.consumer import wait_for
+from control_plane.amqp.consumer import wait_for
+from control_plane.amqp.messages import JobSpec
+from control_plane.amqp.publisher import confirmed_channel
+from control_plane.amqp.topology import Topology
 from control_plane.frontier import Frontier
 from control_plane.frontier.jobs import read_progress
-from control_plane.messages import JobSpec
-from control_plane.publisher import confirmed_channel
-from control_plane.submit import submit_job
-from control_plane.topology import Topology
-from data_plane.lag import extractor_lag
-from dualplane.settings import Settings
+from control_plane.frontier.submit import submit_job
+from data_plane.kafka.lag import extractor_lag
+from dualplane.core.settings import Settings
 
 
 class JobProbe:

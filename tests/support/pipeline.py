@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import schemas
-from data_plane.reader import read_to_end
-from dualplane.settings import Settings
+from data_plane.kafka.reader import read_to_end
+from dualplane.core.settings import Settings
 
 ROOT = Path(__file__).parents[2]
 

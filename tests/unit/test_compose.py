@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
+from dualplane.core.settings import ENV_PREFIX, Settings, env_names
 from dualplane.services import REGISTRY
-from dualplane.settings import ENV_PREFIX, Settings, env_names
 
 pytestmark = pytest.mark.unit
 

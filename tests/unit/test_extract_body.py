@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from connectors.exceptions import (
+from connectors.storage.exceptions import (
     ClaimCheckInvalid,
     ClaimCheckMissing,
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from data_plane.extract.body import resolve_body
 from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from data_plane.extractor.body import resolve_body
 
 pytestmark = pytest.mark.unit
 

@@ -30,8 +30,8 @@ from control_plane.fetcher.exceptions import (
     UndecodableBody,
     UnwantedContent,
 )
-from control_plane.fetcher.ssrf import SsrfGuard
-from control_plane.retry_policy import Outcome
+from control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from control_plane.fetch_control import HandOffFailed
 from control_plane.fetcher.outputs import KafkaOutputs
-from dualplane.settings import Settings
+from control_plane.fetcher.runner import HandOffFailed
+from dualplane.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 

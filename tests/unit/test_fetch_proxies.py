@@ -16,8 +16,8 @@ from control_plane.fetcher.backends.base import FetchRequest
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.backends.proxies import ProxyPool
 from control_plane.fetcher.exceptions import ConnectionFailed
-from control_plane.fetcher.ssrf import SsrfGuard
-from control_plane.retry_policy import Outcome
+from control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 

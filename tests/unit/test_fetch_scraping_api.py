@@ -23,7 +23,7 @@ from control_plane.fetcher.exceptions import (
     TooLarge,
     UnwantedContent,
 )
-from control_plane.retry_policy import Outcome
+from control_plane.fetcher.retry_policy import Outcome
 from dualplane.sample_site.site_pages import challenge_page
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from data_plane.kafka_clients import ClientWedged, close_within, within
+from data_plane.kafka.clients import ClientWedged, close_within, within
 
 pytestmark = pytest.mark.unit
 

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from control_plane.robots import MAX_ROBOTS_BYTES, RobotsCache
+from control_plane.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
 
 pytestmark = pytest.mark.unit
 
@@ -248,7 +248,7 @@ def test_the_cache_keeps_at_most_max_domains_origins(server: RobotsServer, clock
 
 
 def test_invalid_urls_are_refused_before_any_fetch(robots: RobotsCache) -> None:
-    from control_plane.exceptions import InvalidUrl  # noqa: PLC0415 (kept next to its only use)
+    from control_plane.amqp.exceptions import InvalidUrl  # noqa: PLC0415 (kept next to its only use)
 
     with pytest.raises(InvalidUrl, match="not an http"):
         robots.check("ftp://example.com/file")

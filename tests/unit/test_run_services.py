@@ -9,8 +9,8 @@ from collections.abc import Callable
 import pytest
 
 from dualplane import services
+from dualplane.core.settings import Settings
 from dualplane.services import ConsumerService, run_services
-from dualplane.settings import Settings
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dualplane.settings import KafkaSettings, Settings, StackSettings
+from dualplane.core.settings import KafkaSettings, Settings, StackSettings
 from dualplane.stack.base import Endpoint
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker, _kafka_uuid

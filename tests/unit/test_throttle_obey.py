@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from control_plane.permits import PermitLedger
-from control_plane.politeness import DomainGate, cooldown_s, delay_ms, hold_s
+from control_plane.amqp.permits import PermitLedger
+from control_plane.fetcher.politeness import DomainGate, cooldown_s, delay_ms, hold_s
 
 pytestmark = pytest.mark.unit
 

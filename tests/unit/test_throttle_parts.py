@@ -18,7 +18,6 @@ from faust.windows import HoppingWindow
 from pydantic import ValidationError
 
 import schemas
-from control_plane.throttle_policy import Command, WindowCounts
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import parse_fetch_event
 from data_plane.throttle.exceptions import (
@@ -27,9 +26,10 @@ from data_plane.throttle.exceptions import (
     ThrottleError,
 )
 from data_plane.throttle.limits import LimitsBook
+from data_plane.throttle.policy import Command, WindowCounts
 from data_plane.throttle.snapshot import read_snapshot, write_snapshot
 from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
-from dualplane.settings import Settings
+from dualplane.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from control_plane.throttle_policy import (
+from data_plane.throttle.policy import (
     Budget,
     Command,
     Decision,

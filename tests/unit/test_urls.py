@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from control_plane.exceptions import InvalidUrl
-from control_plane.urls import DEFAULT_TRACKING_PARAMS, KEY_BYTES, canonicalize, domain_of, url_key
+from control_plane.amqp.exceptions import InvalidUrl
+from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS, KEY_BYTES, canonicalize, domain_of, url_key
 
 pytestmark = pytest.mark.unit
 

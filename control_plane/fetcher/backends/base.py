@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from dualplane.settings import Settings
+    from dualplane.core.settings import Settings
 
 DEFAULT_ACCEPT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 

@@ -25,10 +25,10 @@ from control_plane.fetcher.exceptions import (
     InvalidTarget,
     SsrfRefused,
 )
-from control_plane.fetcher.ssrf import SsrfGuard
+from dualplane.core.web.ssrf import SsrfGuard
 
 if TYPE_CHECKING:
-    from dualplane.settings import Settings
+    from dualplane.core.settings import Settings
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 

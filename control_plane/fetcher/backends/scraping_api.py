@@ -42,7 +42,7 @@ from control_plane.fetcher.exceptions import (
     ScrapingApiFailed,
     SsrfRefused,
 )
-from control_plane.retry_policy import Outcome
+from control_plane.fetcher.retry_policy import Outcome
 
 NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 STATUS_HEADER = "ant-page-status-code"

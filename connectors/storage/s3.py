@@ -1,0 +1,58 @@
+"""S3 clients built from settings, against AWS or any S3-compatible endpoint (MinIO, moto)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from dualplane.core.settings import S3Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+
+def client(s3: S3Settings, *, timeout_s: float = 10.0, retries: int = 3) -> S3Client:
+    """A boto3 S3 client with path-style addressing (what MinIO and moto expect)."""
+    config = Config(
+        connect_timeout=timeout_s,
+        read_timeout=timeout_s,
+        retries={"max_attempts": retries, "mode": "standard"},
+        s3={"addressing_style": "path"},
+    )
+    return boto3.client(
+        "s3",
+        endpoint_url=s3.endpoint_url,
+        region_name=s3.region,
+        aws_access_key_id=s3.access_key_id.get_secret_value(),
+        aws_secret_access_key=s3.secret_access_key.get_secret_value(),
+        config=config,
+    )
+
+
+def answers(s3: S3Settings, *, timeout_s: float = 2.0) -> bool:
+    """True when the endpoint answers an authenticated ListBuckets right now."""
+    try:
+        client(s3, timeout_s=timeout_s, retries=1).list_buckets()
+    except (BotoCoreError, ClientError):
+        return False
+    return True
+
+
+def ensure_bucket(s3: S3Settings, bucket: str | None = None) -> str:
+    """Create ``bucket`` (default: the configured one) unless it exists; return its name."""
+    name = bucket or s3.bucket
+    s3_client = client(s3)
+    try:
+        s3_client.head_bucket(Bucket=name)
+    except ClientError:
+        if s3.region == "us-east-1":  # the one region that rejects an explicit location
+            s3_client.create_bucket(Bucket=name)
+        else:
+            s3_client.create_bucket(
+                Bucket=name,
+                CreateBucketConfiguration={"LocationConstraint": s3.region},  # type: ignore[typeddict-item]
+            )
+    return name

@@ -1,0 +1,39 @@
+"""RabbitMQ connections built from settings: one place that knows URLs, timeouts and heartbeats."""
+
+from __future__ import annotations
+
+import pika
+
+from dualplane.core.settings import AmqpSettings
+
+
+def connection_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.URLParameters:
+    """Parameters for ``amqp.url`` with bounded socket, handshake and blocked-connection timeouts."""
+    parameters = pika.URLParameters(amqp.url.get_secret_value())
+    parameters.heartbeat = amqp.heartbeat_s
+    parameters.connection_attempts = amqp.connection_attempts
+    parameters.socket_timeout = timeout_s
+    parameters.stack_timeout = timeout_s
+    parameters.blocked_connection_timeout = max(timeout_s, 30.0)
+    return parameters
+
+
+def connect(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.BlockingConnection:
+    """Open a blocking connection; raises ``pika.exceptions.AMQPConnectionError`` when unreachable."""
+    return pika.BlockingConnection(connection_parameters(amqp, timeout_s=timeout_s))
+
+
+def answers(amqp: AmqpSettings, *, timeout_s: float = 2.0) -> bool:
+    """True when an AMQP handshake with ``amqp.url`` succeeds right now (one attempt, no retry)."""
+    parameters = connection_parameters(amqp, timeout_s=timeout_s)
+    parameters.connection_attempts = 1
+    try:
+        pika.BlockingConnection(parameters).close()
+    except pika.exceptions.AMQPError:
+        return False
+    return True
+
+
+def persistent(**properties: object) -> pika.BasicProperties:
+    """Message properties for a message that must survive a broker restart."""
+    return pika.BasicProperties(delivery_mode=pika.DeliveryMode.Persistent, **properties)

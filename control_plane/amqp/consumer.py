@@ -1,0 +1,275 @@
+"""A RabbitMQ consumer that loses nothing, survives broker restarts and never stalls on bad input.
+
+- Manual acks only. A handler either returns (the delivery is acked), settles the delivery
+  itself, or calls :meth:`Delivery.defer` and settles later from any thread through
+  :meth:`ControlConsumer.call_threadsafe` (the fetcher does, once Kafka has the page).
+- A body that cannot be decoded (malformed, unknown kind or version, invalid fields) goes to the
+  dead letters at once with the reason; retrying could not help.
+- A handler that raises is retried by requeueing; on the ``handler_max_failures``-th failure of
+  the same message (counted by the quorum queue's ``x-delivery-count``) the message goes to the
+  dead letters with the exception as its reason, and the consumer moves on.
+- When the connection drops, the consumer reconnects with capped exponential backoff and
+  redeclares the topology; unacked messages were requeued by the broker, so none is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel
+from pika.exceptions import AMQPError
+from pika.spec import Basic
+
+from control_plane import amqp
+from control_plane.amqp.dead_letters import dead_letter
+from control_plane.amqp.exceptions import MessageRejected
+from control_plane.amqp.messages import ControlMessage, decode
+from control_plane.amqp.topology import Topology
+from dualplane.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Delivery"], None]
+
+
+@dataclass
+class Delivery:
+    """One message handed to a handler, with the means to settle it exactly once."""
+
+    queue: str
+    method: Basic.Deliver
+    properties: pika.BasicProperties
+    body: bytes
+    message: Any
+    consumer: ControlConsumer
+    generation: int
+    settled: bool = False
+    deferred: bool = False
+
+    def defer(self) -> None:
+        """Keep the message unacked after the handler returns; settle it later."""
+        self.deferred = True
+
+    def ack(self) -> None:
+        self.consumer._settle(self, lambda ch: ch.basic_ack(self.method.delivery_tag))
+
+    def requeue(self) -> None:
+        self.consumer._settle(self, lambda ch: ch.basic_nack(self.method.delivery_tag, requeue=True))
+
+    def dead_letter(self, reason: str) -> None:
+        """Publish to the dead letters with ``reason`` (confirmed), then ack."""
+        consumer = self.consumer
+
+        def send(channel: BlockingChannel) -> None:
+            consumer._publish_dead_letter(channel, self, reason)
+            channel.basic_ack(self.method.delivery_tag)
+
+        consumer._settle(self, send)
+
+
+@dataclass
+class QueueBinding:
+    """What the consumer does with one queue: the handler, the message kinds it accepts, and
+    optionally its own prefetch (unacked messages from this queue at most)."""
+
+    handler: Handler
+    accepts: tuple[type[ControlMessage], ...]
+    prefetch: int | None = None
+
+
+@dataclass
+class ControlConsumer:
+    """Consume ``bindings`` with prefetch ``prefetch`` until :meth:`stop` is called."""
+
+    settings: Settings
+    bindings: Mapping[str, QueueBinding]
+    prefetch: int = 50
+    on_connected: Callable[[ControlConsumer], None] | None = None
+    on_tick: Callable[[ControlConsumer], None] | None = None
+    name: str = "consumer"
+    topology: Topology = field(init=False)
+    connection: pika.BlockingConnection | None = field(init=False, default=None)
+    channel: BlockingChannel | None = field(init=False, default=None)
+    generation: int = field(init=False, default=0)
+    paused: set[str] = field(init=False, default_factory=set)
+    _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    _tags: dict[str, str] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.topology = Topology(self.settings.queues)
+
+    def run(self) -> None:
+        """Consume until stopped, reconnecting after every connection loss."""
+        backoff_s = 0.5
+        while not self._stop.is_set():
+            try:
+                self._consume_once()
+                backoff_s = 0.5
+            except (AMQPError, OSError) as error:
+                log.warning("%s: connection lost (%s); reconnecting in %.1f s", self.name, error, backoff_s)
+                self._stop.wait(backoff_s)
+                backoff_s = min(backoff_s * 2, 10.0)
+            except Exception:
+                # A bug in a hook must not kill the worker: unacked messages go back to the
+                # queue when the connection closes, and we start over on a fresh connection.
+                log.exception("%s: unexpected error; reconnecting in %.1f s", self.name, backoff_s)
+                self._stop.wait(backoff_s)
+                backoff_s = min(backoff_s * 2, 10.0)
+            finally:
+                self._close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def pause(self, queue: str) -> None:
+        """Stop receiving from ``queue`` (backpressure); unacked messages stay with us."""
+        tag = self._tags.pop(queue, None)
+        self.paused.add(queue)
+        if tag is not None and self.channel is not None:
+            self.channel.basic_cancel(tag)
+            log.info("%s: paused %s", self.name, queue)
+
+    def resume(self, queue: str) -> None:
+        self.paused.discard(queue)
+        if queue not in self._tags and self.channel is not None:
+            self._subscribe(self.channel, queue)
+            log.info("%s: resumed %s", self.name, queue)
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def call_threadsafe(self, generation: int, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the connection's thread, unless that connection is gone.
+
+        After a reconnect, deliveries of the old connection were requeued by the broker; their
+        delivery tags mean nothing on the new channel, so late callbacks for them are dropped.
+        """
+        connection = self.connection
+        if connection is None or generation != self.generation or not connection.is_open:
+            return
+
+        def guarded() -> None:
+            if generation == self.generation:
+                callback()
+
+        try:
+            connection.add_callback_threadsafe(guarded)
+        except AMQPError:
+            log.info("%s: connection closed before a callback could run; the broker requeues", self.name)
+
+    def _consume_once(self) -> None:
+        self.connection = amqp.connect(self.settings.amqp)
+        self.generation += 1
+        channel = self.connection.channel()
+        channel.confirm_delivery()
+        self.topology.declare(channel)
+        channel.basic_qos(prefetch_count=self.prefetch)
+        self.channel = channel
+        self._tags = {}
+        if self.on_connected is not None:
+            self.on_connected(self)
+        for queue in self.bindings:
+            if queue not in self.paused:
+                self._subscribe(channel, queue)
+        log.info("%s: consuming %s", self.name, ", ".join(self.bindings))
+        while not self._stop.is_set():
+            self.connection.process_data_events(time_limit=0.2)
+            if self.on_tick is not None:
+                self.on_tick(self)
+
+    def _subscribe(self, channel: BlockingChannel, queue: str) -> None:
+        prefetch = self.bindings[queue].prefetch
+        if prefetch is not None:  # applies to consumers created after it on this channel
+            channel.basic_qos(prefetch_count=prefetch)
+        self._tags[queue] = channel.basic_consume(queue, functools.partial(self._on_message, queue))
+        if prefetch is not None:
+            channel.basic_qos(prefetch_count=self.prefetch)
+
+    def _close(self) -> None:
+        connection, self.connection, self.channel = self.connection, None, None
+        if connection is not None and connection.is_open:
+            with contextlib.suppress(AMQPError):
+                connection.close()
+
+    def _on_message(
+        self,
+        queue: str,
+        channel: BlockingChannel,
+        method: Basic.Deliver,
+        properties: pika.BasicProperties,
+        body: bytes,
+    ) -> None:
+        binding = self.bindings[queue]
+        delivery = Delivery(queue, method, properties, body, None, self, self.generation)
+        try:
+            delivery.message = decode(body, binding.accepts)
+        except MessageRejected as rejected:
+            log.warning("%s: dead-lettering a message from %s: %s", self.name, queue, rejected.reason)
+            delivery.dead_letter(rejected.reason)
+            return
+        try:
+            binding.handler(delivery)
+        except MessageRejected as rejected:
+            if not delivery.settled:
+                delivery.dead_letter(rejected.reason)
+            return
+        except (AMQPError, OSError):
+            raise  # the connection is broken: reconnect; the broker requeues what was unacked
+        except Exception as error:
+            self._handler_failed(delivery, error)
+            return
+        if not delivery.settled and not delivery.deferred:
+            delivery.ack()
+
+    def _handler_failed(self, delivery: Delivery, error: Exception) -> None:
+        failures = int((delivery.properties.headers or {}).get("x-delivery-count", 0)) + 1
+        limit = self.settings.queues.handler_max_failures
+        description = f"{type(error).__name__}: {error}"
+        if delivery.settled:
+            log.exception("%s: handler failed after settling a message: %s", self.name, description)
+        elif failures >= limit:
+            log.error("%s: handler failed %d times on one message; dead-lettering", self.name, failures)
+            delivery.dead_letter(f"handler failed {failures} times; last error: {description}")
+        else:
+            log.warning("%s: handler failed (%d/%d): %s; requeueing", self.name, failures, limit, description)
+            delivery.requeue()
+
+    def _settle(self, delivery: Delivery, action: Callable[[BlockingChannel], None]) -> None:
+        if delivery.settled:
+            raise RuntimeError(f"delivery {delivery.method.delivery_tag} from {delivery.queue} settled twice")
+        if delivery.generation != self.generation or self.channel is None:
+            delivery.settled = True  # its connection is gone; the broker has requeued it
+            return
+        action(self.channel)
+        delivery.settled = True
+
+    def _publish_dead_letter(self, channel: BlockingChannel, delivery: Delivery, reason: str) -> None:
+        dead_letter(
+            channel,
+            self.topology,
+            delivery.body,
+            delivery.properties,
+            reason=reason,
+            source_queue=delivery.queue,
+            exchange=delivery.method.exchange,
+            routing_key=delivery.method.routing_key,
+        )
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float, interval_s: float = 0.1) -> bool:
+    """Poll ``predicate`` until true or ``timeout_s`` passes; True if it became true."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval_s)
+    return predicate()

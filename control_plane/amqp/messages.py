@@ -1,0 +1,176 @@
+"""Versioned, validated control messages and their JSON wire format.
+
+Every body is a JSON object with ``kind`` and ``version``. :func:`decode` turns any body into a
+typed message or raises :class:`MessageRejected` with a reason a person can act on; consumers
+dead-letter such messages at once instead of retrying them.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from control_plane.amqp.exceptions import MessageRejected
+
+Priority = Literal["high", "normal", "bulk"]
+PRIORITIES: tuple[Priority, ...] = ("high", "normal", "bulk")
+CONTENT_TYPE = "application/json"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ControlMessage(BaseModel):
+    """Base of every control message: a ``kind`` naming the type and a schema ``version``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ClassVar[str]
+    versions: ClassVar[frozenset[int]] = frozenset({1})
+    version: int = 1
+
+    def encode(self) -> bytes:
+        return json.dumps({"kind": self.kind, **self.model_dump(mode="json")}, separators=(",", ":")).encode()
+
+
+class AttemptRecord(BaseModel):
+    """One earlier attempt at a task, kept in the task so a dead letter tells its whole story."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempt: int
+    at: datetime
+    outcome: str
+    detail: str = ""
+
+
+class JobSpec(ControlMessage):
+    """A crawl job's rules, sent to the frontier before its seeds."""
+
+    kind = "job"
+
+    job_id: str
+    allowed_domains: tuple[str, ...] = ()
+    allow_patterns: tuple[str, ...] = ()
+    deny_patterns: tuple[str, ...] = ()
+    max_depth: int | None = Field(default=None, ge=0)
+    max_pages: int | None = Field(default=None, ge=1)
+    priority: Priority = "normal"
+    obey_robots: bool = True
+    created_at: datetime = Field(default_factory=utc_now)
+
+
+class DiscoveredUrl(ControlMessage):
+    """A URL someone found (a seed, or a link on a fetched page) for the frontier to consider."""
+
+    kind = "discovered"
+
+    job_id: str
+    trace_id: str = Field(default_factory=new_id)
+    url: Annotated[str, Field(min_length=1, max_length=8192)]
+    depth: int = Field(default=0, ge=0)
+    priority: Priority | None = None
+    source_url: str | None = None
+    seed: bool = False
+
+
+class CrawlTask(ControlMessage):
+    """One URL to fetch, admitted by the frontier; the unit of work of the fetchers."""
+
+    kind = "task"
+
+    task_id: str = Field(default_factory=new_id)
+    job_id: str
+    trace_id: str
+    url: str
+    domain: str
+    depth: int = Field(ge=0)
+    priority: Priority = "normal"
+    attempt: int = Field(default=1, ge=1)
+    max_attempts: int = Field(default=5, ge=1)
+    created_at: datetime = Field(default_factory=utc_now)
+    not_before: datetime | None = None
+    crawl_delay_ms: int | None = Field(default=None, ge=0)  # robots.txt Crawl-delay, when stricter
+    history: tuple[AttemptRecord, ...] = ()
+
+    def next_attempt(self, outcome: str, detail: str, not_before: datetime | None) -> CrawlTask:
+        """The same task for its next attempt, with this attempt added to its history."""
+        record = AttemptRecord(attempt=self.attempt, at=utc_now(), outcome=outcome, detail=detail)
+        return self.model_copy(
+            update={"attempt": self.attempt + 1, "not_before": not_before, "history": (*self.history, record)}
+        )
+
+
+ReportStage = Literal["started", "retrying", "done", "failed", "dead_lettered"]
+FINAL_STAGES: frozenset[str] = frozenset({"done", "failed", "dead_lettered"})
+
+
+class TaskReport(ControlMessage):
+    """What happened to a task, sent by the fetcher back to the frontier (counters, admission)."""
+
+    kind = "report"
+
+    task_id: str
+    job_id: str
+    trace_id: str
+    url: str
+    domain: str
+    stage: ReportStage
+    outcome: str = ""
+    attempt: int = 1
+    detail: str = ""
+    at: datetime = Field(default_factory=utc_now)
+
+    @property
+    def final(self) -> bool:
+        return self.stage in FINAL_STAGES
+
+
+MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
+    message.kind: message for message in (JobSpec, DiscoveredUrl, CrawlTask, TaskReport)
+}
+M = TypeVar("M", bound=ControlMessage)
+
+
+def decode(body: bytes, expected: type[M] | tuple[type[ControlMessage], ...] | None = None) -> Any:
+    """Parse ``body`` into its message type, or raise :class:`MessageRejected` saying why not."""
+    fields = _json_object(body)
+    kind, version = fields.pop("kind", None), fields.get("version", 1)
+    message_type = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    if message_type is None:
+        raise MessageRejected(f"unknown message kind {kind!r}; known kinds: {', '.join(MESSAGE_TYPES)}")
+    if version not in message_type.versions:
+        known = ", ".join(str(v) for v in sorted(message_type.versions))
+        raise MessageRejected(
+            f"unknown version {version!r} of {kind!r} messages; this worker understands {known}: "
+            "upgrade the worker, or fix the message and redrive it"
+        )
+    allowed = expected if isinstance(expected, tuple) else (expected,) if expected else None
+    if allowed is not None and message_type not in allowed:
+        names = ", ".join(t.kind for t in allowed)
+        raise MessageRejected(f"a {kind!r} message arrived where only {names} are expected")
+    try:
+        return message_type.model_validate(fields)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise MessageRejected(f"invalid {kind!r} message: {problems}") from error
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        fields = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        preview = body[:80].decode("utf-8", "replace")
+        raise MessageRejected(f"malformed JSON ({error}); body starts {preview!r}") from error
+    if not isinstance(fields, dict):
+        raise MessageRejected(f"expected a JSON object, got {type(fields).__name__}")
+    return fields

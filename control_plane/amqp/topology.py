@@ -1,0 +1,114 @@
+"""The control plane's RabbitMQ topology, declared idempotently in this one place.
+
+::
+
+    discovery (direct) ──► <discovery>            quorum, single active consumer (the frontier)
+    tasks (direct) ──────► <tasks>.high|normal|bulk  quorum lanes the fetchers consume
+    <retry>.<tier> (fanout) ► <retry>.<tier>      quorum, message TTL = tier; expired messages
+                                                   dead-letter back to the tasks exchange with their
+                                                   lane as routing key (at-least-once)
+    dead (fanout) ───────► <dead>                 quorum; readable reason in the headers
+    reports (direct) ────► <reports>              quorum; fetchers tell the frontier what happened
+    throttle (fanout) ───► one exclusive queue per listening process
+    <permits>.<domain>                            per-domain permits (see control_plane.amqp.permits)
+    <jobs>.<job_id>                               the latest progress snapshot of a job (max-length 1)
+
+Work queues are quorum queues (replicated, durable) with a delivery limit, so a message that
+crashes its consumer over and over is dead-lettered by the broker rather than looping forever.
+Dead-lettering out of the retry tiers is at-least-once, so a delayed task cannot be dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pika.adapters.blocking_connection import BlockingChannel
+
+from control_plane.amqp.messages import PRIORITIES, Priority
+from dualplane.core.settings import QueueSettings
+
+
+class Topology:
+    """Names and declarations of every exchange and queue, derived from ``QueueSettings``."""
+
+    def __init__(self, queues: QueueSettings) -> None:
+        self.queues = queues
+        self.discovery_exchange = queues.discovery
+        self.discovery_queue = queues.discovery
+        self.tasks_exchange = queues.crawl_tasks
+        self.dead_exchange = queues.dead_letters
+        self.dead_queue = queues.dead_letters
+        self.reports_exchange = queues.reports
+        self.reports_queue = queues.reports
+        self.throttle_exchange = queues.throttle_exchange
+        self.tiers = queues.tiers()
+
+    def lane_queue(self, priority: Priority) -> str:
+        return f"{self.queues.crawl_tasks}.{priority}"
+
+    def tier_name(self, tier: str) -> str:
+        """Exchange and queue of one retry tier (they share the name)."""
+        return f"{self.queues.retry_prefix}.{tier}"
+
+    def permits_queue(self, domain: str) -> str:
+        return f"{self.queues.permits_prefix}.{domain}"
+
+    def job_queue(self, job_id: str) -> str:
+        return f"{self.queues.jobs_prefix}.{job_id}"
+
+    def declare(self, channel: BlockingChannel) -> None:
+        """Declare everything; safe to call from every process on every start."""
+        for exchange, kind in (
+            (self.discovery_exchange, "direct"),
+            (self.tasks_exchange, "direct"),
+            (self.dead_exchange, "fanout"),
+            (self.reports_exchange, "direct"),
+            (self.throttle_exchange, "fanout"),
+        ):
+            channel.exchange_declare(exchange, kind, durable=True)
+        self._queue(channel, self.dead_queue, self.dead_exchange, "", dead_letter=False)
+        self._queue(channel, self.discovery_queue, self.discovery_exchange, "", single_active=True)
+        self._queue(channel, self.reports_queue, self.reports_exchange, "", single_active=True)
+        for priority in PRIORITIES:
+            self._queue(channel, self.lane_queue(priority), self.tasks_exchange, priority)
+        for tier, ttl_ms in self.tiers:
+            self._declare_tier(channel, self.tier_name(tier), ttl_ms)
+
+    def _queue(
+        self,
+        channel: BlockingChannel,
+        name: str,
+        exchange: str,
+        routing_key: str,
+        *,
+        single_active: bool = False,
+        dead_letter: bool = True,
+    ) -> None:
+        arguments: dict[str, Any] = {"x-queue-type": "quorum"}
+        if dead_letter:
+            arguments["x-delivery-limit"] = self.queues.delivery_limit
+            arguments["x-dead-letter-exchange"] = self.dead_exchange
+        if single_active:
+            arguments["x-single-active-consumer"] = True
+        channel.queue_declare(name, durable=True, arguments=arguments)
+        channel.queue_bind(name, exchange, routing_key=routing_key)
+
+    def _declare_tier(self, channel: BlockingChannel, name: str, ttl_ms: int) -> None:
+        channel.exchange_declare(name, "fanout", durable=True)
+        arguments = {
+            "x-queue-type": "quorum",
+            "x-message-ttl": ttl_ms,
+            # No dead-letter routing key: an expired task keeps its lane as routing key.
+            "x-dead-letter-exchange": self.tasks_exchange,
+            "x-dead-letter-strategy": "at-least-once",
+            "x-overflow": "reject-publish",  # required by at-least-once dead-lettering
+        }
+        channel.queue_declare(name, durable=True, arguments=arguments)
+        channel.queue_bind(name, name)
+
+    def declare_job_queue(self, channel: BlockingChannel, job_id: str) -> str:
+        """A one-slot queue holding the newest progress snapshot of ``job_id`` (kept 7 idle days)."""
+        name = self.job_queue(job_id)
+        arguments = {"x-max-length": 1, "x-overflow": "drop-head", "x-expires": 7 * 86_400_000}
+        channel.queue_declare(name, durable=True, arguments=arguments)
+        return name

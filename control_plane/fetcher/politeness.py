@@ -1,0 +1,100 @@
+"""A fetcher's own politeness per domain, on top of the fleet-wide permits: pure bookkeeping.
+
+The permits (:mod:`control_plane.amqp.permits`) bound concurrency across the fleet, but the frontier
+resizes them only after a throttle command reached it and fetchers gave held permits back. A
+fetcher obeys a command the moment its :class:`~data_plane.throttle.view.ThrottleView` has it:
+
+- **Local cap.** At most the domain's current concurrency of requests per process, counting a
+  request from its start until its permit is released (request plus politeness delay), exactly
+  as a permit counts. So a lowered P_d holds at once in each process, even before the frontier
+  destroyed the surplus permits.
+- **Pause.** A paused domain's tasks are not started (the runner defers them, no attempt).
+- **Cooldown.** After a 429, 403 or challenge (``cool_down_domain``), the fetcher sends nothing
+  more to the domain for Retry-After, or ``DUALPLANE_THROTTLE_COOLDOWN_BASE_MS`` without one,
+  capped at ``DUALPLANE_THROTTLE_COOLDOWN_CAP_MS``, so it does not hammer the site while the
+  processor is still counting the window that will slow the whole fleet down.
+
+No I/O and an injectable clock: the runner calls it from its connection thread only.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Literal
+
+Verdict = Literal["go", "wait", "defer"]
+"""``go``: try for a permit now; ``wait``: not now, keep the task a while; ``defer``: send it round
+the shortest delay tier (a deferral, not an attempt)."""
+
+
+def delay_ms(throttle_delay_ms: int, crawl_delay_ms: int | None, floor_ms: int) -> int:
+    """The pause between requests to a domain: the strictest of the throttle's delay, robots.txt's
+    Crawl-delay and the configured minimum (``DUALPLANE_LIMIT_DOMAIN_DELAY_MS``), which no
+    command can undercut."""
+    return max(throttle_delay_ms, crawl_delay_ms or 0, floor_ms)
+
+
+def hold_s(delay_ms: int, jitter: float, rng: random.Random) -> float:
+    """How long a permit is kept after a request: ``delay_ms`` times a random 1 to 1 + ``jitter``
+    factor, so requests to a domain are never strictly periodic."""
+    return delay_ms / 1000 * (1 + jitter * rng.random())
+
+
+def cooldown_s(retry_after_s: float | None, base_ms: int, cap_ms: int) -> float:
+    """How long to leave a domain alone after it pushed back: Retry-After when the server gave
+    one, else ``base_ms``; never more than ``cap_ms``."""
+    wanted_s = retry_after_s if retry_after_s and retry_after_s > 0 else base_ms / 1000
+    return min(wanted_s, cap_ms / 1000)
+
+
+class DomainGate:
+    """Requests held and cooldowns per domain in this process; see the module docstring."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.held: Counter[str] = Counter()
+        self.cooling_until: dict[str, float] = {}
+
+    def check(self, domain: str, concurrency: int, paused: bool) -> Verdict:
+        """May a task of ``domain`` start, under the domain's current ``concurrency`` and pause?"""
+        if paused:
+            return "defer"
+        if self.cooling_s(domain) > 0 or self.held[domain] >= concurrency:
+            return "wait"
+        return "go"
+
+    def acquired(self, domain: str) -> None:
+        """A request to ``domain`` started (its permit is held from now on)."""
+        self.held[domain] += 1
+
+    def released(self, domain: str) -> None:
+        """The request's permit went back; tolerant of a reset in between (see :meth:`reset`)."""
+        if self.held[domain] > 1:
+            self.held[domain] -= 1
+        else:
+            del self.held[domain]
+
+    def cool(self, domain: str, seconds: float) -> None:
+        """Start nothing for ``domain`` during the next ``seconds`` (extends, never shortens)."""
+        until = self.clock() + seconds
+        self.cooling_until[domain] = max(until, self.cooling_until.get(domain, -math.inf))
+
+    def cooling_s(self, domain: str) -> float:
+        """Seconds of cooldown left for ``domain`` (0 when none)."""
+        until = self.cooling_until.get(domain)
+        if until is None:
+            return 0.0
+        left = until - self.clock()
+        if left <= 0:
+            del self.cooling_until[domain]
+            return 0.0
+        return left
+
+    def reset(self) -> None:
+        """Forget held requests: the connection holding their permits is gone, and the broker
+        returned them. Cooldowns stay, they are about the site, not the connection."""
+        self.held.clear()

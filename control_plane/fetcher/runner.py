@@ -1,0 +1,342 @@
+"""The fetch side of the control contract: which task runs when, how hard a domain is pushed.
+
+A :class:`TaskRunner` consumes the priority lanes (pika, on its connection thread) and runs an
+async ``FetchWork`` coroutine per task on its own asyncio event loop thread, so hundreds of
+requests can be in flight on one thread. What it guarantees, whatever the work does:
+
+- **Capacity.** Pull capacity is S_global (``DUALPLANE_LIMIT_FETCH_CONCURRENCY``) through consumer
+  prefetch: the lanes share it by weight (high 50%, normal 30%, bulk 20%), so a flood of bulk
+  work never starves high-priority tasks and no process holds more than S_global tasks.
+- **Per-domain concurrency across the fleet.** A task runs only while it holds one of its
+  domain's P_d permits (:mod:`control_plane.amqp.permits`). With no free permit the task waits up to
+  ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
+  (a deferral, not an attempt).
+- **Throttle commands, obeyed at once.** The runner holds a
+  :class:`~data_plane.throttle.view.ThrottleView`, started with it from the compacted
+  ``throttle.state`` topic (so a fetcher restarted during a throttle starts throttled) and kept
+  current from the throttle exchange. Per domain (:mod:`control_plane.fetcher.politeness`): no more than
+  the current concurrency in flight in this process, before the frontier has resized the permits;
+  a paused domain's tasks are deferred like those without a permit; after a 429/403/challenge
+  the domain is left alone for Retry-After (or a cooldown) and its permit is held that long.
+- **Politeness.** After a request the permit is kept for the domain delay (the largest of the
+  throttle's delay, robots.txt's Crawl-delay and ``DUALPLANE_LIMIT_DOMAIN_DELAY_MS``, read when
+  the request ends, so a new command applies to the very next request) times a random 1 to
+  1 + ``DUALPLANE_FETCH_DELAY_JITTER`` factor, so requests to a domain are never strictly periodic.
+- **Retries.** Each result goes through :func:`control_plane.fetcher.retry_policy.decide`: retried via a
+  delay tier with the attempt recorded in the task's history, given up, or dead-lettered with the
+  whole history once attempts run out.
+- **Redirects.** A result with ``redirect_to`` (a 3xx the fetcher did not follow) sends the target
+  to the frontier as a discovered URL, so it is scoped, deduplicated and fetched once per job
+  like any link, and each hop passes the SSRF guard on its own.
+- **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
+  confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ.
+  Reports to the frontier are published before the ack.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pika.adapters.blocking_connection import BlockingChannel
+
+from control_plane.amqp import permits
+from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
+from control_plane.amqp.dead_letters import dead_letter
+from control_plane.amqp.messages import (
+    PRIORITIES,
+    CrawlTask,
+    DiscoveredUrl,
+    Priority,
+    ReportStage,
+    TaskReport,
+)
+from control_plane.amqp.publisher import publish
+from control_plane.amqp.topology import Topology
+from control_plane.fetcher import politeness
+from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
+from data_plane.throttle.limits import Limits
+from data_plane.throttle.view import ThrottleView
+from dualplane.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+LANE_WEIGHTS: dict[Priority, float] = {"high": 0.5, "normal": 0.3, "bulk": 0.2}
+
+
+class HandOffFailed(Exception):
+    """Raised by ``FetchWork`` when the next stage did not confirm its outputs: requeue, no attempt."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What one attempt at a task produced, as the retry policy needs it."""
+
+    outcome: Outcome
+    status: int | None = None
+    detail: str = ""
+    retry_after_s: float | None = None
+    # A redirect's target, handed to the frontier as a discovered URL (so it is deduplicated).
+    redirect_to: str | None = None
+
+
+FetchWork = Callable[[CrawlTask], Awaitable[FetchResult]]
+"""One attempt at a task, on the runner's event loop; returns only once its outputs are safely
+handed on (the fetcher: once Kafka confirmed the page and the event)."""
+
+
+@dataclass
+class _Waiting:
+    delivery: Delivery
+    deadline: float
+
+
+class TaskRunner:
+    """Runs crawl tasks from the lanes through ``work`` under the fleet's politeness rules."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        work: FetchWork,
+        *,
+        rng: random.Random | None = None,
+        view: ThrottleView | None = None,
+    ) -> None:
+        self.settings = settings
+        self.work = work
+        self.view = view or ThrottleView(settings)
+        self.gate = politeness.DomainGate()
+        self.topology = Topology(settings.queues)
+        self.tiers = DelayTiers(settings.queues.tiers())
+        self.rng = rng or random.Random()
+        self.capacity = settings.limits.fetch_concurrency
+        self.loop = asyncio.new_event_loop()
+        self._loop_thread = threading.Thread(target=self.loop.run_forever, name="fetch-loop", daemon=True)
+        self._loop_thread.start()
+        self.permit_channel: BlockingChannel | None = None
+        self.waiting: list[_Waiting] = []
+        self.in_flight = 0
+        self.consumer_: ControlConsumer | None = None
+
+    def consumer(self) -> ControlConsumer:
+        """The lanes' consumer; starts the throttle view first (blocks until its state is read)."""
+        self.view.start()
+        bindings = {
+            self.topology.lane_queue(lane): QueueBinding(self.on_task, (CrawlTask,), prefetch=share)
+            for lane, share in lane_prefetch(self.capacity).items()
+        }
+        self.consumer_ = ControlConsumer(
+            self.settings,
+            bindings,
+            prefetch=self.capacity,
+            on_connected=self._on_connected,
+            on_tick=self._on_tick,
+            name="fetcher",
+        )
+        return self.consumer_
+
+    def close(self) -> None:
+        """Stop the event loop and the view; call after the consumer stopped (unacked tasks are requeued)."""
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._loop_thread.join(timeout=10)
+        self.view.close()
+
+    # connection thread
+
+    def on_task(self, delivery: Delivery) -> None:
+        delivery.defer()
+        self.waiting.append(_Waiting(delivery, time.monotonic() + self.settings.fetch.permit_wait_s))
+        self._start_waiting()
+
+    def _on_connected(self, consumer: ControlConsumer) -> None:
+        assert consumer.connection is not None
+        self.waiting.clear()  # their deliveries belonged to the previous connection
+        self.gate.reset()  # and the permits held on it went back with it
+        self.permit_channel = consumer.connection.channel()
+
+    def _on_tick(self, consumer: ControlConsumer) -> None:
+        self._start_waiting()
+
+    def _start_waiting(self) -> None:
+        still_waiting = []
+        now = time.monotonic()
+        exhausted: set[str] = set()  # domains with no free permit this pass: ask the broker once
+        limits: dict[str, Limits] = {}  # one look at the view per domain and pass
+        for waiting in self.waiting:
+            task: CrawlTask = waiting.delivery.message
+            domain = task.domain
+            if domain not in limits:
+                limits[domain] = self.view.details(domain)
+            verdict = self.gate.check(domain, limits[domain].concurrency, limits[domain].paused)
+            if verdict == "defer":
+                log.debug("%s is paused (%s); deferring %s", domain, limits[domain].reason, task.url)
+                self._defer(waiting.delivery)
+                continue
+            permit = None
+            if verdict == "go" and domain not in exhausted:
+                permit = self._try_permit(domain)
+            if permit is None:
+                exhausted.add(domain)
+            if permit is not None:
+                self._start(waiting.delivery, permit)
+            elif now >= waiting.deadline:
+                self._defer(waiting.delivery)
+            else:
+                still_waiting.append(waiting)
+        self.waiting = still_waiting
+
+    def _try_permit(self, domain: str) -> permits.Permit | None:
+        assert self.permit_channel is not None
+        return permits.try_acquire(self.permit_channel, self.topology, domain)
+
+    def _start(self, delivery: Delivery, permit: permits.Permit) -> None:
+        task: CrawlTask = delivery.message
+        self._report(delivery, task, "started")
+        self.in_flight += 1
+        self.gate.acquired(task.domain)
+        asyncio.run_coroutine_threadsafe(self._run(delivery, permit), self.loop)
+
+    def _defer(self, delivery: Delivery) -> None:
+        """No permit came free in time, or the domain is paused: send the task round the shortest
+        delay tier, unchanged (its attempt is not counted)."""
+        task: CrawlTask = delivery.message
+        channel = self._channel()
+        publish(channel, self.topology.tier_name(self.tiers.names[0]), task.priority, task)
+        delivery.ack()
+
+    def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
+        self.in_flight -= 1
+        task: CrawlTask = delivery.message
+        decision = decide(
+            result.outcome,
+            attempt=task.attempt,
+            max_attempts=task.max_attempts,
+            retry_after_s=result.retry_after_s,
+            tiers=self.tiers,
+            rng=self.rng,
+        )
+        self._settle(delivery, task, result, decision)
+        cooldown_s = 0.0
+        if decision.cool_down_domain:
+            throttle = self.settings.throttle
+            cooldown_s = politeness.cooldown_s(
+                result.retry_after_s, throttle.cooldown_base_ms, throttle.cooldown_cap_ms
+            )
+            self.gate.cool(task.domain, cooldown_s)
+            log.info("%s answered %s: leaving it alone for %.1f s", task.domain, result.outcome, cooldown_s)
+        self._hold_then_release(permit, task, at_least_s=cooldown_s)
+
+    def _settle(
+        self, delivery: Delivery, task: CrawlTask, result: FetchResult, decision: RetryDecision
+    ) -> None:
+        detail = f"HTTP {result.status}: {result.detail}" if result.status else result.detail
+        channel = self._channel()
+        if decision.action == "retry" and decision.tier is not None:
+            not_before = datetime.now(UTC) + timedelta(seconds=decision.delay_s)
+            retry = task.next_attempt(result.outcome, detail, not_before)
+            publish(channel, self.topology.tier_name(decision.tier), task.priority, retry)
+            self._report(delivery, task, "retrying", result, decision.reason)
+        elif decision.action == "dead_letter":
+            final = task.next_attempt(result.outcome, detail, None)
+            dead_letter(
+                channel,
+                self.topology,
+                final.encode(),
+                delivery.properties,
+                reason=decision.reason,
+                source_queue=delivery.queue,
+                exchange=self.topology.tasks_exchange,
+                routing_key=task.priority,
+            )
+            self._report(delivery, task, "dead_lettered", result, decision.reason)
+        else:
+            if result.redirect_to:
+                found = DiscoveredUrl(
+                    job_id=task.job_id, url=result.redirect_to, depth=task.depth, source_url=task.url
+                )
+                publish(channel, self.topology.discovery_exchange, "", found)
+            stage: ReportStage = "done" if decision.action == "done" else "failed"
+            self._report(delivery, task, stage, result, decision.reason)
+        delivery.ack()
+
+    def _requeue(self, delivery: Delivery, permit: permits.Permit) -> None:
+        self.in_flight -= 1
+        delivery.requeue()
+        self._hold_then_release(permit, delivery.message)
+
+    def _hold_then_release(self, permit: permits.Permit, task: CrawlTask, *, at_least_s: float = 0.0) -> None:
+        throttled = self.view.details(task.domain)
+        delay_ms = politeness.delay_ms(
+            throttled.delay_ms, task.crawl_delay_ms, self.settings.limits.domain_delay_ms
+        )
+        hold_s = max(at_least_s, politeness.hold_s(delay_ms, self.settings.fetch.delay_jitter, self.rng))
+        consumer, channel = self.consumer_, self.permit_channel
+        assert consumer is not None and consumer.connection is not None and channel is not None
+        generation = consumer.generation
+
+        def release() -> None:
+            if generation == consumer.generation:  # else the gate was reset with the connection
+                self.gate.released(task.domain)
+            if channel.is_open:  # else the broker already returned the permit with the channel
+                permits.release(channel, permit)
+
+        consumer.connection.call_later(hold_s, release)
+
+    def _report(
+        self,
+        delivery: Delivery,
+        task: CrawlTask,
+        stage: ReportStage,
+        result: FetchResult | None = None,
+        detail: str = "",
+    ) -> None:
+        report = TaskReport(
+            task_id=task.task_id,
+            job_id=task.job_id,
+            trace_id=task.trace_id,
+            url=task.url,
+            domain=task.domain,
+            stage=stage,
+            outcome=str(result.outcome) if result else "",
+            attempt=task.attempt,
+            detail=detail,
+        )
+        publish(self._channel(), self.topology.reports_exchange, "", report)
+
+    def _channel(self) -> BlockingChannel:
+        assert self.consumer_ is not None and self.consumer_.channel is not None
+        return self.consumer_.channel
+
+    # the event loop
+
+    async def _run(self, delivery: Delivery, permit: permits.Permit) -> None:
+        task: CrawlTask = delivery.message
+        assert self.consumer_ is not None
+        try:
+            result = await self.work(task)
+        except HandOffFailed as error:
+            # The next stage (Kafka) did not take the outputs: not the site's fault, so no attempt
+            # is counted. Requeue the task; the permit is held for the delay as usual.
+            log.warning("%s: %s; requeueing the task", task.url, error)
+            self.consumer_.call_threadsafe(delivery.generation, lambda: self._requeue(delivery, permit))
+            return
+        except Exception as error:  # a bug in the work must not lose the task: retry it
+            log.exception("fetch work raised on %s", task.url)
+            result = FetchResult(
+                Outcome.CONNECTION_ERROR, detail=f"fetch raised {type(error).__name__}: {error}"
+            )
+        assert self.consumer_ is not None
+        self.consumer_.call_threadsafe(delivery.generation, lambda: self._finish(delivery, permit, result))
+
+
+def lane_prefetch(capacity: int) -> dict[Priority, int]:
+    """Split S_global across the lanes by weight, at least one each, summing to ``capacity``."""
+    shares = {lane: max(1, int(capacity * LANE_WEIGHTS[lane])) for lane in PRIORITIES}
+    shares["high"] += max(0, capacity - sum(shares.values()))
+    return shares

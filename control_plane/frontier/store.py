@@ -1,0 +1,284 @@
+"""The frontier's durable state in SQLite: jobs and their counters, domains, and the backlog.
+
+One writer (the active frontier) commits after each message it handles and before acking it,
+so a restart resumes with the same counters, outstanding tasks and waiting URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from control_plane.amqp.messages import JobSpec
+from control_plane.amqp.permits import PermitLedger
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    seeded INTEGER NOT NULL DEFAULT 0,
+    discovered INTEGER NOT NULL DEFAULT 0,
+    duplicates INTEGER NOT NULL DEFAULT 0,
+    out_of_scope INTEGER NOT NULL DEFAULT 0,
+    disallowed INTEGER NOT NULL DEFAULT 0,
+    over_limit INTEGER NOT NULL DEFAULT 0,
+    invalid INTEGER NOT NULL DEFAULT 0,
+    backlog INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS domains (
+    domain TEXT PRIMARY KEY,
+    outstanding INTEGER NOT NULL DEFAULT 0,
+    permits INTEGER NOT NULL DEFAULT 0,
+    permits_declared_at REAL,
+    last_active_at REAL,
+    permit_debt INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS backlog (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    domain TEXT NOT NULL,
+    job_id TEXT NOT NULL,
+    task TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS backlog_by_domain ON backlog (domain, id);
+CREATE TABLE IF NOT EXISTS tasks (
+    task_id TEXT PRIMARY KEY,
+    job_id TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    state TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tasks_by_job ON tasks (job_id, state);
+"""
+
+# Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
+# so counters stay exact however often fetchers crash and tasks are redelivered.
+TASK_STATES = ("queued", "in_flight", "retrying", "done", "failed", "dead_lettered")
+FINAL_STATES = frozenset({"done", "failed", "dead_lettered"})
+STAGE_TO_STATE = {
+    "started": "in_flight",
+    "retrying": "retrying",
+    "done": "done",
+    "failed": "failed",
+    "dead_lettered": "dead_lettered",
+}
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """A job's counters, as ``dualplane status --job`` shows them."""
+
+    job_id: str
+    seeded: int
+    discovered: int
+    duplicates: int
+    out_of_scope: int
+    disallowed: int
+    over_limit: int
+    invalid: int
+    queued: int
+    in_flight: int
+    retrying: int
+    done: int
+    failed: int
+    dead_lettered: int
+    backlog: int
+    created_at: float
+    updated_at: float
+
+    @property
+    def outstanding(self) -> int:
+        return self.queued + self.in_flight + self.retrying
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued, running, waiting to retry or waiting in the backlog."""
+        return self.outstanding == 0 and self.backlog == 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            **{f.name: getattr(self, f.name) for f in fields(self)},
+            "outstanding": self.outstanding,
+            "idle": self.idle,
+        }
+
+
+# Counted once per discovered URL as it passes the frontier's pipeline.
+FUNNEL = (
+    "seeded", "discovered", "duplicates", "out_of_scope", "disallowed", "over_limit", "invalid", "backlog",
+)  # fmt: skip
+
+
+class FrontierState:
+    """Typed access to the frontier database; every method leaves committing to :meth:`commit`."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # One thread uses it at a time (built on one, run on the consumer thread, closed after it).
+        self.db = sqlite3.connect(path, isolation_level="DEFERRED", check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
+        self.db.executescript(SCHEMA)
+        self._migrate()
+        self.db.commit()
+
+    def _migrate(self) -> None:
+        """Add columns that databases made by older versions lack (CREATE IF NOT EXISTS kept theirs)."""
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(domains)")}
+        if "permit_debt" not in columns:
+            self.db.execute("ALTER TABLE domains ADD COLUMN permit_debt INTEGER NOT NULL DEFAULT 0")
+
+    def commit(self) -> None:
+        self.db.commit()
+
+    def close(self) -> None:
+        self.db.commit()
+        self.db.close()
+
+    # jobs
+
+    def save_job(self, spec: JobSpec) -> None:
+        now = time.time()
+        self.db.execute(
+            "INSERT INTO jobs (job_id, spec, created_at, updated_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (job_id) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at",
+            (spec.job_id, spec.model_dump_json(), now, now),
+        )
+
+    def job(self, job_id: str) -> JobSpec | None:
+        row = self.db.execute("SELECT spec FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return JobSpec.model_validate(json.loads(row[0])) if row else None
+
+    def count(self, job_id: str, **deltas: int) -> None:
+        """Add ``deltas`` to the job's funnel counters, e.g. ``count(job, duplicates=1)``."""
+        unknown = set(deltas) - set(FUNNEL)
+        if unknown:
+            raise ValueError(f"unknown job counters: {sorted(unknown)}")
+        assignments = ", ".join(f"{name} = MAX(0, {name} + ?)" for name in deltas)
+        self.db.execute(
+            # Column names come from the JobProgress dataclass (checked above), never from input.
+            f"UPDATE jobs SET {assignments}, updated_at = ? WHERE job_id = ?",
+            (*deltas.values(), time.time(), job_id),
+        )
+
+    def progress(self, job_id: str) -> JobProgress | None:
+        columns = ", ".join(("job_id", *FUNNEL, "created_at", "updated_at"))
+        row = self.db.execute(f"SELECT {columns} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        if row is None:
+            return None
+        values: dict[str, Any] = dict(zip(("job_id", *FUNNEL, "created_at", "updated_at"), row, strict=True))
+        values.update(dict.fromkeys(TASK_STATES, 0))
+        query = "SELECT state, COUNT(*) FROM tasks WHERE job_id = ? GROUP BY state"
+        values.update(dict(self.db.execute(query, (job_id,)).fetchall()))
+        return JobProgress(**values)
+
+    def pages_admitted(self, job_id: str) -> int:
+        """Tasks ever issued for the job plus those waiting in the backlog (what ``max_pages`` limits)."""
+        issued = self.db.execute("SELECT COUNT(*) FROM tasks WHERE job_id = ?", (job_id,)).fetchone()[0]
+        backlog = self.db.execute("SELECT backlog FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return int(issued) + (int(backlog[0]) if backlog else 0)
+
+    # tasks
+
+    def task_issued(self, task_id: str, job_id: str, domain: str) -> None:
+        """Record a published task as queued and count it against its domain."""
+        self.db.execute(
+            "INSERT OR IGNORE INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, 'queued')",
+            (task_id, job_id, domain),
+        )
+        self.add_outstanding(domain, 1)
+
+    def task_reported(self, task_id: str, job_id: str, domain: str, stage: str) -> bool:
+        """Move the task to the state ``stage`` implies; True when it became final just now.
+
+        Reports for a task already final are ignored, so duplicates after crashes count once.
+        """
+        new_state = STAGE_TO_STATE[stage]
+        row = self.db.execute("SELECT state FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        if row is None:  # issued before this database existed: adopt it
+            self.db.execute(
+                "INSERT INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, ?)",
+                (task_id, job_id, domain, new_state),
+            )
+            return False
+        if row[0] in FINAL_STATES or row[0] == new_state:
+            return False
+        self.db.execute("UPDATE tasks SET state = ? WHERE task_id = ?", (new_state, task_id))
+        if new_state in FINAL_STATES:
+            self.add_outstanding(domain, -1)
+            return True
+        return False
+
+    def job_ids(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT job_id FROM jobs ORDER BY created_at")]
+
+    # domains
+
+    def domain(self, domain: str) -> tuple[int, int, float | None]:
+        """(outstanding, permits, permits_declared_at) of ``domain``."""
+        row = self.db.execute(
+            "SELECT outstanding, permits, permits_declared_at FROM domains WHERE domain = ?", (domain,)
+        ).fetchone()
+        return (int(row[0]), int(row[1]), row[2]) if row else (0, 0, None)
+
+    def add_outstanding(self, domain: str, delta: int) -> None:
+        self.db.execute(
+            "INSERT INTO domains (domain, outstanding, last_active_at) VALUES (?, MAX(0, ?), ?) "
+            "ON CONFLICT (domain) DO UPDATE SET outstanding = MAX(0, outstanding + ?), "
+            "last_active_at = excluded.last_active_at",
+            (domain, delta, time.time(), delta),
+        )
+
+    def set_permits(self, domain: str, permits: int, declared_at: float, debt: int = 0) -> None:
+        """Record the permit queue as (re)declared at ``declared_at`` holding ``permits`` + ``debt``."""
+        self.db.execute(
+            "INSERT INTO domains (domain, permits, permits_declared_at, permit_debt) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (domain) DO UPDATE SET permits = excluded.permits, "
+            "permits_declared_at = excluded.permits_declared_at, permit_debt = excluded.permit_debt",
+            (domain, permits, declared_at, debt),
+        )
+
+    def permit_ledger(self, domain: str) -> PermitLedger:
+        """P_d of ``domain``'s permit queue and the surplus permits still to destroy (see permits)."""
+        row = self.db.execute(
+            "SELECT permits, permit_debt FROM domains WHERE domain = ?", (domain,)
+        ).fetchone()
+        return PermitLedger(int(row[0]), int(row[1])) if row else PermitLedger(0, 0)
+
+    def set_permit_ledger(self, domain: str, ledger: PermitLedger) -> None:
+        """Record a resize of an existing permit queue (its declaration time is unchanged)."""
+        self.db.execute(
+            "UPDATE domains SET permits = ?, permit_debt = ? WHERE domain = ?",
+            (ledger.target, ledger.debt, domain),
+        )
+
+    def domains_in_debt(self) -> list[str]:
+        """Domains whose permit queue still holds permits beyond P_d."""
+        return [row[0] for row in self.db.execute("SELECT domain FROM domains WHERE permit_debt > 0")]
+
+    def total_outstanding(self) -> int:
+        return int(self.db.execute("SELECT COALESCE(SUM(outstanding), 0) FROM domains").fetchone()[0])
+
+    # backlog
+
+    def push_backlog(self, domain: str, job_id: str, task_json: str) -> None:
+        self.db.execute(
+            "INSERT INTO backlog (domain, job_id, task) VALUES (?, ?, ?)", (domain, job_id, task_json)
+        )
+
+    def backlog_for(self, domain: str, limit: int) -> Iterator[tuple[int, str]]:
+        """The oldest ``limit`` waiting tasks of ``domain`` as (row id, task JSON)."""
+        yield from self.db.execute(
+            "SELECT id, task FROM backlog WHERE domain = ? ORDER BY id LIMIT ?", (domain, limit)
+        ).fetchall()
+
+    def drop_backlog(self, row_id: int) -> None:
+        self.db.execute("DELETE FROM backlog WHERE id = ?", (row_id,))
+
+    def backlog_domains(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT DISTINCT domain FROM backlog")]

@@ -1,0 +1,146 @@
+"""Reading the ``records`` topic from Python: typed page records, exactly once per page.
+
+    from data_plane.extractor.records import iter_records
+    from dualplane.core.settings import Settings
+
+    for record in iter_records(Settings.from_env(), from_beginning=True, follow=False):
+        print(record.canonical_url, record.product.price if record.product else None)
+
+Records are read ``read_committed`` (only what extractors committed, so each page once) and
+decoded into the newest schema version this process knows, so v1 and v2 records come out alike
+(fields added later take their defaults). Both wire formats decode: single-object encoding and, in
+Schema Registry mode, the Confluent framing. Non-Python consumers: see "Consuming records" and
+"Schema Registry mode" in the README for the wire formats and where to fetch each writer schema.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from decimal import Decimal
+
+from confluent_kafka import KafkaError
+from pydantic import BaseModel, ConfigDict
+
+import schemas
+from data_plane.kafka import clients
+from data_plane.kafka.reader import read_to_end
+from dualplane.core.settings import Settings
+
+
+class Link(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    rel: str | None = None
+    nofollow: bool = False
+    text: str | None = None
+
+
+class Product(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str | None = None
+    price: Decimal | None = None
+    currency: str | None = None
+    availability: str | None = None
+    sku: str | None = None
+    brand: str | None = None
+    images: list[str] = []
+    gtin: str | None = None
+
+
+class Article(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    headline: str | None = None
+    authors: list[str] = []
+    published_at: datetime | None = None
+    body: str | None = None
+
+
+class PageRecord(BaseModel):
+    """One extracted page, as the ``page_record`` schema defines it (all versions)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    url: str
+    final_url: str
+    canonical_url: str
+    domain: str
+    job_id: str
+    trace_id: str
+    fetched_at: datetime
+    extracted_at: datetime
+    extractor_version: str
+    schema_version: int
+    status: int
+    content_type: str | None = None
+    language: str | None = None
+    title: str | None = None
+    description: str | None = None
+    text: str | None = None
+    word_count: int | None = None
+    links: list[Link] = []
+    product: Product | None = None
+    article: Article | None = None
+
+
+def decode_record(value: bytes, codec: schemas.Codec | None = None) -> PageRecord:
+    """One ``records`` message value as a typed record (read as the newest known version).
+
+    Either wire format; a Confluent-framed value needs ``codec`` in registry mode
+    (:func:`schemas.codec_for`) to fetch its writer schema.
+    """
+    reader_version = schemas.latest_version("page_record")
+    if codec is None:
+        decoded = schemas.decode(value, reader_version=reader_version)
+    else:
+        decoded = codec.decode(value, reader_version=reader_version)
+    return PageRecord.model_validate(decoded.record)
+
+
+def iter_records(
+    settings: Settings,
+    *,
+    from_beginning: bool = False,
+    follow: bool = True,
+    job_id: str | None = None,
+    group_id: str | None = None,
+) -> Iterator[PageRecord]:
+    """Yield records as they are committed.
+
+    ``follow=False`` reads to the current end and stops (an export); ``follow=True`` tails until
+    the caller stops iterating. Without ``group_id`` each call reads independently (a fresh
+    group, no offsets committed); with one, progress is committed so a restart resumes there.
+    Values in either wire format decode (registry mode: ``DUALPLANE_SCHEMA_REGISTRY_URL``).
+    """
+    codec = schemas.codec_for(settings)
+    if not follow:
+        for committed in read_to_end(settings.kafka, settings.topics.records):
+            record = decode_record(committed.value() or b"", codec)
+            if job_id is None or record.job_id == job_id:
+                yield record
+        return
+    group = group_id or f"{settings.kafka.group_prefix}-records-{uuid.uuid4().hex[:8]}"
+    reset = "earliest" if from_beginning else "latest"
+    consumer = clients.consumer(
+        settings.kafka, group, **{"auto.offset.reset": reset, "enable.auto.commit": group_id is not None}
+    )
+    try:
+        consumer.subscribe([settings.topics.records])
+        while True:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"reading {settings.topics.records} failed: {error}")
+                continue
+            record = decode_record(message.value() or b"", codec)
+            if job_id is None or record.job_id == job_id:
+                yield record
+    finally:
+        clients.close_within(consumer)

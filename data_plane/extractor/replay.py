@@ -1,0 +1,367 @@
+"""Replay: re-run extraction over a bounded range of ``pages.raw``, without fetching anything.
+
+A range is fixed before any page is read: per partition, a start offset (from a time through
+``offsets_for_times``, or given) and an end offset (from a time, given, or the end offsets at
+the moment the replay starts), so a replay always terminates however busy the topic is. Each page
+is extracted into a ``page_record`` of the chosen schema version, produced to the chosen topic with
+an idempotent producer; a claim-checked body is read back from S3 first, and a body over
+``DUALPLANE_EXTRACT_MAX_HTML_BYTES`` counts as failed (the live extractor dead-letters these).
+
+Processes: with one, the replay runs in the calling process. With more, partitions are shared out
+to worker processes forked from a fork server that has imported and warmed the extraction stack
+once (``data_plane.extractor.preload``): extraction is CPU-bound, and a spawned worker would spend
+seconds importing trafilatura, extruct and lxml before its first page. Each worker keeps one Kafka
+consumer and one producer for all the partitions it is given, reads in batches and flushes once
+per partition.
+
+Determinism: a record's ``extracted_at`` is its raw page's ``fetched_at``, and nothing else in a
+record depends on the clock or the process, so the same range replayed twice yields
+byte-identical record payloads (keys too, so downstream upserts are idempotent).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
+from contextlib import contextmanager
+from dataclasses import dataclass
+from multiprocessing import spawn
+from multiprocessing.util import Finalize
+from typing import Any
+
+from confluent_kafka import Message, TopicPartition
+
+import schemas
+from data_plane.kafka import clients
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
+from schemas.exceptions import RegistryError
+
+ProgressCallback = Callable[[int], None]
+
+BATCH_MESSAGES = 50  # small: extraction starts with the first pages while the rest are fetched
+STALL_S = 30.0  # a partition that yields nothing for this long, short of its end, fails the replay
+STORE_ATTEMPTS = 4  # reads of one claim check before S3 is declared down (boto3 retries each, too)
+PRELOAD = ["data_plane.extractor.preload"]
+MAIN_PATH_ENV = "_DUALPLANE_FORKSERVER_MAIN_PATH"  # read by data_plane.extractor.preload
+
+
+class ReplayError(DualplaneError):
+    """A replay that cannot run as asked (an unknown topic, an empty or inverted range…)."""
+
+
+@dataclass(frozen=True)
+class PartitionRange:
+    partition: int
+    start: int  # first offset to read
+    end: int  # one past the last offset to read
+
+    @property
+    def size(self) -> int:
+        return max(0, self.end - self.start)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    pages: int
+    records: int
+    failed: int
+    duration_s: float
+    to_topic: str
+    schema_version: int
+    cpu_s: float = 0.0  # CPU time of the processes that read, extracted and produced (sizing a fleet)
+
+
+def plan(
+    settings: Settings,
+    *,
+    from_time_ms: int | None = None,
+    to_time_ms: int | None = None,
+    from_offsets: Mapping[int, int] | None = None,
+    to_offsets: Mapping[int, int] | None = None,
+) -> list[PartitionRange]:
+    """Per-partition offset ranges of ``pages.raw`` for the given times or offsets.
+
+    Offsets name partitions: given ``from_offsets`` or ``to_offsets``, only the partitions they
+    name are replayed (``{3: 1200}``, ``{3: 1201}`` is the one page at offset 1200 of partition 3).
+    """
+    topic = settings.topics.pages_raw
+    consumer = clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-replay-plan")
+    try:
+        metadata = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if metadata is None or metadata.error is not None:
+            raise ReplayError(
+                f"topic {topic!r} does not exist: nothing to replay (check DUALPLANE_TOPIC_PAGES_RAW)"
+            )
+        partitions = sorted(metadata.partitions)
+        named = set(from_offsets or {}) | set(to_offsets or {})
+        if unknown := sorted(named - set(partitions)):
+            raise ReplayError(f"{topic} has no partition {unknown}; its partitions are {partitions}")
+        watermarks = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions
+        }
+        starts = {p: watermarks[p][0] for p in partitions}
+        ends = {p: watermarks[p][1] for p in partitions}
+        if from_time_ms is not None:
+            starts = _offsets_at(consumer, topic, partitions, from_time_ms, ends)
+        if to_time_ms is not None:
+            ends = _offsets_at(consumer, topic, partitions, to_time_ms, ends)
+        starts.update(from_offsets or {})
+        ends.update({p: min(o, ends[p]) for p, o in (to_offsets or {}).items()})
+    finally:
+        consumer.close()
+    partitions = [p for p in partitions if p in named] if named else partitions
+    ranges = [PartitionRange(p, max(starts[p], watermarks[p][0]), ends[p]) for p in partitions]
+    return [r for r in ranges if r.size > 0]
+
+
+def replay(
+    settings: Settings,
+    ranges: list[PartitionRange],
+    *,
+    schema_version: int,
+    to_topic: str,
+    processes: int = 2,
+    on_progress: ProgressCallback | None = None,
+) -> ReplayResult:
+    """Extract every page in ``ranges`` into ``to_topic``; returns once Kafka confirmed every record."""
+    if schema_version not in schemas.default_registry().versions("page_record"):
+        known = ", ".join(map(str, schemas.default_registry().versions("page_record")))
+        raise ReplayError(f"page_record has no version {schema_version}; known versions: {known}")
+    started = time.monotonic()
+    job = _Job(schema_version, to_topic)
+    workers = min(max(1, processes), len(ranges))
+    if workers <= 1:
+        totals = _replay_here(settings, ranges, job, on_progress or (lambda _count: None))
+    else:
+        totals = _replay_forked(settings, ranges, job, workers, on_progress)
+    return ReplayResult(
+        pages=totals["pages"],
+        records=totals["records"],
+        failed=totals["failed"],
+        duration_s=round(time.monotonic() - started, 2),
+        to_topic=to_topic,
+        schema_version=schema_version,
+        cpu_s=round(totals["cpu_ms"] / 1000, 2),
+    )
+
+
+@dataclass(frozen=True)
+class _Job:
+    schema_version: int
+    to_topic: str
+
+
+def _replay_here(
+    settings: Settings, ranges: list[PartitionRange], job: _Job, progress: ProgressCallback
+) -> dict[str, int]:
+    worker = _Worker(settings, progress)
+    try:
+        return worker.replay(ranges, job)
+    finally:
+        worker.close()
+
+
+def _replay_forked(
+    settings: Settings,
+    ranges: list[PartitionRange],
+    job: _Job,
+    workers: int,
+    on_progress: ProgressCallback | None,
+) -> dict[str, int]:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)  # ignored when this process's fork server already runs
+    updates = context.SimpleQueue()
+    pool = ProcessPoolExecutor(workers, context, initializer=_start_worker, initargs=(settings, updates))
+    with pool:
+        with _main_path_for_preload():  # the fork server starts (if it must) with the first worker
+            futures = [pool.submit(_replay_in_worker, share, job) for share in _shares(ranges, workers)]
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+            _drain(updates, on_progress)
+            failure = next((f.exception() for f in finished if f.exception() is not None), None)
+            if failure is not None:
+                pool.shutdown(cancel_futures=True)  # ranges not started yet are not started
+                raise failure
+        _drain(updates, on_progress)
+        return _sum(future.result() for future in futures)
+
+
+def _shares(ranges: list[PartitionRange], workers: int) -> list[list[PartitionRange]]:
+    """``ranges`` dealt to ``workers`` by size, largest first to the least loaded (keys spread pages
+    evenly over partitions, so sizes predict work well); a worker reads its share all at once."""
+    shares: list[list[PartitionRange]] = [[] for _ in range(workers)]
+    for partition_range in sorted(ranges, key=lambda r: r.size, reverse=True):
+        min(shares, key=lambda share: sum(r.size for r in share)).append(partition_range)
+    return [share for share in shares if share]
+
+
+@contextmanager
+def _main_path_for_preload() -> Iterator[None]:
+    """Name this program's main script to ``data_plane.extractor.preload`` while workers start."""
+    main_path = spawn.get_preparation_data("replay").get("init_main_from_path")
+    if main_path is None or MAIN_PATH_ENV in os.environ:
+        yield
+        return
+    os.environ[MAIN_PATH_ENV] = main_path
+    try:
+        yield
+    finally:
+        del os.environ[MAIN_PATH_ENV]
+
+
+class _Worker:
+    """Reads ranges of ``pages.raw``, extracts, produces: one consumer and one producer throughout."""
+
+    def __init__(self, settings: Settings, progress: ProgressCallback) -> None:
+        from connectors.storage.claim_check import ClaimCheckStore  # noqa: PLC0415 (preloaded by the fork server)
+        from data_plane.extract.record import extract_record  # noqa: PLC0415 (heavy: loaded on use)
+
+        self.settings = settings
+        self.progress = progress
+        self.extract = extract_record
+        self.bodies = ClaimCheckStore.from_settings(settings)
+        self.codec = schemas.codec_for(settings)
+        self.consumer = clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-replay")
+        self.producer = clients.producer(settings.kafka, **{"linger.ms": 50})
+
+    def replay(self, ranges: list[PartitionRange], job: _Job) -> dict[str, int]:
+        """Every page of ``ranges`` into ``job.to_topic``; returns once Kafka confirmed them.
+
+        All the ranges are read at once (one fetch start-up, one final flush), each partition paused
+        as it reaches its end.
+        """
+        topic = self.settings.topics.pages_raw
+        ends = {r.partition: r.end for r in ranges}
+        nexts = {r.partition: r.start for r in ranges}
+        counts = {"pages": 0, "records": 0, "failed": 0, "cpu_ms": 0}
+        cpu_started_s = time.process_time()  # every thread of this process, librdkafka's included
+        self.consumer.assign([TopicPartition(topic, r.partition, r.start) for r in ranges])
+        try:
+            reading, heard_at = set(ends), time.monotonic()
+            while reading:
+                # consume() waits for all it asks for: never ask for more than is left to read.
+                left = sum(ends[p] - nexts[p] for p in reading)
+                batch = self.consumer.consume(max(1, min(BATCH_MESSAGES, left)), 1.0)
+                pages = [m for m in batch if _within(m, reading, ends)]
+                for message in pages:
+                    self._replay_page(message, job, counts)
+                    nexts[message.partition() or 0] = (message.offset() or 0) + 1
+                if pages:
+                    heard_at = time.monotonic()
+                    self.producer.poll(0)
+                    self.progress(len(pages))
+                    done = {p for p in reading if nexts[p] >= ends[p]}
+                else:  # transaction markers or aborted messages may end a range: no message says so
+                    done = {p for p in reading if self._position(topic, p) >= ends[p]}
+                    if not done and time.monotonic() - heard_at > STALL_S:
+                        raise ReplayError(f"{topic} partitions {sorted(reading)} stopped answering")
+                if done:
+                    self.consumer.pause([TopicPartition(topic, p) for p in done])
+                    reading -= done
+        finally:
+            self.consumer.unassign()
+        if self.producer.flush(120) != 0:
+            raise ReplayError(f"Kafka did not confirm every record written to {job.to_topic}")
+        counts["cpu_ms"] = round((time.process_time() - cpu_started_s) * 1000)
+        return counts
+
+    def close(self) -> None:
+        self.producer.flush(30)
+        self.consumer.close()
+
+    def _replay_page(self, message: Message, job: _Job, counts: dict[str, int]) -> None:
+        counts["pages"] += 1
+        try:
+            page = self._resolved(self.codec.decode(message.value() or b"").record, message)
+            record = self.extract(page, schema_version=job.schema_version)
+            value = self.codec.encode("page_record", record, job.schema_version, topic=job.to_topic)
+        except ReplayError:
+            raise
+        except RegistryError as error:  # the registry's fault, not the page's: stop, say where to resume
+            where = f"{message.partition()}:{message.offset()}"
+            raise ReplayError(
+                f"{error}; replay stopped at {message.topic()} partition:offset {where}: once the registry "
+                f"answers, rerun from there (--from-offset {where})"
+            ) from error
+        except Exception:
+            counts["failed"] += 1  # the live extractor dead-letters these; replay counts them
+            return
+        key = str(record["canonical_url"]).encode()
+        while True:
+            try:
+                self.producer.produce(job.to_topic, value, key)
+                break
+            except BufferError:
+                self.producer.poll(0.5)  # the local queue is full: let deliveries drain it
+        counts["records"] += 1
+
+    def _resolved(self, page: dict[str, Any], message: Message) -> Mapping[str, Any]:
+        """``page`` with its body inline, retrying S3 a few times; :class:`ReplayError` when S3 is down."""
+        from connectors.storage.exceptions import ClaimCheckUnavailable  # noqa: PLC0415
+        from data_plane.extractor.body import resolve_body  # noqa: PLC0415
+
+        for attempt in range(1, STORE_ATTEMPTS + 1):
+            try:
+                return resolve_body(page, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
+            except ClaimCheckUnavailable as error:
+                if attempt == STORE_ATTEMPTS:
+                    raise ReplayError(
+                        f"{error}; replay stopped at {message.topic()}[{message.partition()}] offset "
+                        f"{message.offset()}: run it again once S3 answers (pages replayed twice give "
+                        "byte-identical records under the same keys, so downstream upserts absorb them)"
+                    ) from error
+                time.sleep(2.0 * attempt)
+        raise AssertionError("unreachable")
+
+    def _position(self, topic: str, partition: int) -> int:
+        [position] = self.consumer.position([TopicPartition(topic, partition)])
+        return int(position.offset)
+
+
+_worker: _Worker | None = None
+
+
+def _start_worker(settings: Settings, updates: Any) -> None:
+    """Pool initializer: this process's consumer and producer, closed when it exits."""
+    global _worker  # noqa: PLW0603 (one worker per process, shared by the tasks it runs)
+    _worker = _Worker(settings, updates.put)
+    Finalize(_worker, _worker.close, exitpriority=10)
+
+
+def _replay_in_worker(ranges: list[PartitionRange], job: _Job) -> dict[str, int]:
+    assert _worker is not None, "_start_worker runs first in every pool process"
+    return _worker.replay(ranges, job)
+
+
+def _within(message: Message, reading: set[int], ends: Mapping[int, int]) -> bool:
+    """A page of a range still being read (not an error, not past the range's end)."""
+    partition = message.partition() or 0
+    return message.error() is None and partition in reading and (message.offset() or 0) < ends[partition]
+
+
+def _sum(counts: Any) -> dict[str, int]:
+    totals = {"pages": 0, "records": 0, "failed": 0, "cpu_ms": 0}
+    for part in counts:
+        for key, value in part.items():
+            totals[key] += value
+    return totals
+
+
+def _drain(updates: Any, on_progress: ProgressCallback | None) -> None:
+    while not updates.empty():
+        count = updates.get()
+        if on_progress is not None:
+            on_progress(count)
+
+
+def _offsets_at(
+    consumer: Any, topic: str, partitions: list[int], time_ms: int, ends: Mapping[int, int]
+) -> dict[int, int]:
+    """The first offset at or after ``time_ms`` per partition (the end offset when there is none)."""
+    found = consumer.offsets_for_times([TopicPartition(topic, p, time_ms) for p in partitions], timeout=10)
+    return {tp.partition: (tp.offset if tp.offset >= 0 else ends[tp.partition]) for tp in found}

@@ -1,0 +1,310 @@
+"""The extractor service: ``pages.raw`` in; Avro records, links and dead letters out, exactly once.
+
+Consume-transform-produce with Kafka transactions: for each batch of raw pages the extractor
+opens a transaction, produces one ``page_record`` per page to ``records`` (key: the canonical URL,
+so downstream can upsert) or a dead letter (with the reason and the source topic/partition/offset)
+to the dead-letter topic, adds the consumed offsets to the same transaction and commits. A
+``read_committed`` consumer of ``records`` therefore sees exactly one record per page, even when
+an extractor is killed mid-batch: the open transaction is aborted (or fenced) and the batch is
+redone from the committed offsets.
+
+Links go to the frontier over RabbitMQ with publisher confirms before the transaction commits;
+they cannot be part of a Kafka transaction, so a redone batch re-publishes them and the
+frontier's dedup absorbs the repeats (at least once, never lost).
+
+Large bodies: a raw page whose body was claim-checked is read back from S3 first
+(:func:`~data_plane.extractor.body.resolve_body`). A reference to nothing, or to other bytes, is dead-
+lettered with the reason; a body over ``DUALPLANE_EXTRACT_MAX_HTML_BYTES`` is dead-lettered as
+``oversize: ...`` without being parsed (nor downloaded). When S3 does not answer, the pages before
+the one waiting are committed, and the extractor resumes at that page's offset once S3 is back: a
+passing outage never turns good pages into dead letters, and nothing is skipped.
+
+A schema registry that does not answer (registry mode) is waited out the same way: nothing is
+dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``,
+``DUALPLANE_QUEUE_DISCOVERY``, ``DUALPLANE_S3_*``, ``DUALPLANE_SCHEMA_REGISTRY_*``.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import functools
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pika
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from pika.adapters.blocking_connection import BlockingChannel
+
+import schemas
+from connectors.storage.claim_check import ClaimCheckStore
+from connectors.storage.exceptions import ClaimCheckUnavailable
+from control_plane import amqp
+from control_plane.amqp.messages import DiscoveredUrl
+from control_plane.amqp.publisher import confirmed_channel, publish
+from control_plane.amqp.topology import Topology
+from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from data_plane.extractor.body import BodyStore, resolve_body
+from data_plane.kafka import clients
+from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
+from dualplane.core.settings import Settings
+from schemas.exceptions import RegistryError, RegistryUnavailable
+
+log = logging.getLogger(__name__)
+
+# No progress for this long (well beyond every client timeout) means a wedged client: the stacks
+# of all threads go to the log, so the next stall says where it is instead of only that it is.
+STALL_REPORT_S = 180.0
+# Our own bounds on librdkafka's transactional calls, past their own timeouts (30 s; commit 60 s):
+# after a broker restart they have been seen to block for minutes (clients.within).
+CALL_BOUND_S = 60.0
+COMMIT_BOUND_S = 90.0
+TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
+STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
+
+ExtractFunction = Callable[..., dict[str, Any]]
+"""``extract(raw_page_record, schema_version=N) -> page_record``; raises on unusable input."""
+
+
+def default_extract() -> ExtractFunction:
+    """:func:`~data_plane.extract.record.extract_record`, loaded and warmed (so batch one does not stall)."""
+    from data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415 (heavy, loaded on use)
+
+    warm_up()
+    return extract_record
+
+
+class Extractor:
+    """One extractor process; run several in one consumer group to share the partitions."""
+
+    def __init__(
+        self, settings: Settings, extract: ExtractFunction | None = None, bodies: BodyStore | None = None
+    ) -> None:
+        self.settings = settings
+        self.extract = extract or default_extract()
+        self.bodies = bodies or ClaimCheckStore.from_settings(settings)
+        self.schema_version = settings.extract.schema_version or schemas.latest_version("page_record")
+        self.codec = schemas.codec_for(settings)
+        self.records_topic = settings.topics.records
+        self.group_id = f"{settings.kafka.group_prefix}-extractor"
+        self.topology = Topology(settings.queues)
+        # One per process, kept when ``run`` starts over with new clients: the new producer's
+        # init_transactions then aborts an abandoned producer's open transaction at once, instead of
+        # it holding back read_committed readers and this group's offsets until its timeout. Unique
+        # to the process, since offsets are committed with the consumer group's metadata (KIP-447),
+        # which fences a zombie of another process without a shared transactional id.
+        self.transactional_id = f"{self.group_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._stop = threading.Event()
+        self.pages = 0
+        self.records = 0
+        self.dead_lettered = 0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        """Nothing to release between runs: ``run`` closes its clients when it returns."""
+
+    def run(self) -> None:
+        """Consume until stopped; after any failure start over from the committed offsets."""
+        prepared = False
+        while not self._stop.is_set():
+            try:
+                if not prepared:  # inside the loop: Kafka may still be starting, or a topic be brand new
+                    prepare_data_plane(self.settings)
+                    prepared = True
+                self._run_once()
+            except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
+                log.warning("extractor: %s; resuming at the committed offsets in %s s", error, STORE_RETRY_S)
+                self._stop.wait(STORE_RETRY_S)
+            except Exception:
+                log.exception("extractor: failure; resuming from the committed offsets in 2 s")
+                self._stop.wait(2.0)
+
+    def _run_once(self) -> None:
+        # A killed extractor's open transaction holds back read_committed readers until it times
+        # out (its successor has another id, so cannot fence it); transactions are kept well under
+        # the timeout by committing every TRANSACTION_BUDGET_S, so one slow page never exceeds it.
+        producer = clients.producer(
+            self.settings.kafka,
+            **{
+                "transactional.id": self.transactional_id,
+                "linger.ms": 20,
+                "transaction.timeout.ms": 60_000,
+                "message.max.bytes": self._max_dead_letter_bytes() + ENVELOPE_HEADROOM_BYTES,
+            },
+        )
+        clients.within(lambda: producer.init_transactions(30), CALL_BOUND_S, "init_transactions")
+        consumer = clients.consumer(self.settings.kafka, self.group_id)
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            channel = confirmed_channel(connection)
+            self.topology.declare(channel)
+            consumer.subscribe([self.settings.topics.pages_raw])
+            while not self._stop.is_set():
+                faulthandler.dump_traceback_later(STALL_REPORT_S)  # re-armed on every pass
+                batch = [m for m in consumer.consume(self.settings.extract.batch_size, 0.5) if _usable(m)]
+                connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
+                if batch:
+                    self._transact(batch, consumer, producer, channel, connection)
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+            clients.close_within(consumer)
+            if connection.is_open:
+                connection.close()
+
+    def _transact(
+        self,
+        batch: list[Message],
+        consumer: Consumer,
+        producer: Producer,
+        channel: BlockingChannel,
+        connection: pika.BlockingConnection,
+    ) -> None:
+        """Process ``batch`` in one or more transactions, each committed within the time budget.
+
+        :class:`ClaimCheckUnavailable` once the pages before the one whose body S3 did not serve
+        are committed: the caller waits and resumes at that page.
+        """
+        done = 0
+        while done < len(batch):
+            faulthandler.dump_traceback_later(STALL_REPORT_S)
+            producer.begin_transaction()
+            started = time.monotonic()
+            waiting: ClaimCheckUnavailable | None = None
+            try:
+                part = []
+                for message in batch[done:]:
+                    try:
+                        self._handle(message, producer, channel)
+                    except ClaimCheckUnavailable as error:
+                        waiting = error  # nothing of this page was produced; its offset stays uncommitted
+                        break
+                    part.append(message)
+                    if time.monotonic() - started > TRANSACTION_BUDGET_S:
+                        break  # slow pages: commit what is done, go on in a new transaction
+                if part:
+                    metadata = consumer.consumer_group_metadata()
+                    send = functools.partial(
+                        producer.send_offsets_to_transaction, _next_offsets(part), metadata, 30
+                    )
+                    clients.within(send, CALL_BOUND_S, "send_offsets")
+                    commit = functools.partial(producer.commit_transaction, 60)
+                    clients.within(commit, COMMIT_BOUND_S, "commit_transaction")
+                else:
+                    _abort(producer)
+            except clients.ClientWedged:
+                # Abandon the producer: its successor, with the same transactional id, fences it and
+                # aborts its open transaction when it initialises (the broker would after the timeout),
+                # so nothing of it can become visible later.
+                raise
+            except Exception:
+                _abort(producer)
+                raise  # the caller rebuilds the consumer, which resumes at the committed offsets
+            if waiting is not None:
+                raise waiting
+            done += len(part)
+            connection.process_data_events(0)
+
+    def _handle(self, message: Message, producer: Producer, channel: BlockingChannel) -> None:
+        self.pages += 1
+        try:
+            raw = self.codec.decode(message.value() or b"").record
+        except RegistryError:
+            raise  # the registry is down or refusing us: _transact aborts, we resume at the committed offsets
+        except Exception as error:  # bad bytes must not stop the service: dead-letter them
+            self._dead_letter(message, producer, f"undecodable raw page: {error}", "decode", None)
+            return
+        try:
+            page = resolve_body(raw, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
+        except ClaimCheckUnavailable:
+            raise  # a passing outage: _transact commits up to this page and the service waits
+        except Exception as failure:  # oversize, a reference to nothing: permanent, dead-letter it
+            stage = "limit" if isinstance(failure, PageTooLarge) else "claim-check"
+            reason = failure.reason if isinstance(failure, ExtractionFailed) else repr(failure)
+            self._dead_letter(message, producer, reason, stage, raw)
+            return
+        try:
+            record = self.extract(page, schema_version=self.schema_version)
+            value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
+        except RegistryError:
+            raise  # down, or refusing the version: never the page's fault, so never a dead letter
+        except Exception as error:
+            self._dead_letter(message, producer, f"{type(error).__name__}: {error}", "extract", page)
+            return
+        producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
+        self.records += 1
+        self._publish_links(page, record, channel)
+
+    def _publish_links(
+        self, page: Mapping[str, Any], record: Mapping[str, Any], channel: BlockingChannel
+    ) -> None:
+        """The record's links (parsed once, by the extraction) to the frontier, one level deeper."""
+        base = page.get("final_url") or page["url"]
+        follow_all = self.settings.extract.follow_nofollow
+        for link in record["links"]:
+            if link["nofollow"] and not follow_all:
+                continue
+            found = DiscoveredUrl(
+                job_id=page["job_id"], url=link["url"], depth=int(page["depth"]) + 1, source_url=base
+            )
+            publish(channel, self.topology.discovery_exchange, "", found)
+
+    def _dead_letter(
+        self, message: Message, producer: Producer, reason: str, stage: str, page: Mapping[str, Any] | None
+    ) -> None:
+        log.warning("extractor: dead-lettering %s[%s]@%s: %s", message.topic(), message.partition(),
+                    message.offset(), reason)  # fmt: skip
+        payload, reason = message.value() or b"", reason[:2000]
+        if len(payload) > self._max_dead_letter_bytes() - ENVELOPE_HEADROOM_BYTES:
+            # Only a pages.raw made with a larger message limit holds such messages: point at the
+            # original rather than fail to produce (which would stop the extractor on this page).
+            reason += f" [payload of {len(payload)} bytes left out; read it at the source offset]"
+            payload = b""
+        record: dict[str, Any] = {
+            "source_topic": message.topic(),
+            "source_partition": message.partition(),
+            "source_offset": message.offset(),
+            "key": message.key(),
+            "payload": payload,
+            "reason": reason,
+            "stage": stage,
+            "failed_at": datetime.now(UTC),
+            "job_id": page.get("job_id") if page else None,
+            "trace_id": page.get("trace_id") if page else None,
+        }
+        topic = self.settings.topics.dead_letters
+        producer.produce(topic, self.codec.encode("dead_letter", record, topic=topic), message.key())
+        self.dead_lettered += 1
+
+    def _max_dead_letter_bytes(self) -> int:
+        """The dead-letter topic's message limit (a raw page, unchanged, plus the letter around it)."""
+        return raw_page_max_message_bytes(self.settings) + ENVELOPE_HEADROOM_BYTES
+
+
+def _abort(producer: Producer) -> None:
+    clients.within(lambda: producer.abort_transaction(30), CALL_BOUND_S, "abort_transaction")
+
+
+def _usable(message: Message) -> bool:
+    error = message.error()
+    if error is None:
+        return True
+    if error.code() != KafkaError._PARTITION_EOF:
+        log.warning("extractor: consumer error %s", error)
+    return False
+
+
+def _next_offsets(batch: list[Message]) -> list[TopicPartition]:
+    """The offsets to commit after ``batch``: one past the last message of each partition."""
+    last: dict[tuple[str, int], int] = {}
+    for message in batch:
+        key = (message.topic() or "", message.partition() or 0)
+        last[key] = max(last.get(key, -1), message.offset() or 0)
+    return [TopicPartition(topic, partition, offset + 1) for (topic, partition), offset in last.items()]

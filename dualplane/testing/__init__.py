@@ -1,0 +1,1 @@
+"""What only tests and benchmarks use: harnesses built on the product, never imported by it."""
