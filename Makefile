@@ -20,6 +20,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 stack-up: setup
 	$(BIN)/dualplane stack up

@@ -36,7 +36,7 @@ from control_plane.frontier.submit import submit_job
 from data_plane.kafka.reader import read_to_end
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import domain_of
-from dualplane.namespaces import drop_namespace
+from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -44,7 +44,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 def private_settings(work: Path) -> Settings:
     prefix = f"bench-{uuid.uuid4().hex[:8]}"
-    settings = Settings.from_env().with_private_names(prefix, work / prefix)
+    settings = private_namespace(Settings.from_env(), prefix, work / prefix)
     return settings.model_copy(
         update={
             "frontier": settings.frontier.model_copy(update={"outstanding_per_slot": 64}),

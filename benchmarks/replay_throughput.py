@@ -41,7 +41,7 @@ from data_plane.kafka import clients
 from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize
-from dualplane.namespaces import drop_namespace
+from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 
 SIZES_KIB = (16, 64, 256, 1024, 4096)
@@ -133,7 +133,7 @@ def main() -> None:
     cores = os.cpu_count() or 1
     pages = sample_pages(args.pages)
     with tempfile.TemporaryDirectory() as work:
-        settings = Settings.from_env().with_private_names(f"bench-{uuid.uuid4().hex[:8]}", Path(work))
+        settings = private_namespace(Settings.from_env(), f"bench-{uuid.uuid4().hex[:8]}", Path(work))
         settings = settings.model_copy(
             update={"topics": settings.topics.model_copy(update={"partitions": cores})}
         )

@@ -3,7 +3,8 @@
 The reason for two brokers is that a flood of raw pages must not slow the control plane. This measures
 it on the path that matters most, a throttle command reaching the fetchers:
 
-1. A private namespace (``Settings.with_private_names``): its own throttle fanout and ``pages.raw``.
+1. A private namespace (``dualplane.namespaces.private_namespace``): its own throttle fanout and
+   ``pages.raw``.
 2. Probe (this process): the processor's publisher (:class:`CommandPublisher`: a thread that owns the
    connection and publishes with confirms) sends ``--commands`` throttle commands ``--interval-ms``
    apart, each for a new domain; a fetcher's :class:`ThrottleView` receives them on its own
@@ -66,11 +67,11 @@ from data_plane.extract.offline import raw_page
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ensure_data_plane_topics, raw_page_max_message_bytes
 from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.limits import Limits
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.view import ThrottleView
+from dualplane.core.limits import Limits
 from dualplane.core.settings import Settings
-from dualplane.namespaces import drop_namespace
+from dualplane.namespaces import drop_namespace, private_namespace
 
 GOAL_RATIO = 1.5
 PAGE_KIB = (50, 200)
@@ -345,7 +346,7 @@ def main() -> None:
     args = parser.parse_args()
     load_before = os.getloadavg()[0]  # other people's work on a shared machine: context for the noise
     with tempfile.TemporaryDirectory(prefix="dualplane-bench-") as work:
-        settings = Settings.from_env().with_private_names(f"bench-{uuid.uuid4().hex[:8]}", Path(work))
+        settings = private_namespace(Settings.from_env(), f"bench-{uuid.uuid4().hex[:8]}", Path(work))
         ensure_data_plane_topics(settings)
         probe = Probe(settings)
         try:

@@ -39,11 +39,11 @@ from pathlib import Path
 
 from data_plane.kafka import clients
 from data_plane.kafka.topics import prepare_data_plane
-from data_plane.throttle.events import synthetic_fetch_event
-from data_plane.throttle.limits import Limits
 from data_plane.throttle.view import ThrottleView
+from dualplane.core.limits import Limits
 from dualplane.core.settings import Settings
-from dualplane.namespaces import drop_namespace
+from dualplane.namespaces import drop_namespace, private_namespace
+from dualplane.testing.fetch_events import synthetic_fetch_event
 
 ROOT = Path(__file__).parents[1]
 CEILING = 8
@@ -164,7 +164,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work_dir:
         work = Path(work_dir)
-        settings = Settings.from_env().with_private_names(f"bench-{uuid.uuid4().hex[:8]}", work)
+        settings = private_namespace(Settings.from_env(), f"bench-{uuid.uuid4().hex[:8]}", work)
         prepare_data_plane(settings)
         halvings = Halvings()
         processor = start_processor(settings, work, args.window_s, args.step_s)

@@ -1,12 +1,15 @@
-"""Private namespaces: every queue, exchange and topic of settings made by ``with_private_names``.
+"""Private namespaces: one set of brokers shared by runs that must not see each other's work.
 
-Tests and benchmarks share one stack by giving each run its own names; ``drop_namespace`` removes
-everything such a run declared, including the per-domain permit and per-job queues.
+:func:`private_namespace` gives settings whose every queue, exchange, topic and consumer group
+starts with a prefix; :func:`drop_namespace` removes everything such a run declared, including the
+per-domain permit and per-job queues. The demo runs in one (so it never mixes with a user's jobs),
+and so do tests and benchmarks that share one stack.
 """
 
 from __future__ import annotations
 
 from contextlib import suppress
+from pathlib import Path
 
 from control_plane import amqp
 from control_plane.amqp.management import queue_stats
@@ -15,6 +18,36 @@ from control_plane.amqp.topology import Topology
 from data_plane.kafka import clients
 from data_plane.kafka.topics import topic_configs
 from dualplane.core.settings import Settings
+
+NAMESPACED_TOPICS = ("pages_raw", "fetch_events", "records", "dead_letters", "schemas", "throttle_state")
+
+
+def private_namespace(settings: Settings, prefix: str, data_dir: Path) -> Settings:
+    """A copy of ``settings`` whose every queue, exchange, topic and consumer group starts with
+    ``prefix``, and whose frontier keeps its state in ``data_dir``."""
+    queues = settings.queues.model_copy(
+        update={
+            "discovery": f"{prefix}.discovery",
+            "crawl_tasks": f"{prefix}.tasks",
+            "dead_letters": f"{prefix}.dead",
+            "throttle_exchange": f"{prefix}.throttle",
+            "reports": f"{prefix}.reports",
+            "retry_prefix": f"{prefix}.retry",
+            "permits_prefix": f"{prefix}.permits",
+            "jobs_prefix": f"{prefix}.jobs",
+        }
+    )
+    topics = settings.topics.model_copy(
+        update={name: f"{prefix}.{getattr(settings.topics, name)}" for name in NAMESPACED_TOPICS}
+    )
+    return settings.model_copy(
+        update={
+            "queues": queues,
+            "topics": topics,
+            "kafka": settings.kafka.model_copy(update={"group_prefix": prefix}),
+            "frontier": settings.frontier.model_copy(update={"data_dir": data_dir}),
+        }
+    )
 
 
 def drop_namespace(settings: Settings) -> None:

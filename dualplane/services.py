@@ -22,6 +22,7 @@ from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
 from data_plane.extractor.service import Extractor
 from data_plane.kafka.topics import prepare_data_plane
+from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ class ConsumerService:
 
 
 def frontier_service(settings: Settings) -> Service:
-    frontier = Frontier(settings)
+    frontier = Frontier(settings, ThrottleView(settings))
     consumer = frontier.consumer()
     return ConsumerService("frontier", consumer.run, consumer.stop, frontier.close)
 
@@ -56,7 +57,7 @@ def frontier_service(settings: Settings) -> Service:
 def fetcher_service(settings: Settings) -> Service:
     prepare_data_plane(settings)
     fetcher = Fetcher.from_settings(settings)
-    runner = TaskRunner(settings, fetcher)
+    runner = TaskRunner(settings, fetcher, ThrottleView(settings))
     consumer = runner.consumer()
 
     def close() -> None:

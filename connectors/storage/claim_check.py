@@ -27,7 +27,7 @@ from connectors.storage.exceptions import (
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from dualplane.core.settings import S3Settings, Settings
+from dualplane.core.settings import S3Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -62,9 +62,8 @@ class ClaimCheckStore:
         self._lock = threading.Lock()  # boto3 builds clients thread-unsafely; build ours once
 
     @classmethod
-    def from_settings(cls, settings: Settings | S3Settings) -> ClaimCheckStore:
+    def from_settings(cls, s3_settings: S3Settings) -> ClaimCheckStore:
         """A store on the configured endpoint and bucket; nothing is contacted until first use."""
-        s3_settings = settings.s3 if isinstance(settings, Settings) else settings
 
         def make_client() -> S3Client:
             from connectors.storage import s3  # noqa: PLC0415 (boto3 loads slowly; pages under the limit never need it)

@@ -1,4 +1,4 @@
-"""Errors of the control plane; every message names the input that was wrong and what to do."""
+"""Errors of the AMQP plumbing; every message names the input that was wrong and what to do."""
 
 from __future__ import annotations
 
@@ -6,11 +6,7 @@ from dualplane.core.exceptions import DualplaneError
 
 
 class ControlPlaneError(DualplaneError):
-    """Base class of control-plane errors."""
-
-
-class InvalidUrl(ControlPlaneError):
-    """A URL that cannot be crawled: unparseable, not http(s), or without a host."""
+    """Base class of the AMQP plumbing's errors."""
 
 
 class MessageRejected(ControlPlaneError):

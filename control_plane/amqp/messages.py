@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from control_plane.amqp.exceptions import MessageRejected
+from dualplane.core.clock import utc_now
 
 Priority = Literal["high", "normal", "bulk"]
 PRIORITIES: tuple[Priority, ...] = ("high", "normal", "bulk")
@@ -23,10 +24,6 @@ CONTENT_TYPE = "application/json"
 
 def new_id() -> str:
     return uuid.uuid4().hex
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class ControlMessage(BaseModel):

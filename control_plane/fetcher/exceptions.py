@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from control_plane.amqp.exceptions import ControlPlaneError
 from control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.exceptions import DualplaneError
 
 
-class FetchFailed(ControlPlaneError):
+class FetcherError(DualplaneError):
+    """Base class of the fetcher's errors."""
+
+
+class FetchFailed(FetcherError):
     """A fetch that produced no usable response; ``outcome`` says which kind of failure."""
 
     outcome: Outcome = Outcome.CONNECTION_ERROR

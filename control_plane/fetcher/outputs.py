@@ -62,7 +62,7 @@ class KafkaOutputs:
         self.settings = settings
         self.topics = settings.topics
         self.inline_body_max_bytes = settings.fetch.inline_body_max_bytes
-        self.claim_checks = claim_checks or ClaimCheckStore.from_settings(settings)
+        self.claim_checks = claim_checks or ClaimCheckStore.from_settings(settings.s3)
         self.codec = schemas.codec_for(settings)
         self._new_producer = new_producer or clients.producer
         self._fatal: KafkaError | None = None

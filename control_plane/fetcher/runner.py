@@ -12,9 +12,9 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
   (a deferral, not an attempt).
 - **Throttle commands, obeyed at once.** The runner holds a
-  :class:`~data_plane.throttle.view.ThrottleView`, started with it from the compacted
-  ``throttle.state`` topic (so a fetcher restarted during a throttle starts throttled) and kept
-  current from the throttle exchange. Per domain (:mod:`control_plane.fetcher.politeness`): no more than
+  :class:`~dualplane.core.limits.LimitsSource` (the throttle's view, wired in by the services
+  registry), started with it (so a fetcher restarted during a throttle starts throttled) and kept
+  current by the throttle. Per domain (:mod:`control_plane.fetcher.politeness`): no more than
   the current concurrency in flight in this process, before the frontier has resized the permits;
   a paused domain's tasks are deferred like those without a permit; after a 429/403/challenge
   the domain is left alone for Retry-After (or a cooldown) and its permit is held that long.
@@ -61,8 +61,7 @@ from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
 from control_plane.fetcher import politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
-from data_plane.throttle.limits import Limits
-from data_plane.throttle.view import ThrottleView
+from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -104,13 +103,13 @@ class TaskRunner:
         self,
         settings: Settings,
         work: FetchWork,
+        view: LimitsSource,
         *,
         rng: random.Random | None = None,
-        view: ThrottleView | None = None,
     ) -> None:
         self.settings = settings
         self.work = work
-        self.view = view or ThrottleView(settings)
+        self.view = view
         self.gate = politeness.DomainGate()
         self.topology = Topology(settings.queues)
         self.tiers = DelayTiers(settings.queues.tiers())

@@ -96,7 +96,7 @@ class RobotsCache:
         """The verdict for ``url`` (http or https), fetching its origin's robots.txt when not cached.
 
         Never raises for a bad robots.txt or an unreachable server (that is a verdict); raises
-        :class:`~control_plane.amqp.exceptions.InvalidUrl` when ``url`` itself is not an http(s) URL.
+        :class:`~dualplane.core.web.exceptions.InvalidUrl` when ``url`` itself is not an http(s) URL.
         """
         domain = domain_of(url)  # validates first: urlsplit() below then cannot fail
         origin = f"{urlsplit(url.strip()).scheme.lower()}://{domain}"

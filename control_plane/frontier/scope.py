@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from control_plane.amqp.exceptions import InvalidUrl
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 
 

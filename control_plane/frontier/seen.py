@@ -11,7 +11,7 @@ from typing import Literal
 
 from rbloom import Bloom
 
-from control_plane.amqp.exceptions import ControlPlaneError
+from control_plane.frontier.exceptions import SeenSetCorrupt
 from dualplane.core.web.urls import KEY_BYTES
 
 _SCHEMA = """
@@ -179,7 +179,7 @@ class SeenSet:
 
     def _open_bloom(self) -> None:
         if not self.bloom_path.exists():
-            raise ControlPlaneError(
+            raise SeenSetCorrupt(
                 f"{self.path} says the seen set is in bloom mode but {self.bloom_path} is missing;"
                 " restore that file, or delete both to start over (seen URLs would be fetched again)"
             )

@@ -7,7 +7,7 @@ the fleet fewer than D_max; otherwise the URL waits in the durable backlog. Fetc
 every task's progress back; a final report frees a slot and releases the domain's backlog. Past
 D_max the frontier stops consuming discovery altogether until the fleet drains to 90%.
 
-Throttle commands (a :class:`~data_plane.throttle.view.ThrottleView`, started with the consumer):
+Throttle commands (a :class:`~dualplane.core.limits.LimitsSource`, started with the consumer):
 P_d is the domain's current concurrency there, not the default. A domain's permit queue is sized
 from it when created, and resized fleet-wide when a command (or an override expiring) changes it:
 raised at once, lowered by destroying free permits and paying the rest back as held ones return
@@ -33,7 +33,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane.amqp import permits
 from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
-from control_plane.amqp.exceptions import InvalidUrl, MessageRejected
+from control_plane.amqp.exceptions import MessageRejected
 from control_plane.amqp.messages import CrawlTask, DiscoveredUrl, JobSpec, TaskReport
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
@@ -42,9 +42,9 @@ from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.scope import ScopeRules
 from control_plane.frontier.seen import SeenSet
 from control_plane.frontier.store import FrontierState
-from data_plane.throttle.limits import Limits
-from data_plane.throttle.view import ThrottleView
+from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.settings import Settings
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.ssrf import SsrfGuard
 from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS, canonicalize, domain_of, url_key
 
@@ -61,7 +61,7 @@ PERMIT_SWEEP_S = 1.0
 class Frontier:
     """The frontier's handlers and state; :meth:`consumer` wires them to RabbitMQ."""
 
-    def __init__(self, settings: Settings, robots: RobotsCache | None = None) -> None:
+    def __init__(self, settings: Settings, view: LimitsSource, robots: RobotsCache | None = None) -> None:
         self.settings = settings
         self.topology = Topology(settings.queues)
         directory = settings.frontier_dir
@@ -79,7 +79,8 @@ class Frontier:
         self.snapshots = JobSnapshots(self.topology)
         self.guard = SsrfGuard.from_setting(settings.fetch.allow_hosts)
         self.consumer_: ControlConsumer | None = None
-        self.view = ThrottleView(settings, on_change=self._on_limits_changed)
+        self.view = view
+        view.subscribe(self._on_limits_changed)
         self._scopes: dict[str, ScopeRules] = {}
         self._last_sweep = 0.0
         self._last_snapshot = 0.0

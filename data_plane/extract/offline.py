@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from control_plane.amqp.exceptions import InvalidUrl
 from data_plane.extract.exceptions import ExtractionFailed
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 
 GZIP_MAGIC = b"\x1f\x8b"

@@ -11,8 +11,8 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
-from control_plane.amqp.exceptions import InvalidUrl
 from data_plane.extract.markup import Markup, line
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import canonicalize
 
 MAX_TITLE_CHARS = 1000

@@ -224,7 +224,7 @@ class _Worker:
         self.settings = settings
         self.progress = progress
         self.extract = extract_record
-        self.bodies = ClaimCheckStore.from_settings(settings)
+        self.bodies = ClaimCheckStore.from_settings(settings.s3)
         self.codec = schemas.codec_for(settings)
         self.consumer = clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-replay")
         self.producer = clients.producer(settings.kafka, **{"linger.ms": 50})

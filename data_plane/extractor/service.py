@@ -88,7 +88,7 @@ class Extractor:
     ) -> None:
         self.settings = settings
         self.extract = extract or default_extract()
-        self.bodies = bodies or ClaimCheckStore.from_settings(settings)
+        self.bodies = bodies or ClaimCheckStore.from_settings(settings.s3)
         self.schema_version = settings.extract.schema_version or schemas.latest_version("page_record")
         self.codec = schemas.codec_for(settings)
         self.records_topic = settings.topics.records

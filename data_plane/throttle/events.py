@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -74,32 +73,4 @@ def _parse(value: bytes) -> FetchSample:
         fetched_at_s=fetched_at.timestamp(),
         latency_ms=max(0, int(record["latency_ms"])),
         retry_after_s=float(retry_after) if retry_after is not None and retry_after > 0 else None,
-    )
-
-
-STATUS_OF_OUTCOME = {"ok": 200, "rate_limited": 429, "forbidden": 403}
-
-
-def synthetic_fetch_event(
-    domain: str, outcome: str, *, fetched_at: datetime, retry_after_s: float | None = None
-) -> bytes:
-    """An Avro ``fetch_event`` as a fetcher would write it, for driving the processor without fetchers
-    (its tests and benchmarks)."""
-    return schemas.encode(
-        FETCH_EVENT,
-        {
-            "job_id": "synthetic",
-            "trace_id": uuid.uuid4().hex,
-            "task_id": uuid.uuid4().hex,
-            "url": f"https://{domain}/page",
-            "final_url": None,
-            "domain": domain,
-            "outcome": outcome,
-            "status": STATUS_OF_OUTCOME.get(outcome),
-            "latency_ms": 50,
-            "bytes": 2048,
-            "attempt": 1,
-            "fetched_at": fetched_at,
-            "retry_after_s": retry_after_s,
-        },
     )

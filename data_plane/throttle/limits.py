@@ -15,26 +15,10 @@ No I/O and no clock of its own (callers pass ``now``), so every rule is unit-tes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
 from data_plane.throttle.commands import AUTO, ThrottleCommand
-
-DEFAULT = "default"
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What a fetcher or the frontier applies to one domain, and where it came from."""
-
-    concurrency: int
-    delay_ms: int
-    paused: bool
-    source: str = DEFAULT  # "default", "auto" or the override's source
-    reason: str = ""
-
-    def as_tuple(self) -> tuple[int, int, bool]:
-        return self.concurrency, self.delay_ms, self.paused
+from dualplane.core.limits import Limits
 
 
 class LimitsBook:

@@ -42,7 +42,20 @@ import random
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
+from dualplane.core.settings import LimitSettings, ThrottleSettings
+
 Priority = Literal["low", "normal"]
+
+
+def domain_priority(domain: str, low_priority: tuple[str, ...]) -> Priority:
+    """``low`` for a listed low-priority domain (``DUALPLANE_THROTTLE_LOW_PRIORITY_DOMAINS``) or any
+    of its subdomains, else ``normal``."""
+    for listed in low_priority:
+        if domain == listed or domain.endswith(f".{listed}"):
+            return "low"
+    return "normal"
+
+
 Action = Literal["halve", "pause", "resume", "recover", "budget", "ceiling"]
 Verdict = Literal["extreme", "unhealthy", "band", "healthy", "none"]
 
@@ -106,50 +119,53 @@ class Budget:
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """Tuning of the policy; every duration is in event-time seconds."""
+    """Tuning of the policy; every duration is in event-time seconds.
 
-    step_s: float = 60.0
-    threshold: float = 0.05
-    min_samples: int = 20
-    recovery_min_samples: int = 5
-    recover_fraction: float = 0.5
-    recovery_s: float = 180.0
-    ceiling: int = 2
-    base_delay_ms: int = 1000
-    cooldown_base_ms: int = 2000
-    cooldown_cap_ms: int = 300_000
-    jitter: float = 0.25
-    pause_ratio: float = 0.5
-    pause_windows: int = 2
-    pause_s: int = 600
-    budget_fraction: float = 0.8
-    probe_backoff_max: int = 4  # the recovery wait grows to at most recovery_s * 2^this
+    No defaults and no checks here: both live once, in ``DUALPLANE_THROTTLE_*``
+    (:class:`~dualplane.core.settings.ThrottleSettings`); build it with :meth:`from_settings`.
+    """
 
-    def __post_init__(self) -> None:
-        problems = [
-            text
-            for failed, text in (
-                (self.step_s <= 0, f"step_s must be > 0, got {self.step_s}"),
-                (not 0 < self.threshold < 1, f"threshold must be in (0, 1), got {self.threshold}"),
-                (self.min_samples < 1, f"min_samples must be >= 1, got {self.min_samples}"),
-                (self.recovery_min_samples < 1, "recovery_min_samples must be >= 1"),
-                (not 0 < self.recover_fraction <= 1, "recover_fraction must be in (0, 1]"),
-                (self.recovery_s < 0, f"recovery_s must be >= 0, got {self.recovery_s}"),
-                (self.ceiling < 1, f"ceiling must be >= 1, got {self.ceiling}"),
-                (self.base_delay_ms < 0, "base_delay_ms must be >= 0"),
-                (self.cooldown_base_ms < 1, "cooldown_base_ms must be >= 1"),
-                (self.cooldown_cap_ms < self.cooldown_base_ms, "cooldown_cap_ms must be >= cooldown_base_ms"),
-                (not 0 <= self.jitter < 1, f"jitter must be in [0, 1), got {self.jitter}"),
-                (not self.threshold < self.pause_ratio <= 1, "pause_ratio must be in (threshold, 1]"),
-                (self.pause_windows < 1, "pause_windows must be >= 1"),
-                (self.pause_s < 1, "pause_s must be >= 1"),
-                (not 0 < self.budget_fraction <= 1, "budget_fraction must be in (0, 1]"),
-                (not 0 <= self.probe_backoff_max <= 16, "probe_backoff_max must be in [0, 16]"),
-            )
-            if failed
-        ]
-        if problems:
-            raise ValueError(f"invalid throttle policy configuration: {'; '.join(problems)}")
+    step_s: float
+    threshold: float
+    min_samples: int
+    recovery_min_samples: int
+    recover_fraction: float
+    recovery_s: float
+    ceiling: int
+    base_delay_ms: int
+    cooldown_base_ms: int
+    cooldown_cap_ms: int
+    jitter: float
+    pause_ratio: float
+    pause_windows: int
+    pause_s: int
+    budget_fraction: float
+    probe_backoff_max: int  # the recovery wait grows to at most recovery_s * 2^this
+
+    @classmethod
+    def from_settings(cls, throttle: ThrottleSettings, limits: LimitSettings) -> PolicyConfig:
+        """The policy's view of the settings: ``ceiling`` and ``base_delay_ms`` default to
+        ``limits``' P_d and delay."""
+        return cls(
+            step_s=float(throttle.window_step_s),
+            threshold=throttle.threshold,
+            min_samples=throttle.min_samples,
+            recovery_min_samples=throttle.recovery_min_samples,
+            recover_fraction=throttle.recover_fraction,
+            recovery_s=throttle.recovery_s,
+            ceiling=throttle.ceiling if throttle.ceiling is not None else limits.domain_concurrency,
+            base_delay_ms=throttle.base_delay_ms
+            if throttle.base_delay_ms is not None
+            else limits.domain_delay_ms,
+            cooldown_base_ms=throttle.cooldown_base_ms,
+            cooldown_cap_ms=throttle.cooldown_cap_ms,
+            jitter=throttle.jitter,
+            pause_ratio=throttle.pause_ratio,
+            pause_windows=throttle.pause_windows,
+            pause_s=throttle.pause_s,
+            budget_fraction=throttle.budget_fraction,
+            probe_backoff_max=throttle.probe_backoff_max,
+        )
 
     def initial_state(self) -> DomainState:
         """The state of a domain never throttled: the ceiling and the base delay."""

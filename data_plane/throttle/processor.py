@@ -20,7 +20,7 @@ from faust.tables.wrappers import WindowWrapper
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import FetchSample, event_time_s, parse_fetch_event
 from data_plane.throttle.exceptions import BadFetchEvent
-from data_plane.throttle.policy import Budget, DomainState, decide
+from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
@@ -54,7 +54,7 @@ class ThrottleProcessor:
         self.app = app
         self.settings = settings
         self.config = config
-        self.policy = config.policy(settings.limits)
+        self.policy = PolicyConfig.from_settings(config, settings.limits)
         self.publisher = publisher
         self.rng = random.Random()
         self.stats = Stats()
@@ -168,7 +168,7 @@ class ThrottleProcessor:
         counts = counts_of(value)
         budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
-                          priority=self.config.priority(domain))  # fmt: skip
+                          priority=domain_priority(domain, self.config.low_priority))  # fmt: skip
         self.views[domain] = {
             "window": summary(value, window),
             "evaluated_at_s": now_s,

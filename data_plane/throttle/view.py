@@ -17,28 +17,23 @@ import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane import amqp
-from control_plane.amqp.messages import utc_now
 from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.commands import AUTO, ThrottleCommand
 from data_plane.throttle.exceptions import BadThrottleCommand, ThrottleError
-from data_plane.throttle.limits import Limits, LimitsBook
+from data_plane.throttle.limits import LimitsBook
+from dualplane.core.clock import utc_now
+from dualplane.core.limits import Limits, OnChange
 from dualplane.core.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
 
 MAX_BACKOFF_S = 10.0
-
-
-class OnChange(Protocol):
-    """Called (on the view's thread) when a command changed a domain's limits."""
-
-    def __call__(self, domain: str, limits: Limits) -> None: ...
 
 
 def read_latest_commands(
@@ -69,7 +64,8 @@ def load_latest_state(
 
 
 class ThrottleView:
-    """Per-domain limits kept current from the throttle exchange; ``limits(domain)`` is thread-safe."""
+    """Per-domain limits kept current from the throttle exchange: the fleet's
+    :class:`~dualplane.core.limits.LimitsSource`. Every public method is thread-safe."""
 
     def __init__(
         self,
@@ -116,6 +112,10 @@ class ThrottleView:
         """The limits for ``domain`` with their source and reason."""
         with self._lock:
             return self.book.limits(domain, self.clock())
+
+    def subscribe(self, on_change: OnChange) -> None:
+        """Call ``on_change`` (on the view's thread) whenever a command changes a domain's limits."""
+        self.on_change = on_change
 
     def domains(self) -> set[str]:
         """Domains with a known command (the processor's or an override), expired or not."""

@@ -12,19 +12,16 @@ from pika.adapters.blocking_connection import BlockingChannel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from control_plane import amqp
-from control_plane.amqp.exceptions import InvalidUrl
 from control_plane.amqp.messages import JobSpec, Priority
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import read_progress
+from control_plane.frontier.jobs import FinishRule, finished_count, read_progress
 from control_plane.frontier.submit import submit_job
-from data_plane.kafka.lag import extractor_lag
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
-
-FINISHED = ("done", "failed", "dead_lettered")
 
 
 def crawl(
@@ -100,24 +97,21 @@ def _read_seeds(seeds: list[str], seeds_file: Path | None) -> list[str]:
 def _follow(
     channel: BlockingChannel, topology: Topology, settings: Settings, job_id: str, timeout_s: float
 ) -> dict[str, Any] | None:
-    """Show progress until the job has been idle (nothing queued, running, retrying or waiting)
-    for three snapshots in a row, or ``timeout_s`` passes."""
+    """Show progress until the job is finished (:class:`FinishRule`) or ``timeout_s`` passes."""
     deadline = time.monotonic() + timeout_s
+    rule = FinishRule.from_settings(settings)
     snapshot: dict[str, Any] | None = None
-    idle_streak = 0
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as progress:
         bar = progress.add_task(f"crawling {job_id}", total=None)
         while time.monotonic() < deadline:
             snapshot = read_progress(channel, topology, job_id)
             if snapshot:
-                finished = sum(int(snapshot[key]) for key in FINISHED)
+                finished = finished_count(snapshot)
                 left = int(snapshot["outstanding"]) + int(snapshot["backlog"])
                 progress.update(bar, completed=finished, total=finished + left)
-                idle_streak = idle_streak + 1 if snapshot.get("idle") else 0
-                # Idle at the frontier is not enough: unextracted pages may still hold new links.
-                if idle_streak >= 3 and finished > 0 and extractor_lag(settings) == 0:
-                    break
+            if rule.finished(snapshot):
+                break
             time.sleep(1.0)
     return snapshot
 

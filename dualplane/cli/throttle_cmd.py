@@ -11,15 +11,15 @@ from typing import Annotated, Any
 
 import typer
 
-from control_plane.amqp.exceptions import InvalidUrl
-from control_plane.amqp.messages import utc_now
 from data_plane.throttle import overrides
 from data_plane.throttle.commands import OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.snapshot import read_snapshot
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
+from dualplane.core.clock import utc_now
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 
 app = typer.Typer(help="Adaptive throttling: what the block-ratio processor decided per domain, and why.")

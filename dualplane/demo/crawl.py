@@ -21,13 +21,13 @@ from control_plane import amqp
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import read_progress
+from control_plane.frontier.jobs import FinishRule, read_progress
 from control_plane.frontier.submit import submit_job
 from data_plane.extractor.records import PageRecord, iter_records
-from data_plane.kafka.lag import extractor_lag
 from data_plane.kafka.reader import read_to_end
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize, domain_of
+from dualplane.namespaces import private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.services import REGISTRY, Service
 
@@ -63,7 +63,7 @@ class CrawlSummary:
 
 def demo_settings(settings: Settings) -> Settings:
     """The demo's private names, loopback opened for the sample site, polite but quick limits."""
-    private = settings.with_private_names(DEMO_PREFIX, settings.stack.data_dir / "demo" / "frontier")
+    private = private_namespace(settings, DEMO_PREFIX, settings.stack.data_dir / "demo" / "frontier")
     return private.model_copy(
         update={
             "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=50, fetch_concurrency=16),
@@ -144,24 +144,19 @@ def _follow(
     on_progress: Callable[[dict[str, Any], SampleSite], None],
     timeout_s: float,
 ) -> dict[str, Any]:
-    """Report progress each half second until the job has stayed idle for three seconds."""
+    """Report progress each half second until the job is finished (:class:`FinishRule`)."""
     topology = Topology(settings.queues)
-    last: dict[str, Any] = {}
-    stable_since = time.monotonic()
+    rule = FinishRule.from_settings(settings)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         now = read_progress(connection.channel(), topology, job_id) or {}
         on_progress(now, site)
-        if now != last:
-            last, stable_since = now, time.monotonic()
-        elif now.get("idle") and now.get("done") and time.monotonic() - stable_since >= 3:
-            if extractor_lag(settings) == 0:  # else its links may still start new tasks
-                return now
-            stable_since = time.monotonic()
-        elif time.monotonic() - stable_since > STALL_S:
-            raise TimeoutError(f"the demo crawl made no progress for {STALL_S:.0f} s; last progress {last}")
+        if rule.finished(now):
+            return now
+        if rule.unchanged_for_s() > STALL_S:
+            raise TimeoutError(f"the demo crawl made no progress for {STALL_S:.0f} s; last progress {now}")
         connection.process_data_events(0.5)
-    raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {last}")
+    raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {rule.last}")
 
 
 def _pages_of_job(settings: Settings, job_id: str) -> set[str]:

@@ -1,8 +1,8 @@
-"""``dualplane demo``: one message through each plane and the object store, timed and checked.
+"""The demo's first step: one message through each plane and the object store, timed and checked.
 
-For now the demo proves the wiring: a Kafka record produced idempotently and read back from its
-offset, a RabbitMQ message published with a confirm to a quorum queue and acked, and an S3 object
-written, listed and read back. Later the demo grows into a crawl of the sample site.
+It proves the wiring before the crawl (:mod:`dualplane.demo.crawl`) starts: a Kafka record produced
+idempotently and read back from its offset, a RabbitMQ message published with a confirm to a quorum
+queue and acked, and an S3 object written, listed and read back.
 """
 
 from __future__ import annotations

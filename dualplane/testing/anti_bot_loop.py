@@ -32,6 +32,7 @@ from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
 from dualplane.core.web.urls import domain_of
 from dualplane.demo.crawl import running_services
+from dualplane.namespaces import private_namespace
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 
 Phase = Literal["blocking", "relaxed"]
@@ -145,7 +146,7 @@ class LoopResult:
 
 def loop_settings(settings: Settings, spec: LoopSpec, work_dir: Path) -> Settings:
     """Private names, loopback opened for the site, and the spec's starting limits."""
-    private = settings.with_private_names(f"antibot-{uuid.uuid4().hex[:8]}", work_dir / "frontier")
+    private = private_namespace(settings, f"antibot-{uuid.uuid4().hex[:8]}", work_dir / "frontier")
     return private.model_copy(
         update={
             "limits": LimitSettings(

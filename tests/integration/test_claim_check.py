@@ -27,7 +27,7 @@ from data_plane.extract.offline import raw_page
 from data_plane.kafka.reader import read_to_end
 from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.core.settings import Settings
-from dualplane.namespaces import drop_namespace
+from dualplane.namespaces import drop_namespace, private_namespace
 from tests.support.factories import S3BucketFactory, unique_name
 from tests.support.hand_off import hand_off
 
@@ -108,7 +108,7 @@ def _page(url: str, body: bytes) -> dict[str, Any]:
 @pytest.fixture
 def private(settings: Settings, s3_buckets: S3BucketFactory, tmp_path: Path) -> Iterator[Settings]:
     """Settings with private topics and a private bucket."""
-    made = settings.with_private_names(unique_name("cc"), tmp_path)
+    made = private_namespace(settings, unique_name("cc"), tmp_path)
     made = made.model_copy(update={"s3": made.s3.model_copy(update={"bucket": s3_buckets.create()})})
     ensure_data_plane_topics(made)
     yield made

@@ -54,7 +54,7 @@ def relay(private: Settings) -> Iterator[TcpRelay]:
 def _produce_three_pages(settings: Settings) -> int:
     """Pages before, behind a claim check and after, in that order on partition 0; the claimed offset."""
     big = b"<html><body>" + b"<p>words behind a claim check</p>" * 30_000 + b"</body></html>"
-    check = ClaimCheckStore.from_settings(settings).put(big)
+    check = ClaimCheckStore.from_settings(settings.s3).put(big)
     claimed = {
         **raw_page(b"", CLAIMED, fetched_at=AT),
         "claim_check": check.uri,
@@ -96,7 +96,7 @@ def test_an_s3_outage_holds_the_extractor_at_the_page_and_loses_nothing(
 ) -> None:
     claimed_offset = _produce_three_pages(private)
     through_relay = private.s3.model_copy(update={"endpoint_url": f"http://127.0.0.1:{relay.port}"})
-    extractor = Extractor(private, bodies=ClaimCheckStore.from_settings(through_relay))
+    extractor = Extractor(private, bodies=ClaimCheckStore.from_settings(through_relay.s3))
     thread = threading.Thread(target=extractor.run, name="extractor", daemon=True)
     thread.start()
     try:

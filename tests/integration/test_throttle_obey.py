@@ -26,6 +26,7 @@ from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.overrides import issue
+from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import domain_of
 from tests.support.factories import ControlPlaneFactory
@@ -98,7 +99,7 @@ def fetcher(settings: Settings, *, rate_limited: str | None = None) -> Iterator[
             return FetchResult(Outcome.RATE_LIMITED, 429, "too many requests (test)", retry_after_s=3.0)
         return result
 
-    runner = TaskRunner(settings, work)
+    runner = TaskRunner(settings, work, ThrottleView(settings))
     try:
         with running(runner.consumer()):
             yield runner

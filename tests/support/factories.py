@@ -15,7 +15,7 @@ from connectors.storage import s3
 from control_plane import amqp
 from data_plane.kafka import clients
 from dualplane.core.settings import Settings
-from dualplane.namespaces import drop_namespace
+from dualplane.namespaces import drop_namespace, private_namespace
 
 
 def unique_name(prefix: str) -> str:
@@ -138,7 +138,7 @@ class ControlPlaneFactory:
 
     def settings(self, **queue_overrides: Any) -> Settings:
         prefix = unique_name("cp")
-        made = self.base.with_private_names(prefix, self.tmp_path / prefix / "frontier")
+        made = private_namespace(self.base, prefix, self.tmp_path / prefix / "frontier")
         made = made.model_copy(
             update={
                 "queues": made.queues.model_copy(update=queue_overrides),

@@ -15,6 +15,7 @@ import httpx
 from control_plane.amqp.messages import CrawlTask
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
+from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import Settings
 
 
@@ -38,7 +39,7 @@ def main() -> None:
     logging.getLogger("pika").setLevel(logging.WARNING)
     settings = Settings.from_env()
     client = httpx.AsyncClient(timeout=30)
-    runner = TaskRunner(settings, lambda task: http_get(client, task))
+    runner = TaskRunner(settings, lambda task: http_get(client, task), ThrottleView(settings))
     consumer = runner.consumer()
     signal.signal(signal.SIGTERM, lambda *_: consumer.stop())
     consumer.run()

@@ -11,9 +11,9 @@ from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier import Frontier
-from control_plane.frontier.jobs import read_progress
+from control_plane.frontier.jobs import FinishRule, read_progress
 from control_plane.frontier.submit import submit_job
-from data_plane.kafka.lag import extractor_lag
+from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import Settings
 
 
@@ -51,28 +51,17 @@ class JobProbe:
         return seen
 
     def wait_finished(self, job_id: str, timeout_s: float = 180, quiet_s: float = 4) -> dict[str, object]:
-        """Wait until the job is idle with something done, and its counters stopped moving."""
-        last: dict[str, object] = {}
-        lag: int | None = None
-        stable_since = time.monotonic()
+        """Wait until the job is finished by the one rule everyone uses (:class:`FinishRule`)."""
+        rule = FinishRule.from_settings(self.settings, quiet_s=quiet_s)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            now = self.progress(job_id)
-            if now != last:
-                last, stable_since = now, time.monotonic()
-            elif self._idle_and_quiet(now, time.monotonic() - stable_since >= quiet_s):
-                # Idle at the frontier is not enough: pages the extractor has not read may hold links.
-                lag = extractor_lag(self.settings)
-                if lag == 0:
-                    return now
+            if rule.finished(self.progress(job_id)):
+                return rule.last or {}
             time.sleep(0.5)
         raise AssertionError(
-            f"job {job_id} did not finish within {timeout_s} s: {last}; extractor lag when last idle: {lag}"
+            f"job {job_id} did not finish within {timeout_s} s: {rule.last}; "
+            f"extractor lag when last idle: {rule.last_lag}"
         )
-
-    @staticmethod
-    def _idle_and_quiet(progress: dict[str, object], quiet: bool) -> bool:
-        return bool(progress.get("idle")) and int(str(progress.get("done", 0))) > 0 and quiet
 
     def lane_depth(self, lane: str = "normal") -> int:
         return self.queue_depth(self.topology.lane_queue(lane))  # type: ignore[arg-type]
@@ -91,7 +80,7 @@ class RunningFrontier(JobProbe):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.frontier = Frontier(settings)
+        self.frontier = Frontier(settings, ThrottleView(settings))
         self.consumer = self.frontier.consumer()
         self.thread = threading.Thread(target=self.consumer.run, daemon=True)
 

@@ -13,6 +13,7 @@ from fastavro import schemaless_writer
 
 import schemas
 from dualplane.core.settings import SchemaRegistrySettings, Settings
+from dualplane.namespaces import private_namespace
 from schemas.codec import set_default_resolver
 from schemas.confluent import ConfluentRegistry, subject_for
 from schemas.exceptions import (
@@ -67,7 +68,7 @@ class TestCodecFor:
         assert repr(codec) == f"Codec(confluent at {CLOSED_URL})"
 
     def test_subjects_follow_the_topics_the_manifest_routes_to(self) -> None:
-        settings = Settings().with_private_names("t-1", data_dir=Settings().stack.data_dir)
+        settings = private_namespace(Settings(), "t-1", data_dir=Settings().stack.data_dir)
         codec = codec_for(settings)
 
         assert codec.topic_for("page_record", 2) == "t-1.records"

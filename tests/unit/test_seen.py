@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.amqp.exceptions import ControlPlaneError
+from control_plane.frontier.exceptions import SeenSetCorrupt
 from control_plane.frontier.seen import SeenSet
 from dualplane.core.web.urls import url_key
 
@@ -140,7 +140,7 @@ def test_a_missing_bloom_file_is_a_readable_error(db_path: Path) -> None:
         seen.flush()
     seen.bloom_path.unlink()
 
-    with pytest.raises(ControlPlaneError, match=r"seen\.sqlite3\.bloom is missing"):
+    with pytest.raises(SeenSetCorrupt, match=r"seen\.sqlite3\.bloom is missing"):
         small(db_path)
 
 

@@ -26,10 +26,11 @@ from data_plane.throttle.exceptions import (
     ThrottleError,
 )
 from data_plane.throttle.limits import LimitsBook
-from data_plane.throttle.policy import Command, WindowCounts
+from data_plane.throttle.policy import Command, PolicyConfig, WindowCounts, domain_priority
 from data_plane.throttle.snapshot import read_snapshot, write_snapshot
 from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
 from dualplane.core.settings import Settings
+from dualplane.namespaces import private_namespace
 
 pytestmark = pytest.mark.unit
 
@@ -66,11 +67,12 @@ def test_config_defaults_come_from_the_settings(monkeypatch: pytest.MonkeyPatch)
         0.05,
         20,
     )
-    assert settings.throttle_policy.ceiling == settings.limits.domain_concurrency
-    assert settings.throttle_policy.base_delay_ms == settings.limits.domain_delay_ms
+    policy = PolicyConfig.from_settings(settings.throttle, settings.limits)
+    assert policy.ceiling == settings.limits.domain_concurrency
+    assert policy.base_delay_ms == settings.limits.domain_delay_ms
     assert settings.throttle_app_id == f"{settings.kafka.group_prefix}-throttle"
     assert settings.throttle_snapshot_path == settings.stack.data_dir / "throttle" / "snapshot.json"
-    private = settings.with_private_names("test-ns", Path("/tmp/ns"))
+    private = private_namespace(settings, "test-ns", Path("/tmp/ns"))
     assert private.throttle_app_id == "test-ns-throttle"
 
 
@@ -89,10 +91,10 @@ def test_config_reads_every_kind_of_variable(monkeypatch: pytest.MonkeyPatch) ->
     assert (config.window_size_s, config.window_step_s, config.threshold) == (10, 2, 0.1)
     assert config.low_priority == ("bulk.test", "other.test")
     assert (config.offset_reset, settings.throttle_snapshot_path) == ("earliest", None)
-    assert config.priority("www.bulk.test") == "low"
-    assert config.priority("notbulk.test") == "normal"
-    assert settings.throttle_policy.step_s == 2.0
-    assert settings.throttle_policy.ceiling == 9
+    assert domain_priority("www.bulk.test", config.low_priority) == "low"
+    assert domain_priority("notbulk.test", config.low_priority) == "normal"
+    policy = PolicyConfig.from_settings(settings.throttle, settings.limits)
+    assert (policy.step_s, policy.ceiling) == (2.0, 9)
     assert throttle_from(monkeypatch, settings.to_env()) == settings
 
 
@@ -103,7 +105,7 @@ def test_config_reads_every_kind_of_variable(monkeypatch: pytest.MonkeyPatch) ->
         ({"DUALPLANE_THROTTLE_MIN_SAMPLES": "many"}, "min_samples"),
         ({"DUALPLANE_THROTTLE_OFFSET_RESET": "middle"}, "'latest' or 'earliest'"),
         ({"DUALPLANE_THROTTLE_WINDOW_SIZE_S": "25", "DUALPLANE_THROTTLE_WINDOW_STEP_S": "10"}, "multiple"),
-        ({"DUALPLANE_THROTTLE_THRESHOLD": "1.5"}, "threshold must be in"),
+        ({"DUALPLANE_THROTTLE_THRESHOLD": "1.5"}, r"threshold\n.*less than 1"),
         ({"DUALPLANE_THROTTLE_SESSION_TIMEOUT_S": "1"}, "session_timeout_s"),
     ],
 )

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from control_plane.amqp.exceptions import InvalidUrl
+from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS, KEY_BYTES, canonicalize, domain_of, url_key
 
 pytestmark = pytest.mark.unit

@@ -1,8 +1,8 @@
 """The fetch backend extension point: one request in, one response out, or a FetchFailed.
 
-Settings read by :meth:`FetchRequest.from_settings`: ``DUALPLANE_FETCH_USER_AGENT``,
-``DUALPLANE_FETCH_CONNECT_TIMEOUT_S``, ``DUALPLANE_FETCH_READ_TIMEOUT_S`` and
-``DUALPLANE_LIMIT_MAX_PAGE_BYTES``.
+Backends read no settings of their own per request: the fetcher (``control_plane.fetcher.worker``)
+builds each :class:`FetchRequest` from ``DUALPLANE_FETCH_USER_AGENT``, ``_CONNECT_TIMEOUT_S``,
+``_READ_TIMEOUT_S``, ``_MAX_REDIRECTS`` and ``DUALPLANE_LIMIT_MAX_PAGE_BYTES``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 if TYPE_CHECKING:
-    from dualplane.core.settings import Settings
+    pass
 
 DEFAULT_ACCEPT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 
@@ -43,17 +43,6 @@ class FetchRequest:
                 f"FetchRequest for {self.url}: max_bytes must be >= 1 and max_redirects >= 0, "
                 f"got {self.max_bytes} and {self.max_redirects}"
             )
-
-    @classmethod
-    def from_settings(cls, url: str, settings: Settings) -> FetchRequest:
-        """A request for ``url`` with the identity, timeouts and size cap of ``settings``."""
-        return cls(
-            url=url,
-            user_agent=settings.fetch.user_agent,
-            connect_timeout_s=settings.fetch.connect_timeout_s,
-            read_timeout_s=settings.fetch.read_timeout_s,
-            max_bytes=settings.limits.max_page_bytes,
-        )
 
     def accepts(self, content_type: str | None) -> bool:
         """Whether a response of MIME type ``content_type`` is wanted (no type at all is accepted)."""

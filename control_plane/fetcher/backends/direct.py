@@ -25,6 +25,7 @@ from control_plane.fetcher.exceptions import (
     InvalidTarget,
     SsrfRefused,
 )
+from dualplane.core.web.exceptions import UnsafeUrl
 from dualplane.core.web.ssrf import SsrfGuard
 
 if TYPE_CHECKING:
@@ -134,7 +135,7 @@ class DirectBackend(FetchBackend):
     async def _check(self, url: str, chain: list[str]) -> None:
         try:
             await self._guard.check(url)
-        except SsrfRefused as error:
+        except UnsafeUrl as error:
             where = f"redirect from {chain[-1]} to {url} refused: " if chain else ""
             raise SsrfRefused(f"{where}{error}", final_url=url) from error
         except ValueError as error:  # e.g. a port out of range

@@ -18,7 +18,7 @@ import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from control_plane.fetcher.exceptions import SsrfRefused
+from dualplane.core.web.exceptions import UnsafeUrl
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -48,7 +48,7 @@ class SsrfGuard:
         return cls(allow_hosts.split(","))
 
     async def check(self, url: str) -> None:
-        """Raise :class:`SsrfRefused` unless ``url`` is an http(s) URL to an acceptable address.
+        """Raise :class:`UnsafeUrl` unless ``url`` is an http(s) URL to an acceptable address.
 
         Resolution runs on a worker thread, so the event loop never blocks on DNS.
         """
@@ -58,7 +58,7 @@ class SsrfGuard:
         """True unless :meth:`check_sync` would refuse ``url`` (for callers that only need a yes/no)."""
         try:
             self.check_sync(url)
-        except SsrfRefused:
+        except UnsafeUrl:
             return False
         return True
 
@@ -66,16 +66,16 @@ class SsrfGuard:
         """Blocking form of :meth:`check`."""
         parts = urlsplit(url)
         if parts.scheme not in ALLOWED_SCHEMES:
-            raise SsrfRefused(f"scheme {parts.scheme!r} is not fetched (only http and https): {url}")
+            raise UnsafeUrl(f"scheme {parts.scheme!r} is not fetched (only http and https): {url}")
         host = (parts.hostname or "").lower()
         if not host:
-            raise SsrfRefused(f"URL has no host: {url}")
+            raise UnsafeUrl(f"URL has no host: {url}")
         if host in self.allowed_hosts:
             return
         for address in _resolve(host, parts.port or (443 if parts.scheme == "https" else 80)):
             reason = self._refusal(address)
             if reason:
-                raise SsrfRefused(
+                raise UnsafeUrl(
                     f"{host} resolves to {address}, {reason}; refused to prevent SSRF "
                     "(allow it with DUALPLANE_FETCH_ALLOW_HOSTS if this is intended)"
                 )
@@ -99,5 +99,5 @@ def _resolve(host: str, port: int) -> list[IpAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as error:
-        raise SsrfRefused(f"cannot resolve {host}: {error}") from error
+        raise UnsafeUrl(f"cannot resolve {host}: {error}") from error
     return [ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos]

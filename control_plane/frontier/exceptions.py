@@ -1,0 +1,13 @@
+"""Errors of the frontier; every message names the state or input that was wrong and what to do."""
+
+from __future__ import annotations
+
+from dualplane.core.exceptions import DualplaneError
+
+
+class FrontierError(DualplaneError):
+    """Base class of the frontier's errors."""
+
+
+class SeenSetCorrupt(FrontierError):
+    """The seen set's files on disk do not agree; the message says which file to restore."""

@@ -1,0 +1,136 @@
+"""Settings of the brokers and the object store: Kafka, topics, the schema registry, RabbitMQ, S3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings
+
+from dualplane.core.settings.base import section
+
+
+class KafkaSettings(BaseSettings):
+    """Data-plane broker. Security options are handed to every Kafka client unchanged."""
+
+    model_config = section("KAFKA_")
+
+    bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_ca_location: Path | None = None
+    ssl_certificate_location: Path | None = None
+    ssl_key_location: Path | None = None
+    ssl_key_password: SecretStr | None = None
+    client_id: str = "dualplane"
+    replication_factor: int = Field(default=1, ge=1)
+    group_prefix: str = "dualplane"  # consumer groups are named <prefix>-<service>
+
+    def client_config(self) -> dict[str, str]:
+        """librdkafka connection and security keys shared by producers, consumers and admins."""
+        config = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "security.protocol": self.security_protocol.lower(),
+            "client.id": self.client_id,
+        }
+        optional: dict[str, str | Path | SecretStr | None] = {
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.sasl_username,
+            "sasl.password": self.sasl_password,
+            "ssl.ca.location": self.ssl_ca_location,
+            "ssl.certificate.location": self.ssl_certificate_location,
+            "ssl.key.location": self.ssl_key_location,
+            "ssl.key.password": self.ssl_key_password,
+        }
+        for key, value in optional.items():
+            if isinstance(value, SecretStr):
+                config[key] = value.get_secret_value()
+            elif value is not None:
+                config[key] = str(value)
+        return config
+
+
+class SchemaRegistrySettings(BaseSettings):
+    """Confluent Schema Registry mode (``schemas.serde``); off, single-object encoding, while unset.
+
+    ``url``: ``DUALPLANE_SCHEMA_REGISTRY_URL``, the base URL of a registry speaking the Confluent
+    REST API (comma-separated for several). ``basic_auth_user_info``:
+    ``DUALPLANE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO``, ``user:password``. ``auto_register``: producers
+    register the schema version they write (subject compatibility set to BACKWARD first); ``false``
+    for registries where only an administrator registers schemas.
+    """
+
+    model_config = section("SCHEMA_REGISTRY_")
+
+    url: str | None = None
+    basic_auth_user_info: SecretStr | None = None
+    auto_register: bool = True
+    timeout_s: float = Field(default=10.0, gt=0)
+
+
+class TopicSettings(BaseSettings):
+    """Kafka topic names of the data plane."""
+
+    model_config = section("TOPIC_")
+
+    pages_raw: str = "pages.raw"
+    fetch_events: str = "fetch.events"
+    records: str = "records"
+    dead_letters: str = "dead-letters"
+    schemas: str = "_dualplane.schemas"
+    throttle_state: str = "throttle.state"
+    partitions: int = Field(default=6, ge=1)
+    # Raw pages are the replay source: keep them long (default 30 days).
+    pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)
+
+
+class AmqpSettings(BaseSettings):
+    """Control-plane broker: the AMQP URL (credentials inside) and the management API."""
+
+    model_config = section("AMQP_")
+
+    url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/%2F")
+    management_url: str = "http://127.0.0.1:15672"
+    heartbeat_s: int = Field(default=30, ge=0)
+    connection_attempts: int = Field(default=3, ge=1)
+
+
+class QueueSettings(BaseSettings):
+    """RabbitMQ names and queue policies of the control plane."""
+
+    model_config = section("QUEUE_")
+
+    discovery: str = "dualplane.discovery"
+    crawl_tasks: str = "dualplane.tasks"
+    dead_letters: str = "dualplane.dead"
+    throttle_exchange: str = "dualplane.throttle"
+    reports: str = "dualplane.reports"
+    retry_prefix: str = "dualplane.retry"
+    permits_prefix: str = "dualplane.permits"
+    jobs_prefix: str = "dualplane.jobs"
+    # name=milliseconds pairs; a retry goes to the shortest tier at least as long as its delay.
+    retry_tiers: str = "5s=5000,30s=30000,2m=120000,10m=600000"
+    # The broker's safety net: a message redelivered this often (crash loops) is dead-lettered.
+    delivery_limit: int = Field(default=10, ge=2)
+    # A handler that raises this many times on one message sends it to the dead letters.
+    handler_max_failures: int = Field(default=3, ge=1)
+
+    def tiers(self) -> tuple[tuple[str, int], ...]:
+        """``retry_tiers`` parsed and sorted by duration: ``(("5s", 5000), ...)``."""
+        pairs = [item.split("=", 1) for item in self.retry_tiers.split(",") if item.strip()]
+        return tuple(sorted(((name.strip(), int(ms)) for name, ms in pairs), key=lambda tier: tier[1]))
+
+
+class S3Settings(BaseSettings):
+    """S3-compatible object store used by the sink, the seed source and the claim-check store."""
+
+    model_config = section("S3_")
+
+    endpoint_url: str | None = "http://127.0.0.1:9000"
+    region: str = "us-east-1"
+    access_key_id: SecretStr = SecretStr("dualplane")
+    secret_access_key: SecretStr = SecretStr("dualplane-secret")
+    bucket: str = "dualplane"

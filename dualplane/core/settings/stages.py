@@ -1,0 +1,99 @@
+"""Settings of the stages and the local stack: limits, frontier, fetch, extract, stack."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings
+
+from dualplane.core.settings.base import section
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "dualplane"
+
+
+class LimitSettings(BaseSettings):
+    """Sizes and concurrency ceilings shared by the services."""
+
+    model_config = section("LIMIT_")
+
+    max_page_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
+    fetch_concurrency: int = Field(default=64, ge=1)
+    domain_concurrency: int = Field(default=2, ge=1)
+    domain_delay_ms: int = Field(default=1000, ge=0)
+
+
+class FrontierSettings(BaseSettings):
+    """The frontier: dedup storage, admission caps and robots.txt handling."""
+
+    model_config = section("FRONTIER_")
+
+    data_dir: Path | None = None  # default: DUALPLANE_STACK_DATA_DIR/frontier
+    # Per-domain admission: at most k x P_d tasks outstanding per domain; the rest wait in a backlog.
+    outstanding_per_slot: int = Field(default=8, ge=1)
+    # Global backpressure: past this many outstanding tasks the frontier stops consuming discovery.
+    max_outstanding: int = Field(default=10_000, ge=1)
+    seen_exact_limit: int = Field(default=1_000_000, ge=0)
+    seen_expected_items: int = Field(default=50_000_000, ge=1000)
+    seen_false_positive_rate: float = Field(default=0.001, gt=0, lt=0.5)
+    tracking_params: str = ""  # comma-separated extra query parameters to strip
+    robots_ttl_s: float = Field(default=86_400, gt=0)
+    max_attempts: int = Field(default=5, ge=1)
+    snapshot_interval_s: float = Field(default=1.0, gt=0)
+
+
+class FetchSettings(BaseSettings):
+    """The fetch side of the control contract: capacity, politeness and identity."""
+
+    model_config = section("FETCH_")
+
+    user_agent: str = "dualplane/0.1 (+https://example.invalid/dualplane)"
+    # Extra delay on top of DUALPLANE_LIMIT_DOMAIN_DELAY_MS, as a fraction: 0.5 = up to +50%.
+    delay_jitter: float = Field(default=0.5, ge=0, le=2)
+    permit_wait_s: float = Field(default=2.0, ge=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    read_timeout_s: float = Field(default=30.0, gt=0)
+    # Loopback and private addresses are refused unless listed here (tests, the demo).
+    allow_hosts: str = ""
+    # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every
+    # page is fetched once per job). >0: follow inline, recording the chain (may refetch targets).
+    max_redirects: int = Field(default=0, ge=0)
+    backend: Literal["direct", "scraping_api"] = "direct"
+    scraping_api_url: str = "https://api.scrapingant.com/v2/general"
+    scraping_api_key: SecretStr | None = None
+    scraping_api_render_js: bool = False
+    proxies: str = ""  # comma-separated proxy URLs, rotated; banned ones are quarantined
+    # Claim check: a body larger than this goes to S3 (content-addressed, DUALPLANE_S3_*) and the
+    # raw page on Kafka carries its reference. 512 KiB keeps every raw_page message (body plus
+    # envelope) under Kafka's default 1 MiB message limit while still inlining the vast majority of
+    # HTML pages; set it to DUALPLANE_LIMIT_MAX_PAGE_BYTES or more to keep every body inline.
+    inline_body_max_bytes: int = Field(default=512 * 1024, ge=1024)
+
+
+class ExtractSettings(BaseSettings):
+    """The extractor: which record schema it writes, how it batches transactions, what it will parse."""
+
+    model_config = section("EXTRACT_")
+
+    schema_version: int | None = Field(default=None, ge=1)  # None: the latest page_record version
+    batch_size: int = Field(default=200, ge=1)  # pages per Kafka transaction at most
+    follow_nofollow: bool = False
+    # Bodies larger than this are dead-lettered ("oversize: ..."), not parsed: extraction takes about
+    # 1 s and 35x the body in memory per MiB of HTML, so a 20 MiB page would stall a transaction.
+    max_html_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
+
+
+class StackSettings(BaseSettings):
+    """The embedded local stack: where it keeps data and which Kafka release it runs."""
+
+    model_config = section("STACK_")
+
+    data_dir: Path = Field(default_factory=_default_data_dir)
+    kafka_version: str = "3.9.1"
+    kafka_controller_port: int | None = None
+    kafka_heap_mb: int = Field(default=768, ge=256)
+    rabbitmq_dist_port: int | None = None
+    start_timeout_s: float = Field(default=120.0, gt=0)

@@ -1,0 +1,17 @@
+"""Errors of the web helpers; every message names the URL that was wrong."""
+
+from __future__ import annotations
+
+from dualplane.core.exceptions import DualplaneError
+
+
+class WebError(DualplaneError):
+    """Base class of errors about URLs and addresses."""
+
+
+class InvalidUrl(WebError):
+    """A URL that cannot be crawled: unparseable, not http(s), or without a host."""
+
+
+class UnsafeUrl(WebError):
+    """The SSRF guard refused a URL: not http(s), no host, unresolvable, or a refused address."""
