@@ -1,7 +1,7 @@
 """Bot-challenge and captcha page detectors: one table, one row per thing we recognise.
 
 To recognise a new interstitial, add a row to :data:`DETECTORS` and a realistic snippet of it to
-``tests/unit/test_fetch_classify.py``. A row matches when every condition it sets holds:
+``tests/control_plane/fetcher/test_classify.py``. A row matches when every condition it sets holds:
 
 - ``body``: a regex (bytes, case-insensitive) found in the first :data:`SCAN_BYTES` of the body;
 - ``headers``: for each (lower-case) header name, a regex found in its value;

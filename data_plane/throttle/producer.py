@@ -17,8 +17,8 @@ writes ``size / step`` windows, so the buffer is busiest exactly when the proces
 
 This was found by reading the code, not observed: in instrumented runs under a CPU hog, Faust's own
 flush never returned with a write still owed. The gap is narrow, but it costs only a set of futures
-to close (tested in ``tests/unit/test_throttle_producer.py``; the SIGKILL-right-after-a-commit test
-in ``tests/integration/test_throttle_app.py`` guards the behaviour end to end).
+to close (tested in ``tests/data_plane/throttle/test_producer.py``; the SIGKILL-right-after-a-commit test
+in ``tests/data_plane/throttle/test_app.py`` guards the behaviour end to end).
 
 :class:`ChangelogSafeProducer` remembers every buffered message; ``flush`` returns only once each
 message buffered before the call is acknowledged by Kafka. A failed write makes every later ``flush``

@@ -18,10 +18,11 @@ from control_plane.amqp.topology import Topology
 from dualplane.core.settings import LimitSettings, Settings
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
+from tests.support.paths import REPO_ROOT
 from tests.support.recording_server import RecordingHost
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-ROOT = Path(__file__).parents[2]
+ROOT = REPO_ROOT
 
 
 @pytest.fixture

@@ -13,8 +13,9 @@ from typing import Any
 import schemas
 from data_plane.kafka.reader import read_to_end
 from dualplane.core.settings import Settings
+from tests.support.paths import REPO_ROOT
 
-ROOT = Path(__file__).parents[2]
+ROOT = REPO_ROOT
 
 
 # A log record at WARNING or above, or the last line of a traceback (the exception and its message).

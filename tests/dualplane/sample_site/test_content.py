@@ -56,7 +56,7 @@ def _digest(spec: SiteSpec) -> str:
 def test_same_seed_renders_byte_identical_pages_in_another_process() -> None:
     code = (
         "from dualplane.sample_site import SiteSpec\n"
-        "from tests.unit.test_sample_site_content import _digest\n"
+        "from tests.dualplane.sample_site.test_content import _digest\n"
         "print(_digest(SiteSpec(seed=7, hosts=3, pages_per_host=40, base_port=8101)))"
     )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}

@@ -17,6 +17,7 @@ import pytest
 
 from dualplane.core.settings import Settings
 from tests.support.factories import KafkaClientFactory, KafkaTopicFactory, unique_name
+from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -61,9 +62,9 @@ def faust_worker(settings: Settings, kafka_topics: KafkaTopicFactory, tmp_path: 
     log_path = tmp_path / "worker.log"
     log = log_path.open("wb")
     worker = subprocess.Popen(
-        [sys.executable, "-m", "faust", "-A", "tests.integration.faust_window_app",
+        [sys.executable, "-m", "faust", "-A", "tests.data_plane.throttle.faust_window_app",
          "--datadir", str(tmp_path / "faust-data"), "worker", "--loglevel", "warn"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[2],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO_ROOT,
     )  # fmt: skip
     try:
         yield Worker(topic, f"http://127.0.0.1:{port}", worker, log_path)

@@ -35,6 +35,7 @@ from schemas.confluent import subject_for
 from schemas.exceptions import RegistryUnavailable, SchemaRejected
 from schemas.registry import build_schema
 from schemas.wire import CONFLUENT_MAGIC, split
+from tests.schemas.test_codec import page_record
 from tests.support.brokers import BrokerSession
 from tests.support.factories import (
     ControlPlaneFactory,
@@ -43,7 +44,6 @@ from tests.support.factories import (
     S3BucketFactory,
 )
 from tests.support.tcp_relay import TcpRelay, free_port
-from tests.unit.test_schemas_codec import page_record
 
 pytestmark = pytest.mark.integration
 

@@ -36,10 +36,11 @@ from dualplane.core.limits import Limits
 from dualplane.core.settings import Settings
 from dualplane.testing.fetch_events import synthetic_fetch_event
 from tests.support.factories import ControlPlaneFactory, closing
+from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).parents[2]
+ROOT = REPO_ROOT
 BASE_ENV = {
     "DUALPLANE_THROTTLE_THRESHOLD": "0.05",
     "DUALPLANE_THROTTLE_MIN_SAMPLES": "20",

@@ -1,6 +1,6 @@
 """Resolving a raw page's body before extraction: inline or claim-checked, always within the limit.
 
-The store here is a dict (this is pure logic); tests/integration/test_claim_check.py and
+The store here is a dict (this is pure logic); tests/connectors/storage/test_claim_check.py and
 tests/e2e/test_large_pages.py run the same paths against the real S3 endpoint.
 """
 

@@ -27,7 +27,7 @@ from schemas.exceptions import (
 )
 from schemas.serde import codec_for, install
 from schemas.wire import CONFLUENT_HEADER_BYTES, confluent_header, split
-from tests.unit.test_schemas_codec import page_record, throttle_command
+from tests.schemas.test_codec import page_record, throttle_command
 
 pytestmark = pytest.mark.unit
 

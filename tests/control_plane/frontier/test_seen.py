@@ -12,6 +12,7 @@ import pytest
 from control_plane.frontier.exceptions import SeenSetCorrupt
 from control_plane.frontier.seen import SeenSet
 from dualplane.core.web.urls import url_key
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 
@@ -125,7 +126,7 @@ def test_unflushed_keys_are_forgotten_after_a_crash_and_flushed_ones_kept(db_pat
         os._exit(0)  # a crash: no flush, no close
         """
     )
-    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2])
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=REPO_ROOT)
 
     with small(db_path) as seen:
         assert (seen.mode, len(seen)) == ("bloom", 400)

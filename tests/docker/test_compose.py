@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,10 +12,11 @@ import yaml
 
 from dualplane.core.settings import ENV_PREFIX, Settings, env_names
 from dualplane.services import REGISTRY
+from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO_ROOT
 COMPOSE_FILE = ROOT / "docker" / "compose.yaml"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 INFRA_SERVICES = {"kafka", "rabbitmq", "minio", "schema-registry"}

@@ -163,7 +163,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
         ("throttle_command", 1): throttle_command,
     }
     if (name, version) not in builders:
-        pytest.fail(f"add a realistic {name} v{version} record to tests/unit/test_schemas_codec.py")
+        pytest.fail(f"add a realistic {name} v{version} record to tests/schemas/test_codec.py")
     return builders[(name, version)]()
 
 

@@ -17,11 +17,12 @@ from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
+from tests.support.paths import REPO_ROOT
 from tests.support.recording_server import RecordingHost
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ROOT = Path(__file__).parents[2]
+ROOT = REPO_ROOT
 
 
 class Fleet:
