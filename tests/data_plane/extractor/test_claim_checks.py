@@ -96,7 +96,7 @@ def test_an_s3_outage_holds_the_extractor_at_the_page_and_loses_nothing(
 ) -> None:
     claimed_offset = _produce_three_pages(private)
     through_relay = private.s3.model_copy(update={"endpoint_url": f"http://127.0.0.1:{relay.port}"})
-    extractor = Extractor(private, bodies=ClaimCheckStore.from_settings(through_relay.s3))
+    extractor = Extractor(private, bodies=ClaimCheckStore.from_settings(through_relay))
     thread = threading.Thread(target=extractor.run, name="extractor", daemon=True)
     thread.start()
     try:
