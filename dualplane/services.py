@@ -86,7 +86,15 @@ class ThrottleService:
         datadir = self.settings.stack.data_dir / "throttle" / "faust"
         datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust makes only the last level itself
         app = ["-m", "faust", "-A", "data_plane.throttle.worker", "--datadir", str(datadir)]
-        command = [sys.executable, *app, "worker", "--loglevel", "info"]
+        # The worker command starts Faust's web server unless told not to, whatever the app says:
+        # two processors on one machine would then fight over port 6066 and one would die.
+        port = self.settings.throttle.web_port
+        web = (
+            ["--web-port", str(port), "--web-bind", self.settings.throttle.web_bind]
+            if port
+            else ["--without-web"]
+        )
+        command = [sys.executable, *app, "worker", "--loglevel", "info", *web]
         while not self._stopping.is_set():
             self.process = subprocess.Popen(command, env={**os.environ, **self.settings.to_env()})
             code = self.process.wait()
