@@ -1,8 +1,4 @@
-"""Pure parts of the throttle processor: config, events, windows, commands and the limits book.
-
-No brokers (marked unit); kept beside the integration tests only because this change may not add
-files under tests/unit other than test_throttle_policy.py. Move to tests/unit/ when convenient.
-"""
+"""Pure parts of the throttle processor: config, events, windows, commands, the limits book."""
 
 from __future__ import annotations
 
