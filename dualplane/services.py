@@ -13,8 +13,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from control_plane.fetcher.runner import TaskRunner
@@ -26,6 +28,9 @@ from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
+
+# How often a running process touches its heartbeat file (``dualplane run --heartbeat-file``).
+HEARTBEAT_EVERY_S = 2.0
 
 
 class Service(Protocol):
@@ -123,12 +128,14 @@ REGISTRY: dict[str, Callable[[Settings], Service]] = {
 }
 
 
-def run_services(settings: Settings, names: list[str]) -> None:
+def run_services(settings: Settings, names: list[str], heartbeat: Path | None = None) -> None:
     """Run the named services side by side until SIGINT or SIGTERM, then stop them cleanly.
 
     A service whose ``run`` returns or raises on its own stops all of them and the process exits
     with status 1 (after the traceback), so that its supervisor (compose ``restart:``, systemd,
     Kubernetes) restarts it: a process that stays up with a dead service would look healthy.
+    While every service runs, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``: a
+    supervisor's healthcheck reads its age without starting a Python of ours.
     """
     services = [REGISTRY[name](settings) for name in names]
     threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
@@ -142,7 +149,11 @@ def run_services(settings: Settings, names: list[str]) -> None:
     signal.signal(signal.SIGTERM, stop)
     for thread in threads:
         thread.start()
+    beaten = 0.0
     while not stopping.is_set() and all(t.is_alive() for t in threads):
+        if heartbeat is not None and time.monotonic() - beaten >= HEARTBEAT_EVERY_S:
+            heartbeat.touch()
+            beaten = time.monotonic()
         stopping.wait(0.5)
     ended = [s.name for t, s in zip(threads, services, strict=True) if not t.is_alive()]
     for service in services:

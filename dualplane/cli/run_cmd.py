@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,6 +17,10 @@ from dualplane.services import REGISTRY, run_services
 def run(
     services: Annotated[list[str], typer.Argument(help=f"Services to run: {', '.join(REGISTRY)}, or all.")],
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    heartbeat_file: Annotated[
+        Path | None,
+        typer.Option(help="Touch this file every 2 s while every service runs (for healthchecks)."),
+    ] = None,
 ) -> None:
     """Run services in this process until Ctrl-C or SIGTERM (then they stop cleanly)."""
     names = list(REGISTRY) if "all" in services else services
@@ -25,7 +30,7 @@ def run(
             f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(REGISTRY)} or all"
         )
     configure_logging(log_level)
-    run_services(Settings.from_env(), names)
+    run_services(Settings.from_env(), names, heartbeat=heartbeat_file)
 
 
 def configure_logging(level: str) -> None:

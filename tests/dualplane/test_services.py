@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -61,3 +63,32 @@ def test_a_stop_request_ends_cleanly(monkeypatch: pytest.MonkeyPatch) -> None:
     run_services(Settings(), ["idle"])  # returns: no SystemExit
 
     assert stopped.is_set()
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # the crash itself
+def test_the_heartbeat_beats_while_every_service_runs_and_stops_with_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(services, "HEARTBEAT_EVERY_S", 0.0)
+    heartbeat = tmp_path / "alive"
+    crash_now = threading.Event()
+    beats: list[int] = []
+
+    def watch_then_crash() -> None:
+        while len(beats) < 3:  # the file is touched again and again while the service runs
+            if heartbeat.exists() and heartbeat.stat().st_mtime_ns not in beats:
+                beats.append(heartbeat.stat().st_mtime_ns)
+            time.sleep(0.05)
+        crash_now.set()
+        raise RuntimeError("broker said no")
+
+    registry = {"watching": lambda _s: _service("watching", watch_then_crash, threading.Event())}
+    monkeypatch.setattr(services, "REGISTRY", registry)
+
+    with pytest.raises(SystemExit):
+        run_services(Settings(), ["watching"], heartbeat=heartbeat)
+    last = heartbeat.stat().st_mtime_ns
+    time.sleep(0.6)
+
+    assert crash_now.is_set() and len(beats) == 3
+    assert heartbeat.stat().st_mtime_ns == last, "a dead service's process must not look alive"
