@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pika.adapters.blocking_connection import BlockingChannel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from connectors.seeds import SeedList, open_seed_list, seed_domains
 from control_plane import amqp
 from control_plane.amqp.messages import JobSpec, Priority
 from control_plane.amqp.publisher import confirmed_channel
@@ -18,7 +19,7 @@ from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule, finished_count, read_progress
 from control_plane.frontier.submit import submit_job
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.core.exceptions import DualplaneError
+from dualplane.cli.seeding import report_bad_lines, seeding_progress
 from dualplane.core.settings import Settings
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
@@ -26,7 +27,10 @@ from dualplane.core.web.urls import domain_of
 
 def crawl(
     seed: Annotated[list[str] | None, typer.Option("--seed", help="A start URL; repeat for more.")] = None,
-    seeds_file: Annotated[Path | None, typer.Option(help="A file of start URLs, one per line.")] = None,
+    seeds_file: Annotated[
+        str | None,
+        typer.Option(help="Start URLs, one per line: a local file or s3://bucket/key, gzip or not."),
+    ] = None,
     job: Annotated[str | None, typer.Option("--job", help="Job id (default: a new one).")] = None,
     priority: Annotated[str, typer.Option(help="Lane: high, normal or bulk.")] = "normal",
     max_pages: Annotated[int | None, typer.Option(help="Stop admitting after this many pages.")] = None,
@@ -42,12 +46,14 @@ def crawl(
     as_json: JsonOption = False,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
+    settings = Settings.from_env()
     seeds = _read_seeds(seed or [], seeds_file)
+    seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
     if priority not in ("high", "normal", "bulk"):
         raise typer.BadParameter(
             f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
         )
-    domains = () if any_domain else tuple(allow_domain or sorted({domain_of(url) for url in seeds}))
+    domains = () if any_domain else tuple(allow_domain or _seed_domains(seeds, seed_list, settings))
     spec = JobSpec(
         job_id=job or f"job-{uuid.uuid4().hex[:12]}",
         allowed_domains=domains,
@@ -57,17 +63,18 @@ def crawl(
         priority=_lane(priority),
         obey_robots=not ignore_robots,
     )
-    settings = Settings.from_env()
     connection = amqp.connect(settings.amqp)
     try:
         channel = confirmed_channel(connection)
         topology = Topology(settings.queues)
-        submit_job(channel, topology, spec, seeds)
-        stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {len(seeds)} seed(s)")
+        with seeding_progress(seed_list) as on_seed:
+            count = submit_job(channel, topology, spec, itertools.chain(seeds, seed_list or ()), on_seed)
+        report_bad_lines(seed_list)
+        stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
         result = _follow(channel, topology, settings, spec.job_id, timeout_s) if wait else None
     finally:
         connection.close()
-    _report(spec, len(seeds), result, as_json)
+    _report(spec, count, seed_list.bad if seed_list else 0, result, as_json)
     if wait and (result is None or not result.get("idle")):
         raise typer.Exit(1)
 
@@ -76,15 +83,10 @@ def _lane(priority: str) -> Priority:
     return "high" if priority == "high" else "bulk" if priority == "bulk" else "normal"
 
 
-def _read_seeds(seeds: list[str], seeds_file: Path | None) -> list[str]:
+def _read_seeds(seeds: list[str], seeds_file: str | None) -> list[str]:
+    """The ``--seed`` URLs, checked; a ``--seeds-file`` is streamed later, never read whole."""
     urls = list(seeds)
-    if seeds_file is not None:
-        try:
-            lines = seeds_file.read_text().splitlines()
-        except OSError as error:
-            raise DualplaneError(f"cannot read --seeds-file {seeds_file}: {error.strerror}") from error
-        urls += [line.strip() for line in lines if line.strip() and not line.startswith("#")]
-    if not urls:
+    if not urls and not seeds_file:
         raise typer.BadParameter("give at least one --seed URL or a --seeds-file")
     for url in urls:
         try:
@@ -92,6 +94,15 @@ def _read_seeds(seeds: list[str], seeds_file: Path | None) -> list[str]:
         except InvalidUrl as error:
             raise typer.BadParameter(str(error), param_hint="--seed") from error
     return urls
+
+
+def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> list[str]:
+    """The job's default scope: the seeds' domains (a first pass over a seed list collects them)."""
+    domains = {domain_of(url) for url in seeds}
+    if seed_list is not None:
+        with seeding_progress(seed_list, "reading the seed list's domains") as on_seed:
+            domains |= seed_domains(seed_list, settings.seeds.max_scope_domains, on_seed)
+    return sorted(domains)
 
 
 def _follow(
@@ -116,9 +127,9 @@ def _follow(
     return snapshot
 
 
-def _report(spec: JobSpec, seeds: int, result: dict[str, Any] | None, as_json: bool) -> None:
+def _report(spec: JobSpec, seeds: int, bad_lines: int, result: dict[str, Any] | None, as_json: bool) -> None:
     if as_json:
-        print_json({"job_id": spec.job_id, "seeds": seeds, "progress": result})
+        print_json({"job_id": spec.job_id, "seeds": seeds, "bad_lines": bad_lines, "progress": result})
         return
     if result is None:
         hint = f"follow with `dualplane status --job {spec.job_id}`"

@@ -28,6 +28,7 @@ from dualplane.core.settings.brokers import (
     SchemaRegistrySettings,
     TopicSettings,
 )
+from dualplane.core.settings.connectors import SeedSettings, SinkSettings
 from dualplane.core.settings.stages import (
     ExtractSettings,
     FetchSettings,
@@ -48,7 +49,9 @@ __all__ = [
     "QueueSettings",
     "S3Settings",
     "SchemaRegistrySettings",
+    "SeedSettings",
     "Settings",
+    "SinkSettings",
     "StackSettings",
     "ThrottleSettings",
     "TopicSettings",
@@ -74,6 +77,8 @@ class Settings(BaseModel):
     extract: ExtractSettings = Field(default_factory=ExtractSettings)
     stack: StackSettings = Field(default_factory=StackSettings)
     throttle: ThrottleSettings = Field(default_factory=ThrottleSettings)
+    sink: SinkSettings = Field(default_factory=SinkSettings)
+    seeds: SeedSettings = Field(default_factory=SeedSettings)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -83,6 +88,17 @@ class Settings(BaseModel):
     @property
     def frontier_dir(self) -> Path:
         return self.frontier.data_dir or self.stack.data_dir / "frontier"
+
+    @property
+    @property
+    def sink_bucket(self) -> str:
+        """Where the S3 sink writes: ``DUALPLANE_SINK_BUCKET``, else ``DUALPLANE_S3_BUCKET``."""
+        return self.sink.bucket or self.s3.bucket
+
+    @property
+    def sink_group(self) -> str:
+        """The S3 sink's consumer group: ``<DUALPLANE_KAFKA_GROUP_PREFIX>-s3-sink``."""
+        return f"{self.kafka.group_prefix}-s3-sink"
 
     @property
     def throttle_app_id(self) -> str:
