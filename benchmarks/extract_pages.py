@@ -23,7 +23,7 @@ from typing import Any
 
 DATA = Path(__file__).resolve().parent / "data"
 FETCHED_AT = datetime(2024, 6, 1, tzinfo=UTC)
-DATASETS = ("articles", "products")
+DATASETS = ("articles", "products", "prices")
 PRODUCT_LABELS = DATA / "product_labels.json"
 
 
@@ -32,27 +32,45 @@ def dataset(
 ) -> Iterator[dict[str, Any]]:
     """The committed real pages of ``split`` (``dev`` or ``test``): articles, then product pages.
 
-    Product pages are pages of the article file that ``product_labels.json`` labels (by id), with
-    those labels as their truth.
+    Product pages are the pages of ``products.jsonl.xz`` and those of the article file that
+    ``product_labels.json`` labels (by id), with those labels as their truth; price strings (kind
+    ``prices``) come last.
     """
     labels = json.loads(PRODUCT_LABELS.read_text(encoding="utf-8"))["labels"] if "products" in names else {}
-    counts = dict.fromkeys(DATASETS, 0)
+    articles = 0
     products: list[dict[str, Any]] = []
-    with lzma.open(DATA / "articles.jsonl.xz", "rt", encoding="utf-8") as lines:
+    for page in _pages("articles.jsonl.xz", split):
+        if page["id"] in labels:
+            products.append({**page, "kind": "products", "truth": labels[page["id"]]})
+        if "articles" in names and (limit is None or articles < limit):
+            articles += 1
+            yield {**page, "kind": "articles"}
+    if "products" in names:
+        products += [
+            {**page, "kind": "products", "truth": labels[page["id"]]}
+            for page in _pages("products.jsonl.xz", split)
+        ]
+    yield from products[:limit]
+    if "prices" in names:
+        strings = ({**item, "kind": "prices"} for item in _pages("price_strings.jsonl.xz", split))
+        yield from list(strings)[:limit]
+
+
+def _pages(name: str, split: str) -> Iterator[dict[str, Any]]:
+    with lzma.open(DATA / name, "rt", encoding="utf-8") as lines:
         for line in lines:
             page = json.loads(line)
-            if page["split"] != split:
-                continue
-            if page["id"] in labels:
-                products.append({**page, "kind": "products", "truth": labels[page["id"]]})
-            if "articles" in names and (limit is None or counts["articles"] < limit):
-                counts["articles"] += 1
-                yield {**page, "kind": "articles"}
-    yield from products[:limit]
+            if page["split"] == split:
+                yield page
 
 
 def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
-    """The record parts scored by the benchmark, and how long ``extract_record`` took (ms)."""
+    """The record parts scored by the benchmark, and how long ``extract_record`` took (ms).
+
+    For a price string (kind ``prices``), the amount :func:`parse_price` reads from its text.
+    """
+    if page.get("kind") == "prices":
+        return _price_string(page)
     from data_plane.extract.offline import raw_page  # noqa: PLC0415 (the package under test comes from PYTHONPATH)
     from data_plane.extract.record import extract_record  # noqa: PLC0415
 
@@ -67,6 +85,16 @@ def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
         "article": record["article"],
         "text": record["text"],
     }
+
+
+def _price_string(item: dict[str, Any]) -> dict[str, Any]:
+    from data_plane.extract.prices import parse_price  # noqa: PLC0415
+
+    started = time.perf_counter()
+    price = parse_price(item["text"])
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    amount = price.amount if price is not None else None
+    return {"id": item["id"], "ms": elapsed_ms, "product": {"price": amount}, "article": None, "text": None}
 
 
 def _plain(value: Any) -> Any:
@@ -84,8 +112,10 @@ def main() -> None:
     parser.add_argument("--set", dest="split", choices=("dev", "test"), default="dev")
     parser.add_argument("--schema-version", type=int, default=2)
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
+    parser.add_argument("--only", choices=DATASETS, help="only this dataset")
     args = parser.parse_args()
-    for page in dataset(args.split, limit=args.limit):
+    names = (args.only,) if args.only else DATASETS
+    for page in dataset(args.split, names, limit=args.limit):
         sys.stdout.write(json.dumps(extract_one(page, args.schema_version), default=_plain) + "\n")
 
 

@@ -27,6 +27,9 @@ def main() -> None:
     parser.add_argument("--schema-version", type=int, default=2, help="page_record version to extract")
     parser.add_argument("--baseline-ref", help="also score and time the extractor of this git revision")
     parser.add_argument("--limit", type=int, help="real pages: at most this many per dataset")
+    parser.add_argument(
+        "--only", choices=("articles", "products", "prices"), help="real pages: only this dataset"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     sample_site_quality.add_arguments(parser)
     args = parser.parse_args()

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import trafilatura
-from extract_pages import dataset, extract_one
+from extract_pages import DATASETS, dataset, extract_one
 from sample_site_quality import extruct_only
 from scoring import Score, mean_prf, shingle_prf, token_prf
 
@@ -45,6 +45,7 @@ from data_plane.extract.offline import raw_page
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors")
 PRODUCT_FIELDS = ("price", "currency", "sku", "availability")
+BASELINES = ("trafilatura", "extruct")
 Output = dict[str, Any]  # {"body": str | None, "product": dict | None, "ms": float}
 
 
@@ -96,6 +97,7 @@ def subprocess_runs(args: argparse.Namespace) -> dict[str, dict[str, Output]]:
         command = [sys.executable, str(Path(__file__).with_name("extract_pages.py")), "--set", args.split]
         command += ["--schema-version", str(args.schema_version)]
         command += ["--limit", str(args.limit)] if args.limit else []
+        command += ["--only", args.only] if args.only else []
         running = {
             name: subprocess.Popen(
                 command, env={**os.environ, "PYTHONPATH": path}, stdout=subprocess.PIPE, text=True
@@ -127,10 +129,15 @@ class Tally:
         self.body_shingle: list[tuple[float, float, float]] = []
         self.segments = Score()
         self.fields = {name: Score() for name in PRODUCT_FIELDS}
+        self.price_strings = Score()
         self.ms: list[float] = []
         self.articles_recognised = 0
 
     def add(self, page: dict[str, Any], output: Output) -> None:
+        if page["kind"] == "prices":
+            found = (output.get("product") or {}).get("price")
+            self.price_strings.add(_number(page["amount"]), _number(found))
+            return
         self.ms.append(output["ms"])
         self.articles_recognised += bool(output.get("article"))
         truth = page["truth"]
@@ -165,6 +172,7 @@ class Tally:
             "article_body_segments": self.segments.report(),
         }
         report |= {f"product_{name}": score.report() for name, score in self.fields.items()}
+        report["price_strings"] = self.price_strings.report()
         report["ms_per_page_median"] = round(statistics.median(self.ms), 2) if self.ms else None
         report["ms_per_page_mean"] = round(statistics.fmean(self.ms), 2) if self.ms else None
         report["articles_recognised"] = self.articles_recognised
@@ -186,11 +194,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }  # fmt: skip
     extracted = subprocess_runs(args)
     tallies = {name: Tally() for name in [*extracted, *systems]}
-    counts = {"articles": 0, "products": 0}
-    for page in dataset(args.split, limit=args.limit):
+    counts = dict.fromkeys(DATASETS, 0)
+    names = (args.only,) if args.only else DATASETS
+    for page in dataset(args.split, names, limit=args.limit):
         counts[page["kind"]] += 1
         for name, system in systems.items():
-            tallies[name].add(page, system(page, args.schema_version))
+            if page["kind"] != "prices":  # neither reads a price text on its own
+                tallies[name].add(page, system(page, args.schema_version))
         for name, outputs in extracted.items():
             tallies[name].add(page, outputs[page["id"]])
     return {
@@ -210,6 +220,7 @@ ROWS = (
     ("product_currency", "product currency"),
     ("product_sku", "product sku"),
     ("product_availability", "product availability"),
+    ("price_strings", "price strings (amount, price-parser's)"),
 )
 
 
@@ -218,12 +229,16 @@ def print_report(report: dict[str, Any]) -> None:
     pages = report["pages"]
     print(
         f"extraction quality on real pages, {report['set']} split: {pages['articles']} article pages, "
-        f"{pages['products']} product pages (schema version {report['schema_version']}"
+        f"{pages['products']} product pages, {pages['prices']} price strings "
+        f"(schema version {report['schema_version']}"
         + (f", before = {report['baseline_ref']})" if report["baseline_ref"] else ")")
     )
     print(f"  {'field (P / R / F1)':<42}" + "".join(f"{name:>24}" for name in names))
     for key, label in ROWS:
-        cells = "".join(f"{_prf(report[name][key]):>24}" for name in names)
+        cells = "".join(
+            f"{'-' if key == 'price_strings' and name in BASELINES else _prf(report[name][key]):>24}"
+            for name in names
+        )
         print(f"  {label:<42}{cells}")
     for key in ("ms_per_page_median", "ms_per_page_mean"):
         print(f"  {key.replace('_', ' '):<42}" + "".join(f"{report[n][key]!s:>24}" for n in names))
