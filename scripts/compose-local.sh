@@ -26,6 +26,7 @@ ROOT=$PWD
 COMPOSE_SHA256=47737f4236e6d3ccea7291995203f8f018058783b4c3a9469119811a0b5db8c0
 DEBIAN_SUITE=bookworm
 BASE_IMAGE=dualplane-local/debian:$DEBIAN_SUITE
+PYTHON_IMAGE=dualplane-local/python:3.11
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/dualplane"
 STATE="${DUALPLANE_STACK_DATA_DIR:-$HOME/.local/share/dualplane}/docker"
 ENGINE_PID="$STATE/dockerd.pid"
@@ -103,16 +104,25 @@ ensure_base_image() {
   rm -rf "$root" "$root.log"
 }
 
-# build TAG DOCKERFILE [FILE_OR_DIR...]: a context of the given files, built on the base image.
+# build TAG DOCKERFILE PARENT [FILE_OR_DIR...]: a context of the given files, built FROM the
+# image PARENT; skipped when the image was built from the same inputs (its label: the parent's id
+# and the files' digests), which saves sending a few hundred megabytes to the engine every time.
 build() {
-  local tag=$1 dockerfile=$2 context
-  shift 2
+  local tag=$1 dockerfile=$2 parent=$3 context inputs
+  shift 3
   context=$(mktemp -d /var/tmp/dualplane-context.XXXXXX)
   for source in "$@"; do cp -al "$source" "$context/" 2> /dev/null || cp -a "$source" "$context/"; done
   cp "$dockerfile" "$context/Dockerfile"
+  inputs=$( (docker image inspect --format '{{.Id}}' "$parent"
+    cd "$context" && find . -type f | sort | xargs sha256sum) | sha256sum | cut -c1-32)
+  if [ "$(docker image inspect --format '{{index .Config.Labels "dualplane.inputs"}}' "$tag" 2> /dev/null)" \
+      = "$inputs" ]; then
+    rm -rf "$context"
+    return
+  fi
   say "building $tag"
-  if ! docker build --network host --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$tag" -q "$context" \
-      > "$context.log" 2>&1; then
+  if ! docker build --network host --build-arg "BASE_IMAGE=$parent" --label "dualplane.inputs=$inputs" \
+      -t "$tag" -q "$context" > "$context.log" 2>&1; then
     tail -20 "$context.log" >&2
     echo "building $tag failed" >&2
     rm -rf "$context" "$context.log"
@@ -144,14 +154,15 @@ ensure_images() {
   kafka_version=$("$DUALPLANE" config show --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["stack"]["kafka_version"])')
   registry_binary=$(find "$CACHE" -path '*/rivven-schema-*/bin/rivven-schema' | sort -V | tail -1)
   python_tar > "$STATE/python.tar"
-  build dualplane-local/python:3.11 "$local_dir/python.Dockerfile" \
+  build "$PYTHON_IMAGE" "$local_dir/python.Dockerfile" "$BASE_IMAGE" \
     "$STATE/python.tar" "$(readlink -f /etc/ssl/certs/ca-certificates.crt)"
   rm -f "$STATE/python.tar"
-  build "dualplane-local/kafka:$kafka_version" "$local_dir/kafka.Dockerfile" \
+  build "dualplane-local/kafka:$kafka_version" "$local_dir/kafka.Dockerfile" "$BASE_IMAGE" \
     "$CACHE/kafka-$kafka_version/libs" "$local_dir/kafka"
-  build dualplane-local/rabbitmq:debian "$local_dir/rabbitmq.Dockerfile" "$local_dir/rabbitmq"
-  build dualplane-local/s3:moto "$local_dir/s3.Dockerfile" "$ROOT/constraints.txt"
-  build dualplane-local/schema-registry:rivven "$local_dir/schema-registry.Dockerfile" "$registry_binary"
+  build dualplane-local/rabbitmq:debian "$local_dir/rabbitmq.Dockerfile" "$BASE_IMAGE" "$local_dir/rabbitmq"
+  build dualplane-local/s3:moto "$local_dir/s3.Dockerfile" "$PYTHON_IMAGE" "$ROOT/constraints.txt"
+  build dualplane-local/schema-registry:rivven "$local_dir/schema-registry.Dockerfile" "$BASE_IMAGE" \
+    "$registry_binary"
   # The app image once, through compose's own build definition: `up` builds it for every app
   # service at once, and on a cold cache those builds would each install every dependency.
   say "building the app image (docker compose build frontier)"

@@ -2,8 +2,8 @@
 # constraints.txt) on the local Python image. It keeps objects in memory. Stands in for MinIO in
 # docker/compose.local.yaml (and has boto3 for the job that creates the bucket); the tests'
 # containers backend runs it too. Built by scripts/compose-local.sh (context: constraints.txt).
-ARG PYTHON_IMAGE=dualplane-local/python:3.11
-FROM ${PYTHON_IMAGE}
+ARG BASE_IMAGE=dualplane-local/python:3.11
+FROM ${BASE_IMAGE}
 
 COPY constraints.txt /tmp/constraints.txt
 RUN python -m venv /opt/moto \

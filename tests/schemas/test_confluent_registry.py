@@ -55,7 +55,7 @@ AT = datetime(2026, 11, 1, 12, tzinfo=UTC)
 def registry_url(brokers: BrokerSession) -> Iterator[str]:
     """A real registry for the module: the local stack's, started (and later stopped) when needed."""
     if brokers.backend != "local":
-        url = brokers.settings.schema_registry.url
+        url = brokers.registry_url or brokers.settings.schema_registry.url
         if not url:
             pytest.fail(f"backend {brokers.backend!r} needs DUALPLANE_SCHEMA_REGISTRY_URL", pytrace=False)
         yield url

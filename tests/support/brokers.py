@@ -5,7 +5,8 @@
   ``DUALPLANE_TEST_KEEP_STACK=1``.
 - ``external``: brokers at the addresses in ``DUALPLANE_KAFKA_BOOTSTRAP_SERVERS``,
   ``DUALPLANE_AMQP_URL`` and ``DUALPLANE_S3_ENDPOINT_URL``; nothing is started or stopped.
-- ``containers``: Kafka, RabbitMQ and MinIO from testcontainers; needs a Docker engine.
+- ``containers``: Kafka, RabbitMQ, an S3 endpoint and a schema registry from testcontainers, on the
+  images ``scripts/compose-local.sh`` builds (tests/support/containers.py); needs a Docker engine.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from control_plane import amqp
 from data_plane.kafka import clients
 from dualplane.core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
 from dualplane.stack import LocalStack
+from tests.support.containers import ContainersUnavailable, start_containers, wait_until
 
 BACKENDS = ("local", "external", "containers")
 
@@ -31,6 +33,8 @@ class BrokersUnavailable(RuntimeError):
 class BrokerSession:
     settings: Settings
     backend: str
+    # A schema registry the back end runs beside the brokers (settings stay out of registry mode).
+    registry_url: str | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def close(self) -> None:
@@ -66,40 +70,29 @@ def _external() -> BrokerSession:
 
 def _containers() -> BrokerSession:
     try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as error:
-        raise BrokersUnavailable(
-            f"DUALPLANE_TEST_BACKEND=containers needs a running Docker engine ({error}); "
-            "unset it to use the local stack"
-        ) from error
-    from testcontainers.kafka import KafkaContainer
-    from testcontainers.minio import MinioContainer
-    from testcontainers.rabbitmq import RabbitMqContainer
-
-    kafka = KafkaContainer("confluentinc/cp-kafka:7.7.1").with_kraft().start()
-    rabbit = RabbitMqContainer("rabbitmq:3.13-management").start()
-    minio = MinioContainer("minio/minio:latest").start()
-    rabbit_host, rabbit_port = rabbit.get_container_host_ip(), rabbit.get_exposed_port(5672)
-    management_port = rabbit.get_exposed_port(15672)
-    minio_config = minio.get_config()
+        endpoints = start_containers()
+    except ContainersUnavailable as error:
+        raise BrokersUnavailable(f"{error}; unset DUALPLANE_TEST_BACKEND to use the local stack") from error
     settings = Settings.from_env().model_copy(
         update={
-            "kafka": KafkaSettings(bootstrap_servers=kafka.get_bootstrap_server()),
+            "kafka": KafkaSettings(bootstrap_servers=endpoints.kafka),
             "amqp": AmqpSettings(
-                url=f"amqp://guest:guest@{rabbit_host}:{rabbit_port}/%2F",  # type: ignore[arg-type]
-                management_url=f"http://{rabbit_host}:{management_port}",
+                url=endpoints.amqp_url,  # type: ignore[arg-type]
+                management_url=endpoints.management_url,
             ),
-            "s3": S3Settings(
-                endpoint_url=f"http://{minio_config['endpoint']}",
-                access_key_id=minio_config["access_key"],
-                secret_access_key=minio_config["secret_key"],
-            ),
+            "s3": S3Settings(endpoint_url=endpoints.s3_url),
         }
     )
-    session = BrokerSession(settings, "containers")
-    session.closers += [kafka.stop, rabbit.stop, minio.stop]
+    session = BrokerSession(settings, "containers", registry_url=endpoints.registry_url)
+    session.closers += endpoints.stops
+    try:
+        wait_until(lambda: clients.answers(settings.kafka), f"Kafka at {endpoints.kafka}")
+        wait_until(lambda: amqp.answers(settings.amqp), "RabbitMQ")
+        wait_until(lambda: s3.answers(settings.s3), f"S3 at {endpoints.s3_url}")
+        s3.ensure_bucket(settings.s3)  # as the local stack's S3 endpoint does
+    except Exception:
+        session.close()
+        raise
     return session
 
 
