@@ -10,6 +10,10 @@
   dead letters with the exception as its reason, and the consumer moves on.
 - When the connection drops, the consumer reconnects with capped exponential backoff and
   redeclares the topology; unacked messages were requeued by the broker, so none is lost.
+- ``transactional=True`` batches instead of confirming each publish: the channel is in AMQP
+  transaction mode (:mod:`control_plane.amqp.transactions`), handlers publish and settle as usual,
+  and after each pass over what arrived (and ``on_tick``) the consumer calls ``before_commit`` and
+  commits it all at once: a handler's outputs and its input's ack stick together or not at all.
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ from control_plane import amqp
 from control_plane.amqp.dead_letters import dead_letter
 from control_plane.amqp.exceptions import MessageRejected
 from control_plane.amqp.messages import ControlMessage, decode
+from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
+from control_plane.amqp.transactions import TxChannel
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -95,9 +101,15 @@ class ControlConsumer:
     on_connected: Callable[[ControlConsumer], None] | None = None
     on_tick: Callable[[ControlConsumer], None] | None = None
     name: str = "consumer"
+    transactional: bool = False
+    # Called before each commit of a transactional consumer: where state that must be durable
+    # before the acks (the frontier's changelog) is written, and outputs added. False: hold the
+    # commit (nothing is sent; what is unacked stays with us) and ask again after the next pass.
+    before_commit: Callable[[ControlConsumer], bool] | None = None
     topology: Topology = field(init=False)
     connection: pika.BlockingConnection | None = field(init=False, default=None)
     channel: BlockingChannel | None = field(init=False, default=None)
+    tx: TxChannel | None = field(init=False, default=None)
     generation: int = field(init=False, default=0)
     paused: set[str] = field(init=False, default_factory=set)
     _stop: threading.Event = field(init=False, default_factory=threading.Event)
@@ -170,8 +182,11 @@ class ControlConsumer:
         self.connection = amqp.connect(self.settings.amqp)
         self.generation += 1
         channel = self.connection.channel()
-        channel.confirm_delivery()
         self.topology.declare(channel)
+        if self.transactional:
+            self.tx = TxChannel(channel)
+        else:
+            channel.confirm_delivery()
         channel.basic_qos(prefetch_count=self.prefetch)
         self.channel = channel
         self._tags = {}
@@ -185,6 +200,38 @@ class ControlConsumer:
             self.connection.process_data_events(time_limit=0.2)
             if self.on_tick is not None:
                 self.on_tick(self)
+            if self.tx is not None:
+                self.commit()
+
+    def publish(
+        self, exchange: str, routing_key: str, message: ControlMessage | bytes, **options: Any
+    ) -> None:
+        """Publish on the consumer's channel: confirmed at once, or with the next commit."""
+        assert self.channel is not None
+        if self.tx is not None:
+            self.tx.publish(exchange, routing_key, message, **options)
+        else:
+            publish(self.channel, exchange, routing_key, message, **options)
+
+    def commit(self) -> None:
+        """Send what handlers and ticks did since the last commit (transactional consumers).
+
+        Messages the broker returned after the previous commit (their queue was deleted under us)
+        are published again first, after declaring the topology anew.
+        """
+        tx, channel = self.tx, self.channel
+        if tx is None or channel is None:
+            return
+        returned = tx.take_returned()
+        if returned:
+            self.topology.declare(channel)
+            for message in returned:
+                headers = message.properties.headers
+                tx.publish(message.exchange, message.routing_key, message.body, headers=headers,
+                           message_id=message.properties.message_id)  # fmt: skip
+        if self.before_commit is not None and not self.before_commit(self):
+            return
+        tx.commit()
 
     def _subscribe(self, channel: BlockingChannel, queue: str) -> None:
         prefetch = self.bindings[queue].prefetch
@@ -195,7 +242,7 @@ class ControlConsumer:
             channel.basic_qos(prefetch_count=self.prefetch)
 
     def _close(self) -> None:
-        connection, self.connection, self.channel = self.connection, None, None
+        connection, self.connection, self.channel, self.tx = self.connection, None, None, None
         if connection is not None and connection.is_open:
             with contextlib.suppress(AMQPError):
                 connection.close()
@@ -230,6 +277,10 @@ class ControlConsumer:
         if not delivery.settled and not delivery.deferred:
             delivery.ack()
 
+    def handler_failed(self, delivery: Delivery, error: Exception) -> None:
+        """A handler raised on ``delivery``: requeue it, or dead-letter it on its last chance."""
+        self._handler_failed(delivery, error)
+
     def _handler_failed(self, delivery: Delivery, error: Exception) -> None:
         failures = int((delivery.properties.headers or {}).get("x-delivery-count", 0)) + 1
         limit = self.settings.queues.handler_max_failures
@@ -251,6 +302,8 @@ class ControlConsumer:
             return
         action(self.channel)
         delivery.settled = True
+        if self.tx is not None:
+            self.tx.mark()
 
     def _publish_dead_letter(self, channel: BlockingChannel, delivery: Delivery, reason: str) -> None:
         dead_letter(

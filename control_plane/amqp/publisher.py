@@ -27,6 +27,7 @@ def publish(
     headers: Mapping[str, Any] | None = None,
     mandatory: bool = True,
     content_type: str | None = CONTENT_TYPE,
+    message_id: str | None = None,
 ) -> None:
     """Publish a persistent message; on a confirm channel, raises ``UnroutableError`` or
     ``NackError`` when the broker did not take it, so callers never ack what was not handed on."""
@@ -36,5 +37,6 @@ def publish(
         content_type=content_type,
         headers=dict(headers) if headers else None,
         type=message.kind if isinstance(message, ControlMessage) else None,
+        message_id=message_id,
     )
     channel.basic_publish(exchange, routing_key, body, properties=properties, mandatory=mandatory)
