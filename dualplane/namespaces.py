@@ -19,7 +19,15 @@ from data_plane.kafka import clients
 from data_plane.kafka.topics import topic_configs
 from dualplane.core.settings import Settings
 
-NAMESPACED_TOPICS = ("pages_raw", "fetch_events", "records", "dead_letters", "schemas", "throttle_state")
+NAMESPACED_TOPICS = (
+    "pages_raw",
+    "fetch_events",
+    "records",
+    "dead_letters",
+    "schemas",
+    "throttle_state",
+    "frontier_changelog",
+)
 
 
 def private_namespace(settings: Settings, prefix: str, data_dir: Path) -> Settings:
@@ -61,7 +69,7 @@ def drop_namespace(settings: Settings) -> None:
 def _drop_rabbitmq(settings: Settings) -> None:
     topology = Topology(settings.queues)
     tiers = [topology.tier_name(tier) for tier, _ in topology.tiers]
-    queues = [topology.discovery_queue, topology.reports_queue, topology.dead_queue, *tiers]
+    queues = [*topology.frontier_queues, topology.dead_queue, *tiers]
     queues += [topology.lane_queue(priority) for priority in PRIORITIES]
     for prefix in (settings.queues.permits_prefix, settings.queues.jobs_prefix):
         queues += [stats.name for stats in queue_stats(settings.amqp, prefix)]

@@ -53,10 +53,17 @@ class ConsumerService:
     close: Callable[[], None]
 
 
-def frontier_service(settings: Settings) -> Service:
-    frontier = Frontier(settings, ThrottleView(settings))
-    consumer = frontier.consumer()
-    return ConsumerService("frontier", consumer.run, consumer.stop, frontier.close)
+def frontier_services(settings: Settings, shards: list[int] | None = None) -> list[Service]:
+    """One frontier per shard served (all of ``DUALPLANE_QUEUE_FRONTIER_SHARDS`` by default), sharing
+    one view of the throttle's limits; each is active or a standby, as the broker decides."""
+    view = ThrottleView(settings)
+    served = shards if shards is not None else list(range(settings.queues.frontier_shards))
+    services: list[Service] = []
+    for shard in served:
+        frontier = Frontier(settings, view, shard=shard)
+        consumer = frontier.consumer()
+        services.append(ConsumerService(f"frontier-{shard}", consumer.run, consumer.stop, frontier.close))
+    return services
 
 
 def fetcher_service(settings: Settings) -> Service:
@@ -121,14 +128,23 @@ class ThrottleService:
 
 
 REGISTRY: dict[str, Callable[[Settings], Service]] = {
-    "frontier": frontier_service,
     "fetcher": fetcher_service,
     "extractor": extractor_service,
     "throttle": ThrottleService,
 }
+SERVICE_NAMES = ("frontier", *REGISTRY)
 
 
-def run_services(settings: Settings, names: list[str], heartbeat: Path | None = None) -> None:
+def build(settings: Settings, name: str, shards: list[int] | None = None) -> list[Service]:
+    """The service(s) ``dualplane run NAME`` runs: one per frontier shard served, else one."""
+    if name == "frontier":
+        return frontier_services(settings, shards)
+    return [REGISTRY[name](settings)]
+
+
+def run_services(
+    settings: Settings, names: list[str], shards: list[int] | None = None, heartbeat: Path | None = None
+) -> None:
     """Run the named services side by side until SIGINT or SIGTERM, then stop them cleanly.
 
     A service whose ``run`` returns or raises on its own stops all of them and the process exits
@@ -137,7 +153,7 @@ def run_services(settings: Settings, names: list[str], heartbeat: Path | None = 
     While every service runs, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``: a
     supervisor's healthcheck reads its age without starting a Python of ours.
     """
-    services = [REGISTRY[name](settings) for name in names]
+    services = [service for name in names for service in build(settings, name, shards)]
     threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
     stopping = threading.Event()
 

@@ -80,6 +80,30 @@ class DiscoveredUrl(ControlMessage):
     seed: bool = False
 
 
+MAX_URL_CHARS = 8192
+MAX_BATCH_URLS = 1000
+
+
+class DiscoveredBatch(ControlMessage):
+    """The URLs one page (or one slice of a seed list) hands to one frontier shard, as one message.
+
+    A page's links travel together: one publish and one frontier pass per page and shard instead of
+    one per link. ``trace_id`` is the source page's; each admitted task gets a trace of its own.
+    """
+
+    kind = "discovered_batch"
+
+    job_id: str
+    trace_id: str = Field(default_factory=new_id)
+    urls: tuple[Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS)], ...] = Field(
+        min_length=1, max_length=MAX_BATCH_URLS
+    )
+    depth: int = Field(default=0, ge=0)
+    priority: Priority | None = None
+    source_url: str | None = None
+    seed: bool = False
+
+
 class CrawlTask(ControlMessage):
     """One URL to fetch, admitted by the frontier; the unit of work of the fetchers."""
 
@@ -133,7 +157,7 @@ class TaskReport(ControlMessage):
 
 
 MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
-    message.kind: message for message in (JobSpec, DiscoveredUrl, CrawlTask, TaskReport)
+    message.kind: message for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport)
 }
 M = TypeVar("M", bound=ControlMessage)
 

@@ -2,19 +2,22 @@
 
 ::
 
-    discovery (direct) ──► <discovery>            quorum, single active consumer (the frontier)
+    discovery (direct) ─┬► <discovery>.shard-<i>  quorum, single active consumer: frontier shard i
+    reports (direct) ───┘                         (routing key i: the shard of the URL's site)
     tasks (direct) ──────► <tasks>.high|normal|bulk  quorum lanes the fetchers consume
     <retry>.<tier> (fanout) ► <retry>.<tier>      quorum, message TTL = tier; expired messages
                                                    dead-letter back to the tasks exchange with their
                                                    lane as routing key (at-least-once)
     dead (fanout) ───────► <dead>                 quorum; readable reason in the headers
-    reports (direct) ────► <reports>              quorum; fetchers tell the frontier what happened
     throttle (fanout) ───► one exclusive queue per listening process
     <permits>.<domain>                            per-domain permits (see control_plane.amqp.permits)
-    <jobs>.<job_id>                               the latest progress snapshot of a job (max-length 1)
+    <jobs>.<job_id>.<shard>                       a shard's latest progress snapshot of a job (max-length 1)
 
-Work queues are quorum queues (replicated, durable) with a delivery limit, so a message that
-crashes its consumer over and over is dead-lettered by the broker rather than looping forever.
+Discovery and the fetchers' reports about a site go to the same shard queue, so one consumer (the
+shard's active frontier) sees all of it, in order; a standby frontier of the shard takes over when
+the active one's connection drops. Work queues are quorum queues (replicated, durable) with a
+delivery limit, so a message that crashes its consumer over and over is dead-lettered by the
+broker rather than looping forever.
 Dead-lettering out of the retry tiers is at-least-once, so a delayed task cannot be dropped.
 """
 
@@ -26,6 +29,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane.amqp.messages import PRIORITIES, Priority
 from dualplane.core.settings import QueueSettings
+from dualplane.core.web.domains import shard_of
 
 
 class Topology:
@@ -34,14 +38,29 @@ class Topology:
     def __init__(self, queues: QueueSettings) -> None:
         self.queues = queues
         self.discovery_exchange = queues.discovery
-        self.discovery_queue = queues.discovery
+        self.shards = queues.frontier_shards
         self.tasks_exchange = queues.crawl_tasks
         self.dead_exchange = queues.dead_letters
         self.dead_queue = queues.dead_letters
         self.reports_exchange = queues.reports
-        self.reports_queue = queues.reports
         self.throttle_exchange = queues.throttle_exchange
         self.tiers = queues.tiers()
+
+    def frontier_queue(self, shard: int) -> str:
+        """The queue frontier shard ``shard`` consumes: its sites' discovery and task reports."""
+        return f"{self.queues.discovery}.shard-{shard}"
+
+    @property
+    def frontier_queues(self) -> list[str]:
+        return [self.frontier_queue(shard) for shard in range(self.shards)]
+
+    def shard_of(self, domain: str) -> int:
+        """The shard owning ``domain`` (a politeness key, ``host[:port]``)."""
+        return shard_of(domain, self.shards)
+
+    def route(self, domain: str) -> str:
+        """The routing key, on the discovery and reports exchanges, of news about ``domain``."""
+        return str(self.shard_of(domain))
 
     def lane_queue(self, priority: Priority) -> str:
         return f"{self.queues.crawl_tasks}.{priority}"
@@ -53,8 +72,8 @@ class Topology:
     def permits_queue(self, domain: str) -> str:
         return f"{self.queues.permits_prefix}.{domain}"
 
-    def job_queue(self, job_id: str) -> str:
-        return f"{self.queues.jobs_prefix}.{job_id}"
+    def job_queue(self, job_id: str, shard: int) -> str:
+        return f"{self.queues.jobs_prefix}.{job_id}.{shard}"
 
     def declare(self, channel: BlockingChannel) -> None:
         """Declare everything; safe to call from every process on every start."""
@@ -67,8 +86,10 @@ class Topology:
         ):
             channel.exchange_declare(exchange, kind, durable=True)
         self._queue(channel, self.dead_queue, self.dead_exchange, "", dead_letter=False)
-        self._queue(channel, self.discovery_queue, self.discovery_exchange, "", single_active=True)
-        self._queue(channel, self.reports_queue, self.reports_exchange, "", single_active=True)
+        for shard in range(self.shards):
+            queue = self.frontier_queue(shard)
+            self._queue(channel, queue, self.discovery_exchange, str(shard), single_active=True)
+            channel.queue_bind(queue, self.reports_exchange, routing_key=str(shard))
         for priority in PRIORITIES:
             self._queue(channel, self.lane_queue(priority), self.tasks_exchange, priority)
         for tier, ttl_ms in self.tiers:
@@ -106,9 +127,9 @@ class Topology:
         channel.queue_declare(name, durable=True, arguments=arguments)
         channel.queue_bind(name, name)
 
-    def declare_job_queue(self, channel: BlockingChannel, job_id: str) -> str:
-        """A one-slot queue holding the newest progress snapshot of ``job_id`` (kept 7 idle days)."""
-        name = self.job_queue(job_id)
+    def declare_job_queue(self, channel: BlockingChannel, job_id: str, shard: int) -> str:
+        """A one-slot queue holding shard ``shard``'s newest progress of ``job_id`` (kept 7 idle days)."""
+        name = self.job_queue(job_id, shard)
         arguments = {"x-max-length": 1, "x-overflow": "drop-head", "x-expires": 7 * 86_400_000}
         channel.queue_declare(name, durable=True, arguments=arguments)
         return name

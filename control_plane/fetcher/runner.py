@@ -49,15 +49,15 @@ from pika.adapters.blocking_connection import BlockingChannel
 from control_plane.amqp import permits
 from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.amqp.dead_letters import dead_letter
+from control_plane.amqp.discovery import discovery_batches
 from control_plane.amqp.messages import (
     PRIORITIES,
     CrawlTask,
-    DiscoveredUrl,
     Priority,
     ReportStage,
     TaskReport,
+    new_id,
 )
-from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
 from control_plane.fetcher import politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
@@ -137,6 +137,7 @@ class TaskRunner:
             on_connected=self._on_connected,
             on_tick=self._on_tick,
             name="fetcher",
+            transactional=True,
         )
         return self.consumer_
 
@@ -205,8 +206,7 @@ class TaskRunner:
         """No permit came free in time, or the domain is paused: send the task round the shortest
         delay tier, unchanged (its attempt is not counted)."""
         task: CrawlTask = delivery.message
-        channel = self._channel()
-        publish(channel, self.topology.tier_name(self.tiers.names[0]), task.priority, task)
+        self._consumer().publish(self.topology.tier_name(self.tiers.names[0]), task.priority, task)
         delivery.ack()
 
     def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
@@ -239,7 +239,7 @@ class TaskRunner:
         if decision.action == "retry" and decision.tier is not None:
             not_before = datetime.now(UTC) + timedelta(seconds=decision.delay_s)
             retry = task.next_attempt(result.outcome, detail, not_before)
-            publish(channel, self.topology.tier_name(decision.tier), task.priority, retry)
+            self._consumer().publish(self.topology.tier_name(decision.tier), task.priority, retry)
             self._report(delivery, task, "retrying", result, decision.reason)
         elif decision.action == "dead_letter":
             final = task.next_attempt(result.outcome, detail, None)
@@ -256,10 +256,7 @@ class TaskRunner:
             self._report(delivery, task, "dead_lettered", result, decision.reason)
         else:
             if result.redirect_to:
-                found = DiscoveredUrl(
-                    job_id=task.job_id, url=result.redirect_to, depth=task.depth, source_url=task.url
-                )
-                publish(channel, self.topology.discovery_exchange, "", found)
+                self._discovered(task, result.redirect_to)
             stage: ReportStage = "done" if decision.action == "done" else "failed"
             self._report(delivery, task, stage, result, decision.reason)
         delivery.ack()
@@ -306,11 +303,27 @@ class TaskRunner:
             attempt=task.attempt,
             detail=detail,
         )
-        publish(self._channel(), self.topology.reports_exchange, "", report)
+        self._consumer().publish(
+            self.topology.reports_exchange, self.topology.route(task.domain), report, message_id=new_id()
+        )
 
     def _channel(self) -> BlockingChannel:
         assert self.consumer_ is not None and self.consumer_.channel is not None
         return self.consumer_.channel
+
+    def _discovered(self, task: CrawlTask, url: str) -> None:
+        """Hand a redirect's target to its frontier shard, to be scoped and deduplicated like a link."""
+        found = discovery_batches(
+            self.topology, task.job_id, [url], depth=task.depth, source_url=task.url, trace_id=task.trace_id
+        )
+        for routing_key, batch in found:
+            self._consumer().publish(
+                self.topology.discovery_exchange, routing_key, batch, message_id=new_id()
+            )
+
+    def _consumer(self) -> ControlConsumer:
+        assert self.consumer_ is not None
+        return self.consumer_
 
     # the event loop
 

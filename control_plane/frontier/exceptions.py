@@ -11,3 +11,8 @@ class FrontierError(DualplaneError):
 
 class SeenSetCorrupt(FrontierError):
     """The seen set's files on disk do not agree; the message says which file to restore."""
+
+
+class ChangelogUnavailable(FrontierError):
+    """The shard's changelog in Kafka cannot be written or read (Kafka away, or another frontier
+    fenced this one); the frontier stops acting for the shard and starts over from the changelog."""

@@ -1,8 +1,9 @@
-"""Job progress: the frontier publishes snapshots, anyone reads them, and one rule says when a job is done.
+"""Job progress: each frontier shard publishes snapshots, anyone reads them, one rule says "done".
 
-Each job has a one-slot queue (``x-max-length: 1``, drop-head) holding its newest progress as
-JSON. Reading is a ``basic.get`` followed by a requeue, so any number of readers (``dualplane
-status``, ``crawl --wait``) can look without a frontier having to answer them.
+Each job has a one-slot queue per shard (``x-max-length: 1``, drop-head) holding that shard's
+newest progress as JSON. Reading is a ``basic.get`` followed by a requeue per shard, so any number
+of readers (``dualplane status``, ``crawl --wait``) can look without a frontier having to answer;
+:func:`read_progress` adds the shards' counters up.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane.amqp.publisher import publish
+from control_plane.amqp.consumer import ControlConsumer
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.store import FrontierState
 from data_plane.kafka.lag import extractor_lag
@@ -22,33 +23,63 @@ from dualplane.core.settings import Settings
 
 
 class JobSnapshots:
-    """Remembers which jobs changed and publishes their progress when asked."""
+    """Remembers which jobs changed on one shard and publishes their progress when asked."""
 
-    def __init__(self, topology: Topology) -> None:
+    def __init__(self, topology: Topology, shard: int) -> None:
         self.topology = topology
+        self.shard = shard
         self.marked: set[str] = set()
         self.declared: set[str] = set()
 
     def mark(self, job_id: str) -> None:
         self.marked.add(job_id)
 
-    def publish_marked(self, channel: BlockingChannel, state: FrontierState) -> None:
+    def mark_all(self, job_ids: list[str]) -> None:
+        self.marked.update(job_ids)
+
+    def reset(self) -> None:
+        """A new connection: queues declared on the old one are declared again when next used."""
+        self.declared.clear()
+
+    def publish_marked(self, consumer: ControlConsumer, state: FrontierState) -> None:
+        assert consumer.channel is not None
         for job_id in sorted(self.marked):
             progress = state.progress(job_id)
             if progress is None:
                 continue
-            if job_id not in self.declared:
-                self.topology.declare_job_queue(channel, job_id)
-                self.declared.add(job_id)
-            body = json.dumps(progress.as_dict()).encode()
-            publish(channel, "", self.topology.job_queue(job_id), body)
+            queue = self.topology.job_queue(job_id, self.shard)
+            if queue not in self.declared:
+                self.topology.declare_job_queue(consumer.channel, job_id, self.shard)
+                self.declared.add(queue)
+            consumer.publish("", queue, json.dumps(progress.as_dict()).encode())
         self.marked.clear()
 
 
 def read_progress(channel: BlockingChannel, topology: Topology, job_id: str) -> dict[str, Any] | None:
-    """The newest progress snapshot of ``job_id``, or None if the frontier never published one."""
-    topology.declare_job_queue(channel, job_id)
-    method, _properties, body = channel.basic_get(topology.job_queue(job_id), auto_ack=False)
+    """A job's progress over every shard (counters added up), or None if no shard published any.
+
+    ``idle`` holds only when every shard has published and is idle.
+    """
+    snapshots = [_read_one(channel, topology, job_id, shard) for shard in range(topology.shards)]
+    known = [snapshot for snapshot in snapshots if snapshot is not None]
+    if not known:
+        return None
+    total: dict[str, Any] = {"job_id": job_id}
+    for name, value in known[0].items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        values = [snapshot.get(name, 0) for snapshot in known]
+        total[name] = (
+            min(values) if name == "created_at" else max(values) if name == "updated_at" else sum(values)
+        )
+    total["idle"] = len(known) == len(snapshots) and all(snapshot.get("idle") for snapshot in known)
+    total["shards_reporting"] = len(known)
+    return total
+
+
+def _read_one(channel: BlockingChannel, topology: Topology, job_id: str, shard: int) -> dict[str, Any] | None:
+    topology.declare_job_queue(channel, job_id, shard)
+    method, _properties, body = channel.basic_get(topology.job_queue(job_id, shard), auto_ack=False)
     if method is None:
         return None
     channel.basic_nack(method.delivery_tag, requeue=True)

@@ -1,111 +1,128 @@
-"""The frontier: turns discovered URLs into crawl tasks, without duplicates, within scope, politely.
+"""A frontier shard: turns its sites' discovered URLs into crawl tasks, exactly once, politely.
 
-For each discovered URL, in order: canonicalize → the job must be known → scope rules → dedup
-(per job, persistent, bounded memory) → the job's page limit → robots.txt → admission. Admission
-issues a task to its priority lane while the domain has fewer than k x P_d tasks outstanding and
-the fleet fewer than D_max; otherwise the URL waits in the durable backlog. Fetchers report
-every task's progress back; a final report frees a slot and releases the domain's backlog. Past
-D_max the frontier stops consuming discovery altogether until the fleet drains to 90%.
+Sites are spread over ``DUALPLANE_QUEUE_FRONTIER_SHARDS`` shards (``dualplane.core.web.domains``).
+Shard ``i`` consumes one queue, which gets both the discovery and the fetchers' task reports for
+its sites, with a single active consumer: any number of frontiers may serve a shard, one works,
+the others stand by and take over when its connection drops.
 
-Throttle commands (a :class:`~dualplane.core.limits.LimitsSource`, started with the consumer):
-P_d is the domain's current concurrency there, not the default. A domain's permit queue is sized
-from it when created, and resized fleet-wide when a command (or an override expiring) changes it:
-raised at once, lowered by destroying free permits and paying the rest back as held ones return
-(the debt, see :mod:`control_plane.amqp.permits`). A paused domain gets no new tasks: its URLs wait in
-the backlog, which is released when the pause ends.
+A pass over the messages that arrived: each discovery batch goes through :mod:`.admission`;
+admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding and the shard
+fewer than D_max, else parked in the durable backlog; a final report frees a slot and releases the
+domain's backlog. Then one commit for the whole pass, in this order:
 
-Nothing is acked before it is safe: a task is published with a confirm, then the state (counters,
-backlog) is committed and the seen-set flushed, then the discovery message is acked. A crash in
-between can repeat a URL, never lose one. Only one frontier is active at a time (the discovery
-and reports queues have a single active consumer); others wait as hot standbys.
+1. the changed state rows and new seen keys go to the shard's changelog in Kafka, in one
+   transaction (:mod:`.changelog`), then to the local SQLite (a cache of the changelog);
+2. the pass's tasks are published and its messages acked in one RabbitMQ transaction.
 
-Settings: ``DUALPLANE_FRONTIER_*``, ``DUALPLANE_LIMIT_DOMAIN_CONCURRENCY`` (P_d without a command),
-``DUALPLANE_FETCH_USER_AGENT`` (robots.txt), ``DUALPLANE_QUEUE_*``, ``DUALPLANE_TOPIC_THROTTLE_STATE``.
+A crash before (1) loses nothing: the messages come again and are handled afresh. A crash between
+(1) and (2) is why each handled message is recorded with the tasks it published: when it comes
+again it publishes exactly those tasks (same ids) instead of being handled twice. So however a
+frontier dies, each URL of a job becomes exactly one task.
+
+Becoming the active consumer (the first delivery after a connect) means taking the shard over:
+the changelog is opened, which fences the previous owner in Kafka, and read to its end into the
+local state (a standby keeps warm by reading it every few seconds). Throttle commands come through
+a :class:`~dualplane.core.limits.LimitsSource` (P_d and pauses; see :mod:`.domain_permits`).
+
+Settings: ``DUALPLANE_FRONTIER_*``, ``DUALPLANE_QUEUE_*``, ``DUALPLANE_LIMIT_DOMAIN_CONCURRENCY``,
+``DUALPLANE_FETCH_USER_AGENT`` (robots.txt), ``DUALPLANE_TOPIC_FRONTIER_CHANGELOG``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
-import threading
 import time
 
-from pika.adapters.blocking_connection import BlockingChannel
-
-from control_plane.amqp import permits
 from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import CrawlTask, DiscoveredUrl, JobSpec, TaskReport
-from control_plane.amqp.publisher import publish
+from control_plane.amqp.messages import CrawlTask, DiscoveredBatch, DiscoveredUrl, JobSpec, TaskReport
 from control_plane.amqp.topology import Topology
+from control_plane.frontier.admission import Admission, Batch
+from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
+from control_plane.frontier.domain_permits import DomainPermits
+from control_plane.frontier.exceptions import ChangelogUnavailable
 from control_plane.frontier.jobs import JobSnapshots
+from control_plane.frontier.restore import catch_up
 from control_plane.frontier.robots import RobotsCache
-from control_plane.frontier.scope import ScopeRules
 from control_plane.frontier.seen import SeenSet
 from control_plane.frontier.store import FrontierState
 from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.settings import Settings
-from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.ssrf import SsrfGuard
-from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS, canonicalize, domain_of, url_key
+from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS
 
 log = logging.getLogger(__name__)
 
-RESUME_FRACTION = 0.9
+Settle = tuple[Delivery, Exception | None]
+"""A handled delivery and what became of it: None (ack), MessageRejected (dead letter), else retry."""
+
 BACKLOG_SWEEP_S = 1.0
-BACKPRESSURE_EVERY_S = 0.1  # how often discovery handling re-checks D_max between ticks
-# How often every throttled or indebted domain's permits are checked: catches overrides and pauses
-# that ran out (no message marks that) and pays debts back as held permits return.
-PERMIT_SWEEP_S = 1.0
+PERMIT_SWEEP_S = 1.0  # catches overrides and pauses that ran out (no message marks that)
+WARM_EVERY_S = 5.0  # how often a standby reads the changelog it will need on takeover
+HANDLED_KEPT_S = 7 * 86_400.0  # a handled message whose ack was committed but not recorded as such
 
 
 class Frontier:
-    """The frontier's handlers and state; :meth:`consumer` wires them to RabbitMQ."""
+    """One shard's handlers, state and changelog; :meth:`consumer` wires them to RabbitMQ."""
 
-    def __init__(self, settings: Settings, view: LimitsSource, robots: RobotsCache | None = None) -> None:
+    def __init__(
+        self, settings: Settings, view: LimitsSource, *, shard: int = 0, robots: RobotsCache | None = None
+    ) -> None:
         self.settings = settings
+        self.shard = shard
         self.topology = Topology(settings.queues)
-        directory = settings.frontier_dir
+        directory = settings.frontier_dir / f"shard-{shard}"
         directory.mkdir(parents=True, exist_ok=True)
         self.state = FrontierState(directory / "frontier.sqlite")
+        frontier = settings.frontier
         self.seen = SeenSet(
             directory / "seen.sqlite",
-            exact_limit=settings.frontier.seen_exact_limit,
-            expected_items=settings.frontier.seen_expected_items,
-            false_positive_rate=settings.frontier.seen_false_positive_rate,
+            exact_limit=frontier.seen_exact_limit,
+            expected_items=frontier.seen_expected_items,
+            false_positive_rate=frontier.seen_false_positive_rate,
         )
-        self.robots = robots or RobotsCache(settings.fetch.user_agent, ttl_s=settings.frontier.robots_ttl_s)
-        extra = {p.strip() for p in settings.frontier.tracking_params.split(",") if p.strip()}
-        self.strip_params = DEFAULT_TRACKING_PARAMS | frozenset(extra)
-        self.snapshots = JobSnapshots(self.topology)
-        self.guard = SsrfGuard.from_setting(settings.fetch.allow_hosts)
-        self.consumer_: ControlConsumer | None = None
+        self.robots = robots or RobotsCache(settings.fetch.user_agent, ttl_s=frontier.robots_ttl_s)
+        extra = {p.strip() for p in frontier.tracking_params.split(",") if p.strip()}
+        self.admission = Admission(
+            self.state,
+            self.seen,
+            self.robots,
+            SsrfGuard.from_setting(settings.fetch.allow_hosts),
+            strip_params=DEFAULT_TRACKING_PARAMS | frozenset(extra),
+            max_attempts=frontier.max_attempts,
+        )
         self.view = view
-        view.subscribe(self._on_limits_changed)
-        self._scopes: dict[str, ScopeRules] = {}
-        self._last_sweep = 0.0
-        self._last_snapshot = 0.0
-        self._last_permit_sweep = 0.0
-        self._last_backpressure = 0.0
-        self._changed_lock = threading.Lock()
-        self._changed: set[str] = set()  # domains whose limits changed, from the view's thread
+        self.permits = DomainPermits(self.state, self.topology, view)
+        self.snapshots = JobSnapshots(self.topology, shard)
+        self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
+        self.consumer_: ControlConsumer | None = None
+        self.active = False
+        self._inbox: list[Delivery] = []  # the pass's deliveries, handled at its commit
+        self._outbox: list[CrawlTask] = []  # tasks to publish with the pass's commit
+        self._pass_keys: dict[bytes, int] = {}  # new seen keys of the pass -> site bucket
+        self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
+        self._committed_messages: list[str] = []
+        self._last = {"backlog": 0.0, "permits": 0.0, "snapshot": 0.0, "warm": 0.0, "handled": 0.0}
 
     # wiring
 
     def consumer(self) -> ControlConsumer:
-        """The consumer of discovery and reports; starts the throttle view first (blocks until read)."""
+        """The shard's consumer; first starts the limits view and warms the state from the changelog."""
         self.view.start()
-        bindings = {
-            self.topology.discovery_queue: QueueBinding(self.on_discovery, (JobSpec, DiscoveredUrl)),
-            self.topology.reports_queue: QueueBinding(self.on_report, (TaskReport,)),
-        }
+        ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
+        self._warm()
+        kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport)
+        bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
-            self.settings, bindings, prefetch=100, on_tick=self.on_tick, name="frontier"
-        )
+            self.settings, bindings, prefetch=200, name=f"frontier-{self.shard}", transactional=True,
+            on_connected=self._on_connected, on_tick=self._on_tick, before_commit=self._commit,
+        )  # fmt: skip
         return self.consumer_
 
     def close(self) -> None:
+        self.changelog.close()
         self.view.close()
-        self.seen.flush()
         self.seen.close()
         self.state.close()
         self.robots.close()
@@ -120,121 +137,136 @@ class Frontier:
         concurrency = (limits or self.view.details(domain)).concurrency
         return self.settings.frontier.outstanding_per_slot * concurrency
 
-    # handlers
+    # lifecycle: standby, then owner
 
-    def on_discovery(self, delivery: Delivery) -> None:
-        message = delivery.message
+    def _on_connected(self, consumer: ControlConsumer) -> None:
+        """A new connection: whatever this process did not commit is gone, and it may no longer own
+        the shard (a standby may have taken over), so it waits for a delivery to find out."""
+        self._deactivate()
+        assert consumer.connection is not None
+        self.permits.channel = consumer.connection.channel()
+        self.permits.channel.confirm_delivery()
+
+    def _deactivate(self) -> None:
+        if self.active:
+            log.warning("frontier shard %d: no longer active; discarding what was not committed", self.shard)
+        self._abandon_pass()
+        self._inbox.clear()  # their connection is gone: the broker delivers them again
+        self._committed_messages.clear()
+        self.snapshots.reset()
+
+    def _activate(self) -> None:
+        """Take the shard over: fence the previous owner, then catch up with what it committed."""
+        self.changelog.open()
+        applied = catch_up(self.changelog, self.state, self.seen)
+        self.active = True
+        self.snapshots.mark_all(self.state.job_ids())
+        log.info("frontier shard %d: active (caught up %d changelog records)", self.shard, applied)
+
+    def _warm(self) -> None:
+        """Read what the owner committed since we last looked (a standby, or before subscribing)."""
+        if not self.active:
+            catch_up(self.changelog, self.state, self.seen)
+
+    # handlers: a pass collects deliveries, the commit handles them
+
+    def on_message(self, delivery: Delivery) -> None:
+        """Keep the delivery for the pass; :meth:`_commit` handles and settles it."""
+        delivery.defer()
+        self._inbox.append(delivery)
+
+    def _handle_inbox(self, consumer: ControlConsumer) -> list[Settle]:
+        """Handle the pass's deliveries in order; how to settle each once the state is durable."""
+        settles: list[Settle] = []
+        for delivery in self._inbox:
+            message_id = delivery.properties.message_id or hashlib.sha256(delivery.body).hexdigest()
+            recorded = self.state.handled(message_id)
+            if recorded is not None:
+                # Handled and committed before a crash, its ack was not: publish what it published.
+                self._outbox.extend(CrawlTask.model_validate_json(task) for task in recorded)
+                self._pass_messages.append(message_id)
+                settles.append((delivery, None))
+                continue
+            settles.append((delivery, self._handle_one(delivery, message_id)))
+        return settles
+
+    def _handle_one(self, delivery: Delivery, message_id: str) -> Exception | None:
+        """Handle one message atomically: its state changes and tasks, or none of them."""
+        db = self.state.db
+        if not db.in_transaction:
+            db.execute("BEGIN")
+        outbox_mark, keys_before = len(self._outbox), dict(self._pass_keys)
+        db.execute("SAVEPOINT message")
+        try:
+            self._handle(delivery.message)
+        except Exception as error:  # rejected (dead letter) or a bug (retried): undo this message alone
+            db.execute("ROLLBACK TO message")
+            db.execute("RELEASE message")
+            del self._outbox[outbox_mark:]
+            self._pass_keys = keys_before
+            self.state.restored()
+            return error
+        db.execute("RELEASE message")
+        self.state.mark_handled(message_id, [task.model_dump_json() for task in self._outbox[outbox_mark:]])
+        self._pass_messages.append(message_id)
+        return None
+
+    def _handle(self, message: object) -> None:
         if isinstance(message, JobSpec):
             self.state.save_job(message)
-            self._scopes.pop(message.job_id, None)
+            self.admission.forget_job(message.job_id)
             self.snapshots.mark(message.job_id)
-        else:
-            self._consider(message, delivery)
-        self.state.commit()
-        self.seen.flush()
-        now = time.monotonic()
-        if self.consumer_ is not None and now - self._last_backpressure >= BACKPRESSURE_EVERY_S:
-            # Between ticks too: a fast frontier would otherwise take in a whole tick's worth of
-            # discovery (hundreds of URLs) past D_max. Rate-limited: the check counts outstanding tasks.
-            self._last_backpressure = now
-            self._apply_backpressure(self.consumer_)
+        elif isinstance(message, TaskReport):
+            self._report(message)
+        elif isinstance(message, DiscoveredBatch):
+            batch = Batch(message.job_id, message.urls, message.depth, message.priority, message.seed)
+            self._discover(batch)
+        elif isinstance(message, DiscoveredUrl):
+            self._discover(
+                Batch(message.job_id, (message.url,), message.depth, message.priority, message.seed)
+            )
 
-    def on_report(self, delivery: Delivery) -> None:
-        report: TaskReport = delivery.message
-        became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
-        if became_final:
-            self._release_backlog(report.domain, delivery)
-        self.snapshots.mark(report.job_id)
-        self.state.commit()
-
-    def on_tick(self, consumer: ControlConsumer) -> None:
-        now = time.monotonic()
-        if now - self._last_snapshot >= self.settings.frontier.snapshot_interval_s and consumer.channel:
-            self._last_snapshot = now
-            self.snapshots.publish_marked(consumer.channel, self.state)
-        self._apply_backpressure(consumer)
-        if consumer.channel:
-            sweep = now - self._last_permit_sweep >= PERMIT_SWEEP_S
-            if sweep:
-                self._last_permit_sweep = now
-            self._obey_throttle(consumer.channel, sweep=sweep)
-        if now - self._last_sweep >= BACKLOG_SWEEP_S and consumer.channel:
-            self._last_sweep = now
-            for domain in self.state.backlog_domains():
-                self._release_backlog(domain, None)
-            self.state.commit()
-
-    # the pipeline
-
-    def _consider(self, found: DiscoveredUrl, delivery: Delivery) -> None:
-        job = self.state.job(found.job_id)
+    def _discover(self, batch: Batch) -> None:
+        job = self.state.job(batch.job_id)
         if job is None:
             raise MessageRejected(
-                f"job {found.job_id!r} is unknown to the frontier: submit jobs with `dualplane crawl`, "
+                f"job {batch.job_id!r} is unknown to the frontier: submit jobs with `dualplane crawl`, "
                 "which sends the job's rules before its seeds"
             )
-        if found.seed:
-            self.state.count(job.job_id, seeded=1)
+        admitted = self.admission.consider(job, batch, self._pass_keys)
+        self._pass_keys.update(admitted.keys)
+        counts = admitted.counts
+        for task in admitted.tasks:
+            if not self._admit(task):
+                counts["backlog"] += 1
+        self.state.count(job.job_id, **counts)
         self.snapshots.mark(job.job_id)
-        try:
-            url = canonicalize(found.url, self.strip_params)
-        except InvalidUrl as error:
-            log.debug("job %s: invalid URL %r: %s", job.job_id, found.url, error)
-            self.state.count(job.job_id, invalid=1)
-            return
-        verdict = self._scope(job).check(url, found.depth)
-        if not verdict.allowed:
-            self.state.count(job.job_id, out_of_scope=1)
-            return
-        if not self.seen.add(url_key(f"{job.job_id} {url}")):
-            self.state.count(job.job_id, duplicates=1)
-            return
-        if job.max_pages is not None and self.state.pages_admitted(job.job_id) >= job.max_pages:
-            self.state.count(job.job_id, over_limit=1)
-            return
-        delay_ms = None
-        # robots.txt is fetched by the frontier itself: never from an address the fetcher would
-        # refuse (SSRF). Such URLs are admitted unchecked, and the fetcher records the refusal.
-        if job.obey_robots and self.guard.allows(url):
-            robots = self.robots.check(url)
-            if not robots.allowed:
-                self.state.count(job.job_id, disallowed=1)
-                return
-            delay_ms = int(robots.crawl_delay_s * 1000) if robots.crawl_delay_s else None
-        task = CrawlTask(
-            job_id=job.job_id,
-            trace_id=found.trace_id,
-            url=url,
-            domain=domain_of(url),
-            depth=found.depth,
-            priority=found.priority or job.priority,
-            max_attempts=self.settings.frontier.max_attempts,
-            crawl_delay_ms=delay_ms,
-        )
-        self.state.count(job.job_id, discovered=1)
-        self._admit(task, delivery)
 
-    def _admit(self, task: CrawlTask, delivery: Delivery) -> None:
+    def _report(self, report: TaskReport) -> None:
+        became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
+        if became_final:
+            self._release_backlog(report.domain)
+        self.snapshots.mark(report.job_id)
+
+    # admission
+
+    def _admit(self, task: CrawlTask) -> bool:
+        """Issue ``task`` if its domain and the shard have room; else park it (False)."""
         outstanding, _, _ = self.state.domain(task.domain)
-        fleet_full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         limits = self.view.details(task.domain)
-        if outstanding < self.slots_for(task.domain, limits) and not fleet_full and not limits.paused:
-            self._issue(task, delivery.consumer)
-        else:
-            self.state.push_backlog(task.domain, task.job_id, task.model_dump_json())
-            self.state.count(task.job_id, backlog=1)
+        full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
+        if outstanding < self.slots_for(task.domain, limits) and not full and not limits.paused:
+            self._issue(task)
+            return True
+        self.state.push_backlog(task.domain, task.job_id, task.model_dump_json())
+        return False
 
-    def _issue(self, task: CrawlTask, consumer: ControlConsumer) -> None:
-        channel = consumer.channel
-        assert channel is not None
-        self._ensure_permits(task.domain, consumer)
-        publish(channel, self.topology.tasks_exchange, task.priority, task)
+    def _issue(self, task: CrawlTask) -> None:
+        self.permits.ensure(task.domain)
         self.state.task_issued(task.task_id, task.job_id, task.domain)
+        self._outbox.append(task)
 
-    def _release_backlog(self, domain: str, delivery: Delivery | None) -> None:
-        consumer = delivery.consumer if delivery else self.consumer_
-        if consumer is None or consumer.channel is None:
-            return
+    def _release_backlog(self, domain: str) -> None:
         limits = self.view.details(domain)
         if limits.paused:
             return  # released by the sweep once the pause is over
@@ -245,78 +277,93 @@ class Frontier:
         )
         for row_id, task_json in list(self.state.backlog_for(domain, max(room, 0))):
             task = CrawlTask.model_validate_json(task_json)
-            self._issue(task, consumer)
+            self._issue(task)
             self.state.drop_backlog(row_id)
             self.state.count(task.job_id, backlog=-1)
             self.snapshots.mark(task.job_id)
 
-    def _ensure_permits(self, domain: str, consumer: ControlConsumer) -> None:
-        channel = consumer.channel
-        assert channel is not None
-        _, count, declared_at = self.state.domain(domain)
-        now = time.time()
-        if declared_at is None or now - declared_at > permits.REFILL_AFTER_S:
-            wanted = self.view.details(domain).concurrency  # a throttled new domain starts throttled
-            permits.refill(channel, self.topology, domain, wanted)
-            self.state.set_permits(domain, wanted, now)
-        elif now - declared_at > permits.REFRESH_AFTER_S:
-            permits.declare(channel, self.topology, domain)
-            self.state.set_permits(domain, count, now, self.state.permit_ledger(domain).debt)
+    # ticks and commits
 
-    # throttle commands
-
-    def _on_limits_changed(self, domain: str, limits: Limits) -> None:
-        """The view's callback, on its own thread: note the domain for the consumer thread."""
-        with self._changed_lock:
-            self._changed.add(domain)
-
-    def _obey_throttle(self, channel: BlockingChannel, *, sweep: bool) -> None:
-        """Resize the permits of domains whose P_d changed; on a sweep, of every throttled or
-        indebted domain (expired overrides and pauses, debts to pay)."""
-        with self._changed_lock:
-            domains, self._changed = self._changed, set()
-        if sweep:
-            domains |= self.view.domains() | set(self.state.domains_in_debt())
-        for domain in sorted(domains):
-            self._resize_permits(channel, domain)
-
-    def _resize_permits(self, channel: BlockingChannel, domain: str) -> None:
-        _, _, declared_at = self.state.domain(domain)
-        if declared_at is None or time.time() - declared_at > permits.REFILL_AFTER_S:
-            return  # no live permit queue: the next task refills it from the current limits
-        ledger = self.state.permit_ledger(domain)
-        target = self.view.details(domain).concurrency
-        if ledger.target == target and ledger.debt == 0:
+    def _on_tick(self, consumer: ControlConsumer) -> None:
+        now = time.monotonic()
+        if not self.active:
+            if self._due("warm", WARM_EVERY_S, now):
+                self._warm()
             return
-        permits.declare(channel, self.topology, domain)  # a get or publish on a missing queue would fail
-        resized = permits.resize(channel, self.topology, domain, ledger, target)
-        # Commit at once: added or destroyed permits cannot be taken back, the ledger must say so.
-        self.state.set_permit_ledger(domain, resized)
+        if self._due("permits", PERMIT_SWEEP_S, now):
+            self.permits.obey(sweep=True)
+        else:
+            self.permits.obey(sweep=False)
+        if self._due("backlog", BACKLOG_SWEEP_S, now):
+            for domain in self.state.backlog_domains():
+                self._release_backlog(domain)
+        if self._due("handled", 60.0, now):
+            self.state.forget_handled(self.state.handled_before(time.time() - HANDLED_KEPT_S))
+
+    def _commit(self, consumer: ControlConsumer) -> bool:
+        """The pass: handle the inbox, make it durable (changelog, then SQLite), then settle it and
+        publish its tasks in the consumer's transaction, which commits right after. False holds the
+        commit: Kafka cannot take the changelog now, so nothing is acked and the pass is redone."""
+        if not self.active and not self._inbox:
+            return True
+        try:
+            if not self.active:
+                self._activate()
+            # The previous pass's acks are committed (we would have reconnected otherwise).
+            self.state.forget_handled(self._committed_messages)
+            self._committed_messages = []
+            settles = self._handle_inbox(consumer)
+            self._write_changelog()
+        except ChangelogUnavailable as unavailable:
+            log.warning("frontier shard %d: %s; holding %d messages and retrying", self.shard, unavailable,
+                        len(self._inbox))  # fmt: skip
+            self._abandon_pass()
+            return False
+        for delivery, failure in settles:
+            self._settle(consumer, delivery, failure)
+        for task in self._outbox:
+            consumer.publish(self.topology.tasks_exchange, task.priority, task)
+        self._inbox, self._outbox = [], []
+        self._committed_messages, self._pass_messages = self._pass_messages, []
+        if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
+            self.snapshots.publish_marked(consumer, self.state)
+        return True
+
+    def _write_changelog(self) -> None:
+        """Write the pass's changed rows and new seen keys to the changelog, then locally."""
+        records = self.state.changes()
+        if not records and not self._pass_keys:
+            return
+        keys_by_bucket: dict[int, list[bytes]] = {}
+        for key, bucket in self._pass_keys.items():
+            keys_by_bucket.setdefault(bucket, []).append(key)
+        offset = self.changelog.write([*records, *seen_records(keys_by_bucket)])
+        self.seen.add_many(self._pass_keys)
+        self.seen.flush()  # before the state: a crash between the two replays these keys again
+        self.state.set_meta("changelog_offset", str(offset))
         self.state.commit()
-        if resized.target != ledger.target:
-            log.info(
-                "permits for %s: %d -> %d (%d held permits still to destroy as they return)",
-                domain, ledger.target, resized.target, resized.debt,
-            )  # fmt: skip
+        self._pass_keys = {}
 
-    def _apply_backpressure(self, consumer: ControlConsumer) -> None:
-        total = self.state.total_outstanding()
-        limit = self.settings.frontier.max_outstanding
-        queue = self.topology.discovery_queue
-        if total >= limit and queue not in consumer.paused:
-            log.warning("frontier: %d tasks outstanding (limit %d); pausing discovery", total, limit)
-            consumer.pause(queue)
-        elif total < limit * RESUME_FRACTION and queue in consumer.paused:
-            consumer.resume(queue)
+    def _abandon_pass(self) -> None:
+        """Undo what the pass did locally; its deliveries stay unacked and are handled again."""
+        self.active = False
+        self.changelog.close()
+        self.state.rollback()
+        self._outbox.clear()
+        self._pass_keys = {}
+        self._pass_messages.clear()
 
-    def _scope(self, job: JobSpec) -> ScopeRules:
-        rules = self._scopes.get(job.job_id)
-        if rules is None:
-            rules = ScopeRules(
-                allowed_domains=frozenset(job.allowed_domains),
-                allow_patterns=job.allow_patterns,
-                deny_patterns=job.deny_patterns,
-                max_depth=job.max_depth,
-            )
-            self._scopes[job.job_id] = rules
-        return rules
+    def _settle(self, consumer: ControlConsumer, delivery: Delivery, error: Exception | None) -> None:
+        if error is None:
+            delivery.ack()
+        elif isinstance(error, MessageRejected):
+            log.warning("frontier shard %d: dead-lettering a message: %s", self.shard, error.reason)
+            delivery.dead_letter(error.reason)
+        else:
+            consumer.handler_failed(delivery, error)
+
+    def _due(self, what: str, every_s: float, now: float) -> bool:
+        if now - self._last[what] < every_s:
+            return False
+        self._last[what] = now
+        return True

@@ -1,7 +1,13 @@
-"""The frontier's durable state in SQLite: jobs and their counters, domains, and the backlog.
+"""A frontier shard's state in SQLite: jobs and their counters, domains, tasks, the backlog.
 
-One writer (the active frontier) commits after each message it handles and before acking it,
-so a restart resumes with the same counters, outstanding tasks and waiting URLs.
+One writer (the shard's active frontier) changes it while handling a pass of messages and
+commits once per pass, before the pass's acks (see ``service``). Every row a pass changes is
+remembered (:meth:`FrontierState.changes`), so the same rows can be written to the shard's
+changelog in Kafka first: another machine rebuilds the state from there (:meth:`apply`).
+
+The ``messages`` table makes redelivery harmless: each handled message's id is kept with the
+tasks it published until its ack is committed, so a message delivered again after a crash
+publishes exactly those tasks again instead of being handled twice.
 """
 
 from __future__ import annotations
@@ -54,7 +60,22 @@ CREATE TABLE IF NOT EXISTS tasks (
     state TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tasks_by_job ON tasks (job_id, state);
+CREATE TABLE IF NOT EXISTS messages (
+    message_id TEXT PRIMARY KEY,
+    tasks TEXT NOT NULL,
+    handled_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
 """
+
+# The tables a changelog row may name, with their primary key (never input: checked on restore).
+TABLE_KEYS = {
+    "jobs": "job_id",
+    "domains": "domain",
+    "backlog": "id",
+    "tasks": "task_id",
+    "messages": "message_id",
+}
 
 # Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
 # so counters stay exact however often fetchers crash and tasks are redelivered.
@@ -115,7 +136,7 @@ FUNNEL = (
 
 
 class FrontierState:
-    """Typed access to the frontier database; every method leaves committing to :meth:`commit`."""
+    """Typed access to the shard's database; nothing is durable before :meth:`commit`."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +147,8 @@ class FrontierState:
         self.db.executescript(SCHEMA)
         self._migrate()
         self.db.commit()
+        self.dirty: set[tuple[str, str]] = set()  # (table, key) changed since the last commit
+        self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
 
     def _migrate(self) -> None:
         """Add columns that databases made by older versions lack (CREATE IF NOT EXISTS kept theirs)."""
@@ -135,10 +158,82 @@ class FrontierState:
 
     def commit(self) -> None:
         self.db.commit()
+        self.dirty.clear()
+
+    def rollback(self) -> None:
+        """Forget everything since the last commit (the changelog did not take it)."""
+        self.db.rollback()
+        self.dirty.clear()
+        self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
 
     def close(self) -> None:
-        self.db.commit()
+        self.db.rollback()
         self.db.close()
+
+    # the changelog
+
+    def changes(self) -> list[tuple[str, dict[str, Any] | None]]:
+        """Every row changed since the last commit as ``("table/key", row)``; ``None``: deleted."""
+        changed = []
+        for table, key in sorted(self.dirty):
+            column = TABLE_KEYS[table]
+            cursor = self.db.execute(f"SELECT * FROM {table} WHERE {column} = ?", (key,))
+            row = cursor.fetchone()
+            names = [description[0] for description in cursor.description]
+            changed.append((f"{table}/{key}", dict(zip(names, row, strict=True)) if row else None))
+        return changed
+
+    def apply(self, name: str, row: dict[str, Any] | None) -> None:
+        """Replay one changelog row (as :meth:`changes` made it) into this database."""
+        table, _, key = name.partition("/")
+        column = TABLE_KEYS.get(table)
+        if column is None:
+            raise ValueError(f"changelog row {name!r} names no table of the frontier state")
+        if row is None:
+            self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (key,))
+            return
+        names = [name for name in row if name.isidentifier()]
+        placeholders = ", ".join("?" for _ in names)
+        self.db.execute(
+            f"INSERT OR REPLACE INTO {table} ({', '.join(names)}) VALUES ({placeholders})",
+            [row[name] for name in names],
+        )
+
+    def restored(self) -> None:
+        """Call after replaying a changelog: recompute what is cached in memory."""
+        self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
+
+    def meta(self, name: str) -> str | None:
+        row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, name: str, value: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", (name, value))
+
+    # handled messages
+
+    def handled(self, message_id: str) -> list[str] | None:
+        """The tasks (JSON) a message published when it was handled; None if it never was."""
+        row = self.db.execute("SELECT tasks FROM messages WHERE message_id = ?", (message_id,)).fetchone()
+        return None if row is None else list(json.loads(row[0]))
+
+    def mark_handled(self, message_id: str, tasks: list[str]) -> None:
+        self.db.execute(
+            "INSERT OR REPLACE INTO messages (message_id, tasks, handled_at) VALUES (?, ?, ?)",
+            (message_id, json.dumps(tasks), time.time()),
+        )
+        self.dirty.add(("messages", message_id))
+
+    def forget_handled(self, message_ids: list[str]) -> None:
+        """Their acks are committed: they will not come again."""
+        for message_id in message_ids:
+            self.db.execute("DELETE FROM messages WHERE message_id = ?", (message_id,))
+            self.dirty.add(("messages", message_id))
+
+    def handled_before(self, cutoff: float) -> list[str]:
+        """Messages handled before ``cutoff`` whose acks may have been committed without a record."""
+        query = "SELECT message_id FROM messages WHERE handled_at < ?"
+        return [row[0] for row in self.db.execute(query, (cutoff,))]
 
     # jobs
 
@@ -149,6 +244,7 @@ class FrontierState:
             "ON CONFLICT (job_id) DO UPDATE SET spec = excluded.spec, updated_at = excluded.updated_at",
             (spec.job_id, spec.model_dump_json(), now, now),
         )
+        self.dirty.add(("jobs", spec.job_id))
 
     def job(self, job_id: str) -> JobSpec | None:
         row = self.db.execute("SELECT spec FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
@@ -159,12 +255,16 @@ class FrontierState:
         unknown = set(deltas) - set(FUNNEL)
         if unknown:
             raise ValueError(f"unknown job counters: {sorted(unknown)}")
+        deltas = {name: delta for name, delta in deltas.items() if delta}
+        if not deltas:
+            return
         assignments = ", ".join(f"{name} = MAX(0, {name} + ?)" for name in deltas)
         self.db.execute(
             # Column names come from the JobProgress dataclass (checked above), never from input.
             f"UPDATE jobs SET {assignments}, updated_at = ? WHERE job_id = ?",
             (*deltas.values(), time.time(), job_id),
         )
+        self.dirty.add(("jobs", job_id))
 
     def progress(self, job_id: str) -> JobProgress | None:
         columns = ", ".join(("job_id", *FUNNEL, "created_at", "updated_at"))
@@ -191,6 +291,7 @@ class FrontierState:
             "INSERT OR IGNORE INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, 'queued')",
             (task_id, job_id, domain),
         )
+        self.dirty.add(("tasks", task_id))
         self.add_outstanding(domain, 1)
 
     def task_reported(self, task_id: str, job_id: str, domain: str, stage: str) -> bool:
@@ -205,10 +306,12 @@ class FrontierState:
                 "INSERT INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, ?)",
                 (task_id, job_id, domain, new_state),
             )
+            self.dirty.add(("tasks", task_id))
             return False
         if row[0] in FINAL_STATES or row[0] == new_state:
             return False
         self.db.execute("UPDATE tasks SET state = ? WHERE task_id = ?", (new_state, task_id))
+        self.dirty.add(("tasks", task_id))
         if new_state in FINAL_STATES:
             self.add_outstanding(domain, -1)
             return True
@@ -227,12 +330,15 @@ class FrontierState:
         return (int(row[0]), int(row[1]), row[2]) if row else (0, 0, None)
 
     def add_outstanding(self, domain: str, delta: int) -> None:
+        before = self.domain(domain)[0]
         self.db.execute(
             "INSERT INTO domains (domain, outstanding, last_active_at) VALUES (?, MAX(0, ?), ?) "
             "ON CONFLICT (domain) DO UPDATE SET outstanding = MAX(0, outstanding + ?), "
             "last_active_at = excluded.last_active_at",
             (domain, delta, time.time(), delta),
         )
+        self._outstanding += max(0, before + delta) - before
+        self.dirty.add(("domains", domain))
 
     def set_permits(self, domain: str, permits: int, declared_at: float, debt: int = 0) -> None:
         """Record the permit queue as (re)declared at ``declared_at`` holding ``permits`` + ``debt``."""
@@ -242,6 +348,7 @@ class FrontierState:
             "permits_declared_at = excluded.permits_declared_at, permit_debt = excluded.permit_debt",
             (domain, permits, declared_at, debt),
         )
+        self.dirty.add(("domains", domain))
 
     def permit_ledger(self, domain: str) -> PermitLedger:
         """P_d of ``domain``'s permit queue and the surplus permits still to destroy (see permits)."""
@@ -256,20 +363,22 @@ class FrontierState:
             "UPDATE domains SET permits = ?, permit_debt = ? WHERE domain = ?",
             (ledger.target, ledger.debt, domain),
         )
+        self.dirty.add(("domains", domain))
 
     def domains_in_debt(self) -> list[str]:
         """Domains whose permit queue still holds permits beyond P_d."""
         return [row[0] for row in self.db.execute("SELECT domain FROM domains WHERE permit_debt > 0")]
 
     def total_outstanding(self) -> int:
-        return int(self.db.execute("SELECT COALESCE(SUM(outstanding), 0) FROM domains").fetchone()[0])
+        return self._outstanding
 
     # backlog
 
     def push_backlog(self, domain: str, job_id: str, task_json: str) -> None:
-        self.db.execute(
+        cursor = self.db.execute(
             "INSERT INTO backlog (domain, job_id, task) VALUES (?, ?, ?)", (domain, job_id, task_json)
         )
+        self.dirty.add(("backlog", str(cursor.lastrowid)))
 
     def backlog_for(self, domain: str, limit: int) -> Iterator[tuple[int, str]]:
         """The oldest ``limit`` waiting tasks of ``domain`` as (row id, task JSON)."""
@@ -279,6 +388,10 @@ class FrontierState:
 
     def drop_backlog(self, row_id: int) -> None:
         self.db.execute("DELETE FROM backlog WHERE id = ?", (row_id,))
+        self.dirty.add(("backlog", str(row_id)))
 
     def backlog_domains(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT DISTINCT domain FROM backlog")]
+
+    def _scalar(self, sql: str) -> int:
+        return int(self.db.execute(sql).fetchone()[0])

@@ -8,8 +8,9 @@ to the dead-letter topic, adds the consumed offsets to the same transaction and 
 an extractor is killed mid-batch: the open transaction is aborted (or fenced) and the batch is
 redone from the committed offsets.
 
-Links go to the frontier over RabbitMQ with publisher confirms before the transaction commits;
-they cannot be part of a Kafka transaction, so a redone batch re-publishes them and the
+Links go to the frontier over RabbitMQ, one message per page and frontier shard, in an AMQP
+transaction committed just before the Kafka one (one round trip per batch, not one per link);
+they cannot be part of the Kafka transaction, so a redone batch re-publishes them and the
 frontier's dedup absorbs the repeats (at least once, never lost).
 
 Large bodies: a raw page whose body was claim-checked is read back from S3 first
@@ -40,15 +41,15 @@ from typing import Any
 
 import pika
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
-from pika.adapters.blocking_connection import BlockingChannel
 
 import schemas
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckUnavailable
 from control_plane import amqp
-from control_plane.amqp.messages import DiscoveredUrl
-from control_plane.amqp.publisher import confirmed_channel, publish
+from control_plane.amqp.discovery import discovery_batches
+from control_plane.amqp.messages import new_id
 from control_plane.amqp.topology import Topology
+from control_plane.amqp.transactions import TxChannel
 from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.kafka import clients
@@ -144,15 +145,16 @@ class Extractor:
         consumer = clients.consumer(self.settings.kafka, self.group_id)
         connection = amqp.connect(self.settings.amqp)
         try:
-            channel = confirmed_channel(connection)
+            channel = connection.channel()
             self.topology.declare(channel)
+            links = TxChannel(channel)
             consumer.subscribe([self.settings.topics.pages_raw])
             while not self._stop.is_set():
                 faulthandler.dump_traceback_later(STALL_REPORT_S)  # re-armed on every pass
                 batch = [m for m in consumer.consume(self.settings.extract.batch_size, 0.5) if _usable(m)]
                 connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
                 if batch:
-                    self._transact(batch, consumer, producer, channel, connection)
+                    self._transact(batch, consumer, producer, links, connection)
         finally:
             faulthandler.cancel_dump_traceback_later()
             clients.close_within(consumer)
@@ -164,7 +166,7 @@ class Extractor:
         batch: list[Message],
         consumer: Consumer,
         producer: Producer,
-        channel: BlockingChannel,
+        links: TxChannel,
         connection: pika.BlockingConnection,
     ) -> None:
         """Process ``batch`` in one or more transactions, each committed within the time budget.
@@ -182,7 +184,7 @@ class Extractor:
                 part = []
                 for message in batch[done:]:
                     try:
-                        self._handle(message, producer, channel)
+                        self._handle(message, producer, links)
                     except ClaimCheckUnavailable as error:
                         waiting = error  # nothing of this page was produced; its offset stays uncommitted
                         break
@@ -190,6 +192,7 @@ class Extractor:
                     if time.monotonic() - started > TRANSACTION_BUDGET_S:
                         break  # slow pages: commit what is done, go on in a new transaction
                 if part:
+                    _commit_links(links, connection)  # the frontier has them before the pages count as done
                     metadata = consumer.consumer_group_metadata()
                     send = functools.partial(
                         producer.send_offsets_to_transaction, _next_offsets(part), metadata, 30
@@ -212,7 +215,7 @@ class Extractor:
             done += len(part)
             connection.process_data_events(0)
 
-    def _handle(self, message: Message, producer: Producer, channel: BlockingChannel) -> None:
+    def _handle(self, message: Message, producer: Producer, links: TxChannel) -> None:
         self.pages += 1
         try:
             raw = self.codec.decode(message.value() or b"").record
@@ -240,21 +243,19 @@ class Extractor:
             return
         producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
         self.records += 1
-        self._publish_links(page, record, channel)
+        self._publish_links(page, record, links)
 
-    def _publish_links(
-        self, page: Mapping[str, Any], record: Mapping[str, Any], channel: BlockingChannel
-    ) -> None:
-        """The record's links (parsed once, by the extraction) to the frontier, one level deeper."""
-        base = page.get("final_url") or page["url"]
+    def _publish_links(self, page: Mapping[str, Any], record: Mapping[str, Any], tx: TxChannel) -> None:
+        """The record's links (parsed once, by the extraction) to the frontier, one level deeper:
+        one message per shard, sent with the transaction's commit."""
         follow_all = self.settings.extract.follow_nofollow
-        for link in record["links"]:
-            if link["nofollow"] and not follow_all:
-                continue
-            found = DiscoveredUrl(
-                job_id=page["job_id"], url=link["url"], depth=int(page["depth"]) + 1, source_url=base
-            )
-            publish(channel, self.topology.discovery_exchange, "", found)
+        urls = [link["url"] for link in record["links"] if follow_all or not link["nofollow"]]
+        batches = discovery_batches(
+            self.topology, page["job_id"], urls, depth=int(page["depth"]) + 1,
+            source_url=page.get("final_url") or page["url"], trace_id=page.get("trace_id"),
+        )  # fmt: skip
+        for routing_key, batch in batches:
+            tx.publish(self.topology.discovery_exchange, routing_key, batch, message_id=new_id())
 
     def _dead_letter(
         self, message: Message, producer: Producer, reason: str, stage: str, page: Mapping[str, Any] | None
@@ -286,6 +287,19 @@ class Extractor:
     def _max_dead_letter_bytes(self) -> int:
         """The dead-letter topic's message limit (a raw page, unchanged, plus the letter around it)."""
         return raw_page_max_message_bytes(self.settings) + ENVELOPE_HEADROOM_BYTES
+
+
+def _commit_links(links: TxChannel, connection: pika.BlockingConnection) -> None:
+    """Commit the batch's link messages; raise if the broker returned any (a frontier queue is
+    missing): the batch is then redone from the committed offsets, after the topology is declared."""
+    links.commit()
+    connection.process_data_events(0)  # hands over returns, which arrive before commit-ok
+    returned = links.take_returned()
+    if returned:
+        raise RuntimeError(
+            f"{len(returned)} link message(s) found no frontier queue ({returned[0].reply_text} for "
+            f"routing key {returned[0].routing_key!r}); is DUALPLANE_QUEUE_FRONTIER_SHARDS the same for all?"
+        )
 
 
 def _abort(producer: Producer) -> None:

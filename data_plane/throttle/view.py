@@ -78,7 +78,7 @@ class ThrottleView:
         self.exchange = settings.queues.throttle_exchange
         self.topic = settings.topics.throttle_state
         self.book = LimitsBook(settings.limits.domain_concurrency, settings.limits.domain_delay_ms)
-        self.on_change = on_change
+        self.listeners: list[OnChange] = [on_change] if on_change is not None else []
         self.clock = clock
         self.last_error: Exception | None = None
         self._lock = threading.Lock()
@@ -114,8 +114,8 @@ class ThrottleView:
             return self.book.limits(domain, self.clock())
 
     def subscribe(self, on_change: OnChange) -> None:
-        """Call ``on_change`` (on the view's thread) whenever a command changes a domain's limits."""
-        self.on_change = on_change
+        """Also call ``on_change`` (on the view's thread) whenever a command changes a domain's limits."""
+        self.listeners.append(on_change)
 
     def domains(self) -> set[str]:
         """Domains with a known command (the processor's or an override), expired or not."""
@@ -127,8 +127,9 @@ class ThrottleView:
         with self._lock:
             changed = self.book.apply(command)
             limits = self.book.limits(command.domain, self.clock())
-        if changed and self.on_change is not None:
-            self.on_change(command.domain, limits)
+        if changed:
+            for listener in self.listeners:
+                listener(command.domain, limits)
         return changed
 
     def close(self) -> None:

@@ -29,7 +29,7 @@ from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.namespaces import private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
-from dualplane.services import REGISTRY, Service
+from dualplane.services import Service, build
 
 DEMO_PREFIX = "dualplane-demo"
 SERVICES = ("frontier", "fetcher", "extractor")
@@ -75,7 +75,7 @@ def demo_settings(settings: Settings) -> Settings:
 @contextmanager
 def running_services(settings: Settings, names: tuple[str, ...] = SERVICES) -> Iterator[list[Service]]:
     """Run the named services on threads for the length of the block, then stop them cleanly."""
-    services = [REGISTRY[name](settings) for name in names]
+    services = [service for name in names for service in build(settings, name)]
     threads = [threading.Thread(target=s.run, name=f"demo-{s.name}", daemon=True) for s in services]
     for thread in threads:
         thread.start()

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from dualplane.core.settings import ENV_PREFIX, Settings, env_names
-from dualplane.services import REGISTRY
+from dualplane.services import SERVICE_NAMES
 from tests.support.compose import COMPOSE_FILES, README_COMMANDS
 from tests.support.paths import REPO_ROOT
 
@@ -188,7 +188,9 @@ def test_app_volumes_mount_where_the_service_user_may_write(services: dict[str, 
 def test_every_long_running_service_runs_in_compose(services: dict[str, dict[str, Any]]) -> None:
     commands = [service.get("command", []) for service in app_services(services).values()]
     running = {command[1] for command in commands if command[:1] == ["run"]}
-    assert running == set(REGISTRY), f"compose runs {sorted(running)}; dualplane run knows {sorted(REGISTRY)}"
+    assert running == set(SERVICE_NAMES), (
+        f"compose runs {sorted(running)}; dualplane run knows {SERVICE_NAMES}"
+    )
 
 
 def _compose_config(*files: str) -> dict[str, Any]:

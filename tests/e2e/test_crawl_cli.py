@@ -82,7 +82,7 @@ def test_dlq_list_shows_the_reason_and_redrive_brings_it_back(
     channel = confirmed_channel(connection)
     Topology(private_settings.queues).declare(channel)
     body = json.dumps({"kind": "discovered", "version": 9}).encode()
-    publish(channel, private_settings.queues.discovery, "", body)
+    publish(channel, private_settings.queues.discovery, "0", body)
     connection.close()
 
     with_consumer = subprocess.Popen(

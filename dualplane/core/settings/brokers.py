@@ -82,6 +82,7 @@ class TopicSettings(BaseSettings):
     dead_letters: str = "dead-letters"
     schemas: str = "_dualplane.schemas"
     throttle_state: str = "throttle.state"
+    frontier_changelog: str = "frontier.changelog"  # compacted; partition i is frontier shard i's state
     partitions: int = Field(default=6, ge=1)
     # Raw pages are the replay source: keep them long (default 30 days).
     pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)
@@ -111,6 +112,9 @@ class QueueSettings(BaseSettings):
     retry_prefix: str = "dualplane.retry"
     permits_prefix: str = "dualplane.permits"
     jobs_prefix: str = "dualplane.jobs"
+    # Frontier shards: discovery and reports are routed by site to this many queues, each owned by
+    # one active frontier (see dualplane.core.web.domains). Every process must agree on it.
+    frontier_shards: int = Field(default=1, ge=1, le=1024)
     # name=milliseconds pairs; a retry goes to the shortest tier at least as long as its delay.
     retry_tiers: str = "5s=5000,30s=30000,2m=120000,10m=600000"
     # The broker's safety net: a message redelivered this often (crash loops) is dead-lettered.

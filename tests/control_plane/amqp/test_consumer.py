@@ -37,14 +37,14 @@ class Recorder:
 def _consumer(settings: Settings, handler: Callable[[Delivery], None]) -> ControlConsumer:
     topology = Topology(settings.queues)
     binding = QueueBinding(handler, (DiscoveredUrl,))
-    return ControlConsumer(settings, {topology.discovery_queue: binding}, name="test-consumer")
+    return ControlConsumer(settings, {topology.frontier_queue(0): binding}, name="test-consumer")
 
 
 def _send(settings: Settings, body: bytes) -> None:
     connection = amqp.connect(settings.amqp)
     channel = confirmed_channel(connection)
     Topology(settings.queues).declare(channel)
-    publish(channel, settings.queues.discovery, "", body)
+    publish(channel, settings.queues.discovery, "0", body)
     connection.close()
 
 
@@ -78,7 +78,7 @@ def test_bad_messages_are_dead_lettered_with_readable_reasons(control_plane: Con
     assert reasons[0].startswith("invalid 'discovered' message: url: Field required")
     assert reasons[1].startswith("malformed JSON")
     assert reasons[2].startswith("unknown version 7 of 'discovered' messages")
-    assert {letter.source_queue for letter in letters} == {settings.queues.discovery}
+    assert {letter.source_queue for letter in letters} == {Topology(settings.queues).frontier_queue(0)}
 
 
 def test_handler_that_keeps_raising_is_dead_lettered_then_redriven_once_fixed(

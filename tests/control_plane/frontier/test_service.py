@@ -6,7 +6,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
@@ -98,24 +97,18 @@ def test_job_with_a_page_limit_stops_admitting(running_frontier: RunningFrontier
     running_frontier.wait_progress("limited", seeded=9, queued=5, over_limit=4)
 
 
-def test_frontier_stops_consuming_discovery_past_the_fleet_limit(control_plane: ControlPlaneFactory) -> None:
+def test_past_the_shard_limit_admitted_urls_wait_in_the_backlog(control_plane: ControlPlaneFactory) -> None:
     settings = control_plane.settings()
     settings = settings.model_copy(
         update={"frontier": settings.frontier.model_copy(update={"max_outstanding": 5})}
     )
-    running = RunningFrontier(settings)
-    running.consumer.prefetch = 10  # so most of the flood stays in RabbitMQ once paused
-    running.start()
+    running = RunningFrontier(settings).start()
     try:
         running.submit(
             JobSpec(job_id="flood", obey_robots=False), [f"http://d{i}.example/" for i in range(300)]
         )
-        progress = running.wait_progress("flood", queued=5)
-        assert wait_for(lambda: settings.queues.discovery in running.consumer.paused, 10)
-        waiting = running.queue_depth(settings.queues.discovery)
+        running.wait_progress("flood", seeded=300, discovered=300, queued=5, backlog=295)
     finally:
         running.stop()
 
-    assert running.lane_depth() == 5
-    assert int(progress["discovered"]) + waiting >= 250  # the rest waits, nothing is dropped
-    assert waiting > 200, "discovery kept being consumed past D_max"
+    assert running.lane_depth() == 5  # D_max holds; the other 295 wait in the backlog, none is lost

@@ -7,8 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
+from pydantic import SecretStr
 
-from dualplane.core.settings import KafkaSettings, Settings, StackSettings
+from dualplane.core.settings import AmqpSettings, KafkaSettings, Settings, StackSettings
 from dualplane.stack.base import Endpoint
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker, _kafka_uuid
@@ -21,8 +22,12 @@ pytestmark = pytest.mark.unit
 
 
 def _settings(tmp_path: Path, **kafka: object) -> Settings:
+    # The brokers' defaults, not this shell's DUALPLANE_* (a test run may use other ports).
     return Settings(
-        kafka=KafkaSettings(**kafka),  # type: ignore[arg-type]
+        kafka=KafkaSettings(**{"bootstrap_servers": "127.0.0.1:9092", **kafka}),  # type: ignore[arg-type]
+        amqp=AmqpSettings(
+            url=SecretStr("amqp://guest:guest@127.0.0.1:5672/%2F"), management_url="http://127.0.0.1:15672"
+        ),
         stack=StackSettings(data_dir=tmp_path),
     )
 

@@ -1,0 +1,155 @@
+"""The road a discovered URL takes into the frontier, for a whole batch of URLs at once.
+
+For each URL, in order: canonicalize → the job's scope → dedup (per job) → the job's page limit →
+robots.txt. What survives becomes a :class:`~control_plane.amqp.messages.CrawlTask`; the
+frontier then issues it at once or parks it in the backlog (``service``). Counters are summed
+for the batch and written once, and new seen keys are only collected here: they join the seen set
+when the frontier commits, so a batch that fails half way leaves no trace.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from control_plane.amqp.messages import CrawlTask, JobSpec, Priority, new_id
+from control_plane.frontier.robots import RobotsCache
+from control_plane.frontier.scope import ScopeRules
+from control_plane.frontier.seen import SeenSet
+from control_plane.frontier.store import FrontierState
+from dualplane.core.web.domains import shard_bucket
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import canonicalize, domain_of, url_key
+
+SAFE_HOST_TTL_S = 600.0  # how long an SSRF verdict on a host is trusted (it resolves DNS)
+
+
+@dataclass
+class Batch:
+    """URLs found together: one page's links to one shard, a slice of a seed list, a redirect."""
+
+    job_id: str
+    urls: Iterable[str]
+    depth: int = 0
+    priority: Priority | None = None
+    seed: bool = False
+
+
+@dataclass
+class Admitted:
+    """What a batch yields: tasks to issue or park, counters to add, seen keys to record."""
+
+    tasks: list[CrawlTask] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+    keys: dict[bytes, int] = field(default_factory=dict)  # new seen key -> its site's bucket
+
+
+class Admission:
+    """The per-URL rules of one frontier shard; :meth:`consider` runs a batch through them."""
+
+    def __init__(
+        self,
+        state: FrontierState,
+        seen: SeenSet,
+        robots: RobotsCache,
+        guard: SsrfGuard,
+        *,
+        strip_params: frozenset[str],
+        max_attempts: int,
+    ) -> None:
+        self.state = state
+        self.seen = seen
+        self.robots = robots
+        self.guard = guard
+        self.strip_params = strip_params
+        self.max_attempts = max_attempts
+        self._scopes: dict[str, ScopeRules] = {}
+        self._safe_hosts: dict[str, tuple[bool, float]] = {}
+
+    def forget_job(self, job_id: str) -> None:
+        """The job's rules changed: build its scope anew."""
+        self._scopes.pop(job_id, None)
+
+    def consider(self, job: JobSpec, batch: Batch, pending: dict[bytes, int]) -> Admitted:
+        """Run ``batch`` through the rules; ``pending`` holds keys seen earlier in this commit."""
+        admitted = Admitted()
+        counts = admitted.counts
+        urls = list(batch.urls)
+        if batch.seed:
+            counts["seeded"] += len(urls)
+        scope = self._scope(job)
+        room = None if job.max_pages is None else job.max_pages - self.state.pages_admitted(job.job_id)
+        for raw in urls:
+            try:
+                url = canonicalize(raw, self.strip_params)
+                domain = domain_of(url)
+            except InvalidUrl:
+                counts["invalid"] += 1
+                continue
+            if not scope.check(url, batch.depth).allowed:
+                counts["out_of_scope"] += 1
+                continue
+            key = url_key(f"{job.job_id} {url}")
+            if key in pending or key in admitted.keys or key in self.seen:
+                counts["duplicates"] += 1
+                continue
+            admitted.keys[key] = shard_bucket(domain)
+            if room is not None and room <= 0:
+                counts["over_limit"] += 1
+                continue
+            task = self._task(job, batch, url, domain)
+            if task is None:
+                counts["disallowed"] += 1
+                continue
+            if room is not None:
+                room -= 1
+            counts["discovered"] += 1
+            admitted.tasks.append(task)
+        return admitted
+
+    def _task(self, job: JobSpec, batch: Batch, url: str, domain: str) -> CrawlTask | None:
+        """The task for ``url``, or None when robots.txt disallows it."""
+        delay_ms = None
+        # robots.txt is fetched by the frontier itself: never from an address the fetcher would
+        # refuse (SSRF). Such URLs are admitted unchecked, and the fetcher records the refusal.
+        if job.obey_robots and self._safe(url):
+            robots = self.robots.check(url)
+            if not robots.allowed:
+                return None
+            delay_ms = int(robots.crawl_delay_s * 1000) if robots.crawl_delay_s else None
+        return CrawlTask(
+            job_id=job.job_id,
+            trace_id=new_id(),
+            url=url,
+            domain=domain,
+            depth=batch.depth,
+            priority=batch.priority or job.priority,
+            max_attempts=self.max_attempts,
+            crawl_delay_ms=delay_ms,
+        )
+
+    def _safe(self, url: str) -> bool:
+        """The SSRF guard's verdict, cached per host: it resolves the name, which takes time."""
+        host = urlsplit(url).netloc
+        now = time.monotonic()
+        cached = self._safe_hosts.get(host)
+        if cached is None or now - cached[1] > SAFE_HOST_TTL_S:
+            cached = (self.guard.allows(url), now)
+            self._safe_hosts[host] = cached
+        return cached[0]
+
+    def _scope(self, job: JobSpec) -> ScopeRules:
+        rules = self._scopes.get(job.job_id)
+        if rules is None:
+            rules = ScopeRules(
+                allowed_domains=frozenset(job.allowed_domains),
+                allow_patterns=job.allow_patterns,
+                deny_patterns=job.deny_patterns,
+                max_depth=job.max_depth,
+            )
+            self._scopes[job.job_id] = rules
+        return rules

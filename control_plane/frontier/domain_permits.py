@@ -1,0 +1,92 @@
+"""Each domain's permit queue, kept at the domain's current P_d by the shard that owns the domain.
+
+A domain's permits (:mod:`control_plane.amqp.permits`) are made when its first task is issued,
+sized from the throttle's current concurrency (a throttled new domain starts throttled), and
+resized fleet-wide when a command (or an override expiring) changes it: raised at once, lowered
+by destroying free permits and paying the rest back as held ones return (the debt).
+
+Permits are published on a channel of their own with a confirm each, not in the frontier's
+transaction: a permit queue must never be recorded as filled unless its permits really exist, and
+refilling one is idempotent (delete, declare, fill), so doing it again after a crash is harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from pika.adapters.blocking_connection import BlockingChannel
+
+from control_plane.amqp import permits
+from control_plane.amqp.topology import Topology
+from control_plane.frontier.store import FrontierState
+from dualplane.core.limits import Limits, LimitsSource
+
+log = logging.getLogger(__name__)
+
+
+class DomainPermits:
+    """Declares, fills and resizes the permit queues of one shard's domains."""
+
+    def __init__(self, state: FrontierState, topology: Topology, view: LimitsSource) -> None:
+        self.state = state
+        self.topology = topology
+        self.view = view
+        self.channel: BlockingChannel | None = None  # a confirm channel, set on every (re)connect
+        self._changed_lock = threading.Lock()
+        self._changed: set[str] = set()  # domains whose limits changed, from the view's thread
+        view.subscribe(self.on_limits_changed)
+
+    def ensure(self, domain: str) -> None:
+        """Make sure ``domain`` has a live permit queue before one of its tasks is issued."""
+        channel = self._channel()
+        _, count, declared_at = self.state.domain(domain)
+        now = time.time()
+        if declared_at is None or now - declared_at > permits.REFILL_AFTER_S:
+            wanted = self.view.details(domain).concurrency
+            permits.refill(channel, self.topology, domain, wanted)
+            self.state.set_permits(domain, wanted, now)
+        elif now - declared_at > permits.REFRESH_AFTER_S:
+            permits.declare(channel, self.topology, domain)
+            self.state.set_permits(domain, count, now, self.state.permit_ledger(domain).debt)
+
+    def on_limits_changed(self, domain: str, limits: Limits) -> None:
+        """The view's callback, on its own thread: note the domain for the consumer thread."""
+        with self._changed_lock:
+            self._changed.add(domain)
+
+    def obey(self, *, sweep: bool) -> bool:
+        """Resize the permits of domains whose P_d changed; on a sweep, of every throttled or
+        indebted domain (expired overrides and pauses, debts to pay). True if any was resized."""
+        with self._changed_lock:
+            domains, self._changed = self._changed, set()
+        if sweep:
+            domains |= self.view.domains() | set(self.state.domains_in_debt())
+        resized = [self._resize(domain) for domain in sorted(domains)]  # every one, not up to the first
+        return any(resized)
+
+    def _resize(self, domain: str) -> bool:
+        _, _, declared_at = self.state.domain(domain)
+        if declared_at is None or time.time() - declared_at > permits.REFILL_AFTER_S:
+            return False  # no live permit queue: the next task refills it from the current limits
+        ledger = self.state.permit_ledger(domain)
+        target = self.view.details(domain).concurrency
+        if ledger.target == target and ledger.debt == 0:
+            return False
+        channel = self._channel()
+        permits.declare(channel, self.topology, domain)  # a get or publish on a missing queue would fail
+        resized = permits.resize(channel, self.topology, domain, ledger, target)
+        # Added or destroyed permits cannot be taken back: the ledger says so at the next commit.
+        self.state.set_permit_ledger(domain, resized)
+        if resized.target != ledger.target:
+            log.info(
+                "permits for %s: %d -> %d (%d held permits still to destroy as they return)",
+                domain, ledger.target, resized.target, resized.debt,
+            )  # fmt: skip
+        return True
+
+    def _channel(self) -> BlockingChannel:
+        if self.channel is None or not self.channel.is_open:
+            raise RuntimeError("the permit channel is closed: the frontier is reconnecting")
+        return self.channel

@@ -1,0 +1,75 @@
+"""``dualplane run --processes N``: the same services in N child processes, so one machine uses all
+its cores (one Python process uses one core).
+
+Fetchers and extractors simply run N times (tasks and ``pages.raw`` partitions are shared out by
+the brokers). Frontier shards are divided among the children, so each shard has one process; run
+the same command on another machine for standbys. The parent forwards SIGINT/SIGTERM and waits; a
+child that dies on its own stops the others and the parent exits 1, so a supervisor restarts all.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY_S = 2.0  # as dualplane.services (kept apart: the parent imports no service)
+
+
+def child_commands(
+    names: list[str], processes: int, shards: list[int] | None, log_level: str
+) -> list[list[str]]:
+    """The command line of each child: the services, and for frontiers the shards it serves."""
+    base = [sys.executable, "-m", "dualplane", "run", *names, "--log-level", log_level]
+    if "frontier" not in names or shards is None:
+        return [base] * processes
+    commands = []
+    for index in range(processes):
+        mine = [shard for shard in shards if shard % processes == index]
+        if mine:
+            commands.append([*base, *(arg for shard in mine for arg in ("--shard", str(shard)))])
+        elif names != ["frontier"]:  # more processes than shards: the rest run the other services
+            commands.append([sys.executable, "-m", "dualplane", "run", *(n for n in names if n != "frontier"),
+                             "--log-level", log_level])  # fmt: skip
+    return commands
+
+
+def run_processes(
+    names: list[str], processes: int, shards: list[int] | None, log_level: str, heartbeat: Path | None = None
+) -> int:
+    """Run the children until a signal (exit code 0) or until one dies on its own (1); while they all
+    run, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``."""
+    from dualplane.core.settings import Settings  # noqa: PLC0415 (the parent needs only the shard count)
+
+    if "frontier" in names and shards is None:
+        shards = list(range(Settings.from_env().queues.frontier_shards))
+    children = [subprocess.Popen(command) for command in child_commands(names, processes, shards, log_level)]
+    stopping = threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    while not stopping.is_set() and all(child.poll() is None for child in children):
+        if heartbeat is not None:
+            heartbeat.touch()
+        stopping.wait(HEARTBEAT_EVERY_S)
+    died = not stopping.is_set()
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+    for child in children:
+        try:
+            child.wait(60)
+        except subprocess.TimeoutExpired:
+            child.kill()
+    if died:
+        logging.getLogger(__name__).error("a child process ended on its own; stopping the others, exit 1")
+        return 1
+    return 0
