@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pika
+
 from control_plane import amqp
 from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
@@ -65,6 +67,17 @@ class JobProbe:
 
     def lane_depth(self, lane: str = "normal") -> int:
         return self.queue_depth(self.topology.lane_queue(lane))  # type: ignore[arg-type]
+
+    def consumers(self, queue: str) -> int:
+        """Consumers subscribed to ``queue`` (0 while it does not exist yet)."""
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            return int(connection.channel().queue_declare(queue, passive=True).method.consumer_count)
+        except pika.exceptions.ChannelClosedByBroker:
+            return 0
+        finally:
+            if connection.is_open:
+                connection.close()
 
     def queue_depth(self, queue: str) -> int:
         """Messages ready (not delivered to anyone) in ``queue``."""

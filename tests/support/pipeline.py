@@ -30,11 +30,12 @@ class Pipeline:
         self.tmp_path = tmp_path
         self.processes: list[tuple[str, subprocess.Popen[bytes]]] = []
 
-    def start(self, service: str) -> subprocess.Popen[bytes]:
+    def start(self, service: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """``dualplane run SERVICE ARGS…`` with the test's settings (and ``env`` on top)."""
         log = (self.tmp_path / f"{service}-{len(self.processes)}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "dualplane", "run", service, "--log-level", "info"],
-            env={**os.environ, **self.settings.to_env()},
+            [sys.executable, "-m", "dualplane", "run", service, *args, "--log-level", "info"],
+            env={**os.environ, **self.settings.to_env(), **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=ROOT,

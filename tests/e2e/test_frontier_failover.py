@@ -1,0 +1,112 @@
+"""Frontier shards fail over without losing or repeating a page, warm or from an empty data directory.
+
+Three shards, each with an active frontier process and a standby (its own data directory, as on
+another machine), a fetcher and an extractor, all as processes, crawling the sample site. Mid-crawl
+the active frontier of one shard is killed with SIGKILL; its standby takes the shard over from the
+changelog in Kafka. The site's own request log must show every reachable page fetched exactly once,
+and the records topic exactly one committed record per page.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from control_plane.amqp.consumer import wait_for
+from control_plane.amqp.messages import JobSpec
+from control_plane.amqp.topology import Topology
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
+from dualplane.sample_site import SampleSite, SiteSpec
+from tests.support.factories import ControlPlaneFactory
+from tests.support.frontier import JobProbe
+from tests.support.pipeline import Pipeline, read_topic
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+SHARDS = 3
+SITE = SiteSpec(seed=31, hosts=6, pages_per_host=40, latency_ms=10)
+
+
+def _settings(control_plane: ControlPlaneFactory) -> Settings:
+    settings = control_plane.settings()
+    return settings.model_copy(
+        update={
+            "queues": settings.queues.model_copy(update={"frontier_shards": SHARDS}),
+            "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=20, fetch_concurrency=16),
+            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0.2, permit_wait_s=0.5),
+        }
+    )
+
+
+def _served_pages(site: SampleSite) -> Counter[str]:
+    served: Counter[str] = Counter()
+    for host, base in enumerate(site.urls):
+        for entry in site.log(host):
+            if entry.status == 200 and entry.path != "/robots.txt" and not entry.path.startswith("/_"):
+                served[canonicalize(base + entry.path)] += 1
+    return served
+
+
+def _frontier(pipeline: Pipeline, shard: int, data_dir: Path) -> subprocess.Popen[bytes]:
+    env = {"DUALPLANE_FRONTIER_DATA_DIR": str(data_dir)}
+    return pipeline.start("frontier", "--shard", str(shard), env=env)
+
+
+def _busiest_shard(settings: Settings, site: SampleSite) -> int:
+    """The shard owning most of the site's hosts (so killing its frontier interrupts real work)."""
+    topology = Topology(settings.queues)
+    owners = Counter(topology.shard_of(domain_of(seed)) for seed in site.seeds)
+    assert len(owners) >= 2, f"the site's hosts should spread over the shards: {owners}"
+    return owners.most_common(1)[0][0]
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("standby", ["warm", "cold"])
+def test_a_killed_shard_frontier_is_replaced_and_every_page_is_fetched_once(
+    control_plane: ControlPlaneFactory, tmp_path: Path, standby: str
+) -> None:
+    settings = _settings(control_plane)
+    pipeline = Pipeline(settings, tmp_path)
+    probe = JobProbe(settings)
+    try:
+        with SampleSite(SITE) as site:
+            victim = _busiest_shard(settings, site)
+            actives = [_frontier(pipeline, shard, tmp_path / f"active-{shard}") for shard in range(SHARDS)]
+            # The first consumer of a single-active-consumer queue is its active one: standbys after.
+            queues = Topology(settings.queues).frontier_queues
+            assert wait_for(lambda: all(probe.consumers(queue) for queue in queues), 60), pipeline.logs()
+            if standby == "warm":
+                for shard in range(SHARDS):
+                    _frontier(pipeline, shard, tmp_path / f"standby-{shard}")
+            pipeline.start("fetcher")
+            pipeline.start("extractor")
+            reachable = {canonicalize(url) for url in site.reachable_urls()}
+            domains = tuple(domain_of(seed) for seed in site.seeds)
+            probe.submit(JobSpec(job_id="failover", allowed_domains=domains), site.seeds)
+
+            third = len(reachable) // 3
+            assert wait_for(lambda: site.stats().total_requests >= third, 180), pipeline.logs()
+            pipeline.kill(actives[victim])
+            if standby == "cold":  # another machine: a new process with an empty data directory
+                _frontier(pipeline, victim, tmp_path / "cold-standby")
+            try:
+                progress = probe.wait_finished("failover", timeout_s=300)
+            except AssertionError as error:
+                raise AssertionError(f"{error}\n{pipeline.trouble()}\n{pipeline.logs()}") from None
+            served = _served_pages(site)
+        records = Counter(
+            canonicalize(record["url"]) for record in read_topic(settings, settings.topics.records)
+        )
+    finally:
+        pipeline.stop_all()
+
+    assert set(served) == reachable, f"pages never fetched: {sorted(reachable - set(served))[:5]}"
+    twice = {url: n for url, n in served.items() if n > 1}
+    assert not twice, f"pages fetched more than once: {twice}"
+    assert set(records) == reachable
+    assert set(records.values()) == {1}, "a page has more than one committed record"
+    assert progress["dead_lettered"] == 0
