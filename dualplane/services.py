@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from connectors.sink import S3Sink
 from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
@@ -131,6 +132,7 @@ REGISTRY: dict[str, Callable[[Settings], Service]] = {
     "fetcher": fetcher_service,
     "extractor": extractor_service,
     "throttle": ThrottleService,
+    "s3-sink": S3Sink.from_settings,
 }
 SERVICE_NAMES = ("frontier", *REGISTRY)
 

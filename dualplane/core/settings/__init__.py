@@ -90,7 +90,6 @@ class Settings(BaseModel):
         return self.frontier.data_dir or self.stack.data_dir / "frontier"
 
     @property
-    @property
     def sink_bucket(self) -> str:
         """Where the S3 sink writes: ``DUALPLANE_SINK_BUCKET``, else ``DUALPLANE_S3_BUCKET``."""
         return self.sink.bucket or self.s3.bucket

@@ -1,0 +1,13 @@
+"""The S3 sink stage: raw pages archived as WARC, records as Avro object container files, exactly once.
+
+:class:`~connectors.sink.base.Sink` is the interface (what a stream consumes and how it writes a file);
+:mod:`connectors.sink.warc` and :mod:`connectors.sink.avro` implement it; :mod:`connectors.sink.layout`
+names and rotates files, :mod:`connectors.sink.upload` creates objects, :mod:`connectors.sink.session`
+commits, and :class:`~connectors.sink.service.S3Sink` is the service ``dualplane run s3-sink`` runs.
+"""
+
+from __future__ import annotations
+
+from connectors.sink.service import S3Sink
+
+__all__ = ["S3Sink"]

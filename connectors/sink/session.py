@@ -1,0 +1,251 @@
+"""One consumer session of the S3 sink: records in, files rotated and uploaded, offsets committed after.
+
+The rules that make S3 hold every record exactly once (see also :mod:`connectors.sink.layout` and
+:mod:`connectors.sink.upload`):
+
+- A partition has at most one open file. It is uploaded, and only then are the offsets it covers
+  committed, before the next file of that partition can be uploaded: at any time at most one object
+  per partition exists that is not covered by the committed offset, and its key is that offset.
+- A restart (crash, outage, rebalance) begins at the committed offset, so its first file has that same
+  key. Creating it finds the key taken: the object there is adopted (its ``last-offset`` is committed)
+  and the session starts over past it, instead of writing those records a second time.
+- A record that cannot be archived is dead-lettered, with the reason, and counted as covered by the open
+  file (or committed at once when none is open) only after Kafka confirmed the dead letter.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, Producer, TopicPartition
+
+import schemas
+from connectors.sink.base import FileStart, Sink
+from connectors.sink.exceptions import KeyTaken, SinkUnavailable, Unwritable
+from connectors.sink.layout import Layout
+from connectors.sink.spool import OpenFile
+from connectors.sink.upload import ArchiveStore
+from dualplane.core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+BATCH = 500
+POLL_S = 0.5
+DEAD_LETTER_FLUSH_S = 30.0
+REASON_MAX_CHARS = 2000
+
+
+class StartOver(Exception):
+    """An existing object was adopted and its offsets committed: begin again from the committed offsets."""
+
+
+class Session:
+    """Consumes the sinks' topics with one consumer until stopped; the caller closes the clients."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        sinks: Iterable[Sink],
+        store: ArchiveStore,
+        *,
+        layout: Layout,
+        consumer: Consumer,
+        producer: Producer,
+        stopping: threading.Event,
+        stats: Counter[str],
+    ) -> None:
+        self.settings = settings
+        self.sinks = {sink.topic: sink for sink in sinks}
+        self.store = store
+        self.layout = layout
+        self.consumer = consumer
+        self.producer = producer
+        self.stopping = stopping
+        self.codec = schemas.codec_for(settings)
+        self.files: dict[tuple[str, int], OpenFile] = {}
+        self.failed_deliveries: list[str] = []
+        self.committed: dict[tuple[str, int], int] = {}
+        self._idle_checked_s = time.monotonic()
+        self.stats = (
+            stats  # the service's, kept across sessions: files, records, bytes, dead_letters, adopted
+        )
+
+    def run(self) -> None:
+        self.consumer.subscribe(list(self.sinks), on_revoke=self._revoked, on_lost=self._revoked)
+        try:
+            while not self.stopping.is_set():
+                for message in self.consumer.consume(BATCH, POLL_S):
+                    if _usable(message):
+                        self.handle(message)
+                self._housekeeping()
+        finally:
+            for open_file in self.files.values():
+                open_file.discard()  # not uploaded, not committed: the next session writes it again
+            self.files.clear()
+
+    def handle(self, message: Message) -> None:
+        topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
+        sink = self.sinks[topic]
+        try:
+            item = sink.prepare(message)
+        except Unwritable as error:
+            self._dead_letter(message, str(error))
+            return
+        record_time_ms = _record_time_ms(message)
+        group = self.layout.group(item, record_time_ms)
+        current = self.files.get((topic, partition))
+        if current is not None and current.group != group:
+            self.complete(topic, partition)
+            current = None
+        if current is None:
+            key = self.layout.key(
+                topic, partition, offset, extension=sink.extension, item=item, record_time_ms=record_time_ms
+            )
+            start = FileStart(topic, partition, offset, key, record_time_ms)
+            current = OpenFile.open(sink, start, group, item, self.settings.sink.spool_dir)
+            self.files[(topic, partition)] = current
+        current.write(item, offset)
+        if self.layout.full(current.records, current.size_bytes):
+            self.complete(topic, partition)
+
+    def complete(self, topic: str, partition: int) -> None:
+        """Upload the partition's open file, then commit the offsets it covers."""
+        done = self.files.pop((topic, partition))
+        try:
+            size_bytes = done.finish()
+            self._confirm_dead_letters()
+            try:
+                self.store.create(
+                    done.start.key,
+                    done.spool,
+                    size_bytes,
+                    content_type=done.sink.content_type,
+                    metadata=done.metadata(),
+                )
+            except KeyTaken:
+                self._adopt(done)
+            self._commit(topic, partition, done.last_offset + 1)
+        finally:
+            done.discard()
+        self.stats["files"] += 1
+        self.stats["records"] += done.records
+        self.stats["bytes"] += size_bytes
+        log.info(
+            "s3-sink: wrote s3://%s/%s (%d records, %d bytes)",
+            self.store.bucket,
+            done.start.key,
+            done.records,
+            size_bytes,
+        )
+
+    def _adopt(self, done: OpenFile) -> None:
+        metadata = self.store.metadata(done.start.key)
+        last_offset = int(metadata.get("last-offset", "-1"))
+        if last_offset < done.start.first_offset:
+            raise SinkUnavailable(
+                f"s3://{self.store.bucket}/{done.start.key} exists without dualplane's "
+                "offset metadata; move it away so the sink can write its own"
+            )
+        log.warning(
+            "s3-sink: s3://%s/%s already holds offsets %d-%d (written before a restart): adopted",
+            self.store.bucket,
+            done.start.key,
+            done.start.first_offset,
+            last_offset,
+        )
+        self._commit(done.start.topic, done.start.partition, last_offset + 1)
+        self.stats["adopted"] += 1
+        raise StartOver(done.start.key)
+
+    def _housekeeping(self) -> None:
+        """Each second: write files idle for ``DUALPLANE_SINK_IDLE_FLUSH_S``, commit past txn markers."""
+        now = time.monotonic()
+        if now - self._idle_checked_s < 1.0:
+            return
+        self._idle_checked_s = now
+        idle_s = self.settings.sink.idle_flush_s
+        for topic, partition in [
+            tp for tp, f in self.files.items() if idle_s and now - f.touched_s >= idle_s
+        ]:
+            self.complete(topic, partition)
+        self._commit_positions()
+
+    def _commit_positions(self) -> None:
+        """Commit the position of partitions with no open file, if past the last commit.
+
+        Transaction markers take offsets but are never delivered, so after the last record of a
+        transactional topic (``records``) the position is ahead of ``last offset + 1``; without this the
+        group's lag would never reach zero. Safe: with no open file, everything before the position is
+        archived or dead-lettered and committed already.
+        """
+        for tp in self.consumer.position(self.consumer.assignment()):
+            key = (tp.topic, tp.partition)
+            if tp.offset >= 0 and key not in self.files and self.committed.get(key) != tp.offset:
+                self._commit(tp.topic, tp.partition, tp.offset)
+
+    def _dead_letter(self, message: Message, reason: str) -> None:
+        topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
+        log.warning("s3-sink: dead-lettering %s[%d]@%d: %s", topic, partition, offset, reason)
+        letter: dict[str, Any] = {
+            "source_topic": topic,
+            "source_partition": partition,
+            "source_offset": offset,
+            "key": message.key(),
+            "payload": message.value() or b"",
+            "reason": reason[:REASON_MAX_CHARS],
+            "stage": "sink",
+            "failed_at": datetime.now(UTC),
+            "job_id": None,
+            "trace_id": None,
+        }
+        target = self.settings.topics.dead_letters
+        value = self.codec.encode("dead_letter", letter, topic=target)
+        self.producer.produce(target, value, message.key(), on_delivery=self._delivered)
+        self.stats["dead_letters"] += 1
+        current = self.files.get((topic, partition))
+        if current is not None:
+            current.cover(offset)  # committed with the file, after the dead letter is confirmed
+        else:
+            self._confirm_dead_letters()
+            self._commit(topic, partition, offset + 1)
+
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        if error is not None:
+            self.failed_deliveries.append(str(error))
+
+    def _confirm_dead_letters(self) -> None:
+        left = self.producer.flush(DEAD_LETTER_FLUSH_S)
+        if left or self.failed_deliveries:
+            problem = self.failed_deliveries[:1] or [f"{left} not confirmed"]
+            self.failed_deliveries.clear()
+            raise SinkUnavailable(f"dead letters not confirmed by Kafka ({problem[0]}); nothing committed")
+
+    def _commit(self, topic: str, partition: int, next_offset: int) -> None:
+        self.consumer.commit(offsets=[TopicPartition(topic, partition, next_offset)], asynchronous=False)
+        self.committed[(topic, partition)] = next_offset
+
+    def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            dropped = self.files.pop((tp.topic, tp.partition), None)
+            if dropped is not None:
+                dropped.discard()  # the partition's next owner writes it from the committed offset
+
+
+def _record_time_ms(message: Message) -> int:
+    kind, value = message.timestamp()
+    return 0 if kind == TIMESTAMP_NOT_AVAILABLE or value < 0 else int(value)
+
+
+def _usable(message: Message) -> bool:
+    error = message.error()
+    if error is None:
+        return True
+    if error.code() != KafkaError._PARTITION_EOF:
+        log.warning("s3-sink: consumer error %s", error)
+    return False
