@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 FIRST_RETRY_S = 1.0
 STALE_UPLOAD_AGE = timedelta(hours=1)  # older multipart uploads under the prefix were left by killed sinks
 S3_TIMEOUT_S = 30.0
+SESSION_TIMEOUT_MS = 10_000  # a crashed sink's partitions move after 10 s, not the default 45 s
 S3_ATTEMPTS = 4  # boto3's own retries of one request, before the session gives up and backs off
 
 
@@ -118,7 +119,9 @@ class S3Sink:
     def _session(self) -> None:
         max_bytes = raw_page_max_message_bytes(self.settings) + 2 * ENVELOPE_HEADROOM_BYTES
         producer = clients.producer(self.settings.kafka, **{"message.max.bytes": max_bytes})
-        consumer = clients.consumer(self.settings.kafka, self.settings.sink_group)
+        consumer = clients.consumer(
+            self.settings.kafka, self.settings.sink_group, **{"session.timeout.ms": SESSION_TIMEOUT_MS}
+        )
         self.session = Session(
             self.settings,
             self.sinks,
