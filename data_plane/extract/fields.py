@@ -1,7 +1,8 @@
 """What extraction finds about a product or an article, before it becomes part of a page record.
 
-Each source (JSON-LD, microdata, RDFa, OpenGraph, markup heuristics) yields the same value classes;
-:meth:`ProductFields.or_else` lays them over each other, the most trusted source first.
+Each source (JSON-LD, microdata, RDFa, OpenGraph, embedded state JSON, markup heuristics) yields the
+same value classes; :meth:`ProductFields.or_else` lays them over each other, the most trusted source
+first, and every product field remembers which source gave its value (:data:`Source`).
 """
 
 from __future__ import annotations
@@ -10,10 +11,15 @@ import dataclasses
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from data_plane.extract.availability import Availability
 
+Source = Literal["json-ld", "microdata", "rdfa", "opengraph", "embedded-json", "markup"]
+"""Where a product field's value came from, most trusted first."""
+SOURCES: tuple[Source, ...] = ("json-ld", "microdata", "rdfa", "opengraph", "embedded-json", "markup")
+SOURCED_FIELDS = ("price", "currency", "availability", "sku", "gtin", "brand")
+"""Product fields whose source a record names (``<field>_source`` from page_record v3)."""
 MAX_IMAGES = 20
 _Fields = TypeVar("_Fields", "ProductFields", "ArticleFields")
 
@@ -30,14 +36,38 @@ class ProductFields:
     gtin: str | None = None
     brand: str | None = None
     images: tuple[str, ...] = ()
+    sources: tuple[tuple[str, Source], ...] = ()
+    """``(field, source)`` for each field that has a value, once :meth:`from_source` stamped it."""
 
     def or_else(self, fallback: ProductFields) -> ProductFields:
-        """These fields, each completed from ``fallback`` where this one has no value."""
-        return _fill(self, fallback)
+        """These fields, each completed from ``fallback`` where this one has no value (with its source)."""
+        filled = _fill(self, fallback)
+        taken = {name for name in SOURCED_FIELDS if getattr(self, name) is None}
+        carried = tuple((name, source) for name, source in fallback.sources if name in taken)
+        return dataclasses.replace(filled, sources=self.sources + carried) if carried else filled
+
+    def from_source(self, source: Source) -> ProductFields:
+        """These fields, each value not yet attributed marked as coming from ``source``."""
+        known = {name for name, _ in self.sources}
+        stamped = tuple(
+            (name, source) for name in SOURCED_FIELDS if getattr(self, name) is not None and name not in known
+        )
+        return dataclasses.replace(self, sources=self.sources + stamped) if stamped else self
+
+    def source_of(self, name: str) -> Source | None:
+        """The source of field ``name``'s value, or ``None`` without a value (or an unstamped one)."""
+        return next((source for field, source in self.sources if field == name), None)
+
+    def replaced(self, source: Source, **values: Any) -> ProductFields:
+        """These fields with ``values`` put in (``None`` clears a field), attributed to ``source``."""
+        names = set(values)
+        sources = tuple(pair for pair in self.sources if pair[0] not in names)
+        sources += tuple((name, source) for name, value in values.items() if value is not None)
+        return dataclasses.replace(self, **values, sources=sources)
 
     @property
     def empty(self) -> bool:
-        return self == ProductFields()
+        return dataclasses.replace(self, sources=()) == ProductFields()
 
     def to_record(self, schema_version: int) -> dict[str, Any]:
         """The ``Product`` record of page_record ``schema_version`` (``gtin`` exists from v2)."""
@@ -52,6 +82,8 @@ class ProductFields:
         }
         if schema_version >= 2:
             record["gtin"] = self.gtin
+        if schema_version >= 3:
+            record |= {f"{name}_source": self.source_of(name) for name in SOURCED_FIELDS}
         return record
 
 
@@ -86,6 +118,8 @@ def _fill(primary: _Fields, fallback: _Fields) -> _Fields:
     changes = {
         field.name: getattr(fallback, field.name)
         for field in dataclasses.fields(primary)
-        if getattr(primary, field.name) in (None, ()) and getattr(fallback, field.name) not in (None, ())
+        if field.name != "sources"
+        and getattr(primary, field.name) in (None, ())
+        and getattr(fallback, field.name) not in (None, ())
     }
     return dataclasses.replace(primary, **changes) if changes else primary

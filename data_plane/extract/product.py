@@ -1,29 +1,70 @@
-"""Whether a page is a product page, and the product it shows: structured data first, markup to fill gaps."""
+"""Whether a page is a product page, and the product it shows: every source in order of trust.
+
+Sources, most trusted first: JSON-LD, microdata, RDFa, OpenGraph/product meta tags (all
+:mod:`~data_plane.extract.schema_org`), the page's embedded state JSON
+(:mod:`~data_plane.extract.embedded_state`), then markup heuristics
+(:mod:`~data_plane.extract.product_markup`). Each field takes the first source that has it and
+records which one that was. Two visible statements override published data, since the page shows
+them to the buyer now while structured data is often a template's default: an element about stock
+("Sold out", "Nur noch 2 auf Lager") over a published availability, and an item number printed next to
+its label ("Art.-Nr. 4711") over a published ``sku``.
+"""
 
 from __future__ import annotations
 
+from data_plane.extract.embedded_state import embedded_product
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.markup import Markup
-from data_plane.extract.product_markup import markup_product
+from data_plane.extract.product_markup import MarkupProduct, markup_product
 from data_plane.extract.schema_org import structured_product
 from data_plane.extract.structured import Structured
 
+EMBEDDED_FIELDS = ("price", "currency", "availability", "sku")
+"""The embedded state is read only when one of these is still missing after structured data."""
+
 
 def extract_product(
-    page: Markup, data: Structured, base_url: str, *, heuristics: bool = True
+    page: Markup, data: Structured, base_url: str, *, heuristics: bool = True, html: str = ""
 ) -> ProductFields | None:
     """The page's product, or ``None`` when the page is not about one product.
 
     A page is a product page when its structured data declares a Product (or ``og:type`` product), or,
-    with ``heuristics``, when its markup shows a price together with a SKU or an add-to-cart button.
+    with ``heuristics``, when its markup shows a price together with a SKU, an element about stock or
+    an add-to-cart control (a stock phrase in running text is not enough: articles quote them).
     Without ``heuristics`` only structured data is read: the extruct-only baseline of the benchmark.
+    ``html`` is the page's source, where its embedded state JSON is looked for.
     """
     structured = structured_product(data, base_url)
     declared = bool(data.products) or (data.og("og:type") or "").lower().startswith("product")
     if not heuristics:
         return structured.or_else(ProductFields(name=data.og("og:title"))) if declared else None
     shown = markup_product(page, base_url, declared=declared)
-    looks_like_one = shown.fields.price is not None and (shown.fields.sku is not None or shown.buy_button)
-    if not declared and not looks_like_one:
+    if not declared and not _looks_like_one(shown):
         return None
-    return structured.or_else(shown.fields)
+    fields = structured
+    if html and any(getattr(fields, name) is None for name in EMBEDDED_FIELDS):
+        fields = fields.or_else(embedded_product(html, fields.name or shown.fields.name))
+    return _visible_first(fields.or_else(shown.fields), shown)
+
+
+def _looks_like_one(shown: MarkupProduct) -> bool:
+    fields = shown.fields
+    return fields.price is not None and (
+        fields.sku is not None or shown.buy_button or shown.stock_statement is not None
+    )
+
+
+def _visible_first(fields: ProductFields, shown: MarkupProduct) -> ProductFields:
+    """``fields`` with the visible stock statement and labelled item number put before published ones.
+
+    A low-stock phrase anywhere in the product's area also refines a published "in stock" to
+    ``limited``: it is the same state, stated more precisely.
+    """
+    stated = shown.stock_statement
+    if stated is None and fields.availability == "in_stock" and shown.stock_phrase == "limited":
+        stated = "limited"
+    if stated is not None and stated != fields.availability:
+        fields = fields.replaced("markup", availability=stated)
+    if shown.labelled_sku is not None and fields.sku not in (None, shown.labelled_sku):
+        fields = fields.replaced("markup", sku=shown.labelled_sku)
+    return fields

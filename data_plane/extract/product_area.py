@@ -93,11 +93,18 @@ def _price_element(scope: LexborNode) -> Price | None:
     candidates = [
         node for node in scope.css("[class*=price i], [id*=price i]") if _is_price_node(node, scope)
     ]
-    for node in innermost(candidates):
-        found = parse_price(line(node))
-        if found is not None and found.amount > 0:
-            return found
-    return None
+    priced = [(node, price) for node in candidates if (price := _positive(parse_price(line(node))))]
+    # An amount next to its currency first: a price split into parts ("$", "8", ".", "99", each in its
+    # own price-class element) must not be read from its innermost part alone ("99").
+    with_currency = {node.mem_id: price for node, price in priced if price.currency is not None}
+    for node in innermost(node for node, _ in priced if node.mem_id in with_currency):
+        return with_currency[node.mem_id]
+    inner = innermost(node for node, _ in priced)
+    return next(price for node, price in priced if node.mem_id == inner[0].mem_id) if inner else None
+
+
+def _positive(price: Price | None) -> Price | None:
+    return price if price is not None and price.amount > 0 else None
 
 
 def _is_price_node(node: LexborNode, scope: LexborNode) -> bool:

@@ -8,6 +8,7 @@ labels and phrases ("SKU:", "EAN:", "Brand:", "In stock", "Only 3 left").
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborNode
@@ -18,61 +19,99 @@ from data_plane.extract.identifiers import gtin_of, sku_of
 from data_plane.extract.markup import Markup, innermost, line, words
 from data_plane.extract.prices import currency_code, find_currency
 from data_plane.extract.product_area import area_and_price, elsewhere, own_text
+from data_plane.extract.product_labels import (
+    clean,
+    labelled_brand,
+    labelled_gtin,
+    labelled_sku,
+    labelled_skus,
+    lines_of,
+)
 from data_plane.extract.schema_org import absolute_urls
 
 STOCK_WORDS = frozenset({"stock", "availability", "inventory", "instock", "outofstock", "stockstatus"})
+# Add-to-cart controls, in the languages of the markets shops sell in ("Buy" alone only as a control's
+# whole text: as a word it is everywhere).
 _BUY = re.compile(
-    r"add[\s_-]*to[\s_-]*(?:cart|basket|bag|trolley)|buy[\s_-]*now|in den warenkorb|ajouter au panier", re.I
-)
-_SKU_LABEL = re.compile(
-    r"\b(?:SKU|Item\s*(?:No\.?|number|#)|Art(?:ikel)?\.?[\s-]*(?:Nr|No)\.?|Artikelnummer|Product\s*(?:code|ID)"
-    r"|Style\s*(?:No\.?|#))\s*[:#]?\s*([A-Za-z0-9][\w\-./]{1,63})",
+    r"add[\s_-]*to[\s_-]*(?:cart|basket|bag|trolley)|buy[\s_-]*now|^\s*buy\s*$"
+    r"|in den (?:warenkorb|einkaufswagen)|ajouter au panier|a[ñn]adir (?:al carrito|a la cesta)"
+    r"|aggiungi al carrello|in (?:de )?winkelwagen|do ko[šs][íi]ku|kos[áa]rba|dodaj do koszyka"
+    r"|l[äa]gg i (?:varukorgen|kundvagnen)|legg i handlekurven|l[æa]g i kurv|lis[äa][äa] ostoskoriin"
+    r"|adicionar ao carrinho|sepete ekle|в корзину|カートに入れる|加入购物车",
     re.I,
 )
-_GTIN_LABEL = re.compile(
-    r"\b(?:GTIN(?:-?1[234]|-?8)?|EAN(?:-?13)?|UPC|ISBN(?:-?13)?)\s*[:#]?\s*([\d\s-]{8,20})\b", re.I
-)
-_BRAND_LABEL = re.compile(
-    r"\b(?:Brand|Marke|Marque|Manufacturer)\s*:\s*([^\n·|•;,]{1,60}?)\s*(?=[\n·|•;,]|$)", re.I
-)
+PRODUCT_ATTRIBUTES = ("class", "id", "name", "value")
+MAX_STATEMENT_WORDS = 12
+MAX_DETAILS_CHARS = 200_000
+_MEDIA = re.compile(r"\b(?:image|imagen|immagine|bild|foto|photo|video|vídeo)\b", re.I)
 
 
 @dataclass(frozen=True)
 class MarkupProduct:
-    """What markup says about a product, and whether the page looks like a product page at all."""
+    """What markup says about a product, and whether the page looks like a product page at all.
+
+    ``stock_statement`` is the availability an element about stock states (``class="availability"``:
+    "Out of stock"), the strongest visible evidence; ``fields.availability`` may also come from
+    ``itemprop`` or from a phrase anywhere in the product's area.
+    """
 
     fields: ProductFields
     buy_button: bool
+    stock_statement: Availability | None = None
+    labelled_sku: str | None = None
+    """An item number printed after its label ("SKU: …", "Art.-Nr. …"), the visible one."""
+    stock_phrase: Availability | None = None
+    """What the first short stock phrase in the product's area says ("Dernières pièces disponibles")."""
 
 
 def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> MarkupProduct:
     """The product the page's markup shows; empty fields where it shows nothing recognisable.
 
     Unless the page ``declared`` a product in structured data, a page without a price is not read
-    any further: most pages are not product pages, and this keeps them cheap.
+    any further: most pages are not product pages, and this keeps them cheap. Stock statements, an
+    add-to-cart control and an item number are looked for in the product's area first, then in the
+    rest of the main content (a buy box or a details table often sits beside or below the area).
     """
     main = page.main()
     scope, price = area_and_price(main)
     if price is None and not declared:
         return MarkupProduct(ProductFields(), buy_button=False)
-    area_text = own_text(scope, None)
+    area_text = clean(own_text(scope, None))
     currency = price.currency if price else None
     if price is not None and currency is None:
         currency = _itemprop(scope, "priceCurrency") or currency_code(
             page.meta("product:price:currency") or ""
         )
         currency = currency or find_currency(area_text)
+    wider = None if scope.mem_id == main.mem_id else main
+    labelled = _one(labelled_skus(area_text))
+    sku = _sku_attribute(scope) or labelled or labelled_sku(area_text)
+    if sku is None:  # a details table below the area, or past the scanned text: read the main text at C speed
+        text = (wider if wider is not None else scope).text(separator="")[:MAX_DETAILS_CHARS]
+        sku = labelled = labelled_sku(lines_of(clean(text)))
+    phrase = _availability_in(area_text)
+    in_area = _stock_statement(scope, scope)
+    beside = _stock_statement(wider, scope) if wider is not None and in_area is None else None
     fields = ProductFields(
         name=_name(page, scope),
         price=price.amount if price else None,
         currency=currency,
-        availability=_availability(scope, area_text),
-        sku=_sku(scope, area_text),
+        availability=_itemprop_availability(scope) or in_area or phrase or beside,
+        sku=sku,
         gtin=_gtin(scope, area_text),
         brand=_brand(scope, area_text),
         images=tuple(_images(page, scope, base_url)),
+    ).from_source("markup")
+    buy_button = _has_buy_button(scope) or (wider is not None and _has_buy_button(wider))
+    return MarkupProduct(
+        fields, buy_button, stock_statement=in_area or beside, labelled_sku=labelled, stock_phrase=phrase
     )
-    return MarkupProduct(fields, buy_button=_has_buy_button(scope))
+
+
+def _one(values: Iterator[str]) -> str | None:
+    """The only distinct value, or ``None`` for none or several (variants listed with their SKUs)."""
+    distinct = set(values)
+    return distinct.pop() if len(distinct) == 1 else None
 
 
 def _name(page: Markup, scope: LexborNode) -> str | None:
@@ -81,24 +120,42 @@ def _name(page: Markup, scope: LexborNode) -> str | None:
     return name or page.meta("og:title") or None
 
 
-def _availability(scope: LexborNode, area_text: str) -> Availability | None:
+def _itemprop_availability(scope: LexborNode) -> Availability | None:
     for node in scope.css("[itemprop=availability]"):
         value = node.attributes.get("href") or node.attributes.get("content") or line(node)
         if value:
             return availability_of(value)
-    stock = [node for node in scope.css("[class], [id]") if STOCK_WORDS & words(node)]
+    return None
+
+
+def _stock_statement(container: LexborNode, area: LexborNode) -> Availability | None:
+    """What the first element about stock in ``container`` (outside other products' boxes) states."""
+    stock = [
+        node
+        for node in container.css("[class], [id]")
+        if STOCK_WORDS & words(node) and (container.mem_id == area.mem_id or not elsewhere(node, container))
+    ]
     for node in innermost(stock):
-        found = availability_in(line(node), loose=True)
+        found = availability_in(clean(line(node)), loose=True)
         if found is not None:
             return found
+    return None
+
+
+def _availability_in(area_text: str) -> Availability | None:
+    """The first stock phrase in the area's short lines: a stock statement is a few words, while prose
+    ("we will pre-order your items when…") and captions ("Image unavailable") only mention stock words."""
     for text_line in area_text.splitlines():
+        if len(text_line.split()) > MAX_STATEMENT_WORDS or _MEDIA.search(text_line):
+            continue
         found = availability_in(text_line)
         if found is not None:
             return found
     return None
 
 
-def _sku(scope: LexborNode, area_text: str) -> str | None:
+def _sku_attribute(scope: LexborNode) -> str | None:
+    """An item number the markup marks as one: ``itemprop=sku``, ``data-sku``, an element of class "sku"."""
     for node in scope.css("[itemprop=sku], [data-sku]"):
         sku = sku_of(node.attributes.get("content") or node.attributes.get("data-sku") or line(node))
         if sku:
@@ -107,8 +164,7 @@ def _sku(scope: LexborNode, area_text: str) -> str | None:
         sku = sku_of(line(node))
         if sku:
             return sku
-    match = _SKU_LABEL.search(area_text)
-    return match.group(1).rstrip(".") if match else None
+    return None
 
 
 def _gtin(scope: LexborNode, area_text: str) -> str | None:
@@ -116,11 +172,7 @@ def _gtin(scope: LexborNode, area_text: str) -> str | None:
         gtin = gtin_of(node.attributes.get("content") or line(node))
         if gtin:
             return gtin
-    for match in _GTIN_LABEL.finditer(area_text):
-        gtin = gtin_of(match.group(1).strip())
-        if gtin:
-            return gtin
-    return None
+    return labelled_gtin(area_text)
 
 
 def _brand(scope: LexborNode, area_text: str) -> str | None:
@@ -131,8 +183,7 @@ def _brand(scope: LexborNode, area_text: str) -> str | None:
         value = value or node.attributes.get("content") or line(node)
         if value:
             return value
-    match = _BRAND_LABEL.search(area_text)
-    return match.group(1).strip() if match else None
+    return labelled_brand(area_text)
 
 
 def _images(page: Markup, scope: LexborNode, base_url: str) -> list[str]:
@@ -154,10 +205,7 @@ def _has_buy_button(scope: LexborNode) -> bool:
     for node in scope.css("button, input[type=submit], a, [class*=cart i], [id*=cart i]"):
         if elsewhere(node, scope):
             continue
-        label = " ".join(
-            filter(None, (line(node), node.attributes.get("value"), node.attributes.get("class"),
-                          node.attributes.get("id"), node.attributes.get("name")))
-        )  # fmt: skip
-        if _BUY.search(label):
+        labels = (line(node), *(node.attributes.get(name) for name in PRODUCT_ATTRIBUTES))
+        if any(_BUY.search(label) for label in labels if label):
             return True
     return False

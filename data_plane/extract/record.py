@@ -113,7 +113,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     data = read_structured(html, final_url)
     text = main_text(html, final_url)
     description = description_of(markup)
-    product = extract_product(markup, data, final_url)
+    product = extract_product(markup, data, final_url, html=html)
     article = extract_article(markup, data, text) if product is None or data.articles else None
     return Content(
         markup=markup,

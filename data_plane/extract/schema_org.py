@@ -19,7 +19,7 @@ from data_plane.extract.dates import parse_datetime
 from data_plane.extract.fields import ArticleFields, ProductFields
 from data_plane.extract.identifiers import gtin_of, sku_of
 from data_plane.extract.prices import amount_of, currency_code
-from data_plane.extract.structured import Node, Structured
+from data_plane.extract.structured import SOURCE_KEY, Node, Structured
 from data_plane.extract.text import MAX_TEXT_CHARS
 
 _TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
@@ -45,17 +45,19 @@ def structured_article(data: Structured) -> ArticleFields:
 
 
 def product_from_node(node: Node, base_url: str) -> ProductFields:
+    """One Product node's fields, attributed to the syntax the node was read from."""
     offer = _priced_offer(node)
+    price = amount_of(_price_value(offer)) if offer else None
     return ProductFields(
         name=text_of(node.get("name")),
-        price=amount_of(_price_value(offer)) if offer else None,
+        price=price,
         currency=_currency(offer) if offer else None,
         availability=_availability(node, offer),
-        sku=sku_of(_first(node.get("sku"))) or sku_of(_first(offer.get("sku")) if offer else None),
+        sku=sku_of(_first(node.get("sku"))) or _offer_sku(node, offer, price),
         gtin=_gtin(node) or (_gtin(offer) if offer else None),
         brand=text_of(node.get("brand")),
         images=tuple(absolute_urls(node.get("image"), base_url)),
-    )
+    ).from_source(node.get(SOURCE_KEY, "json-ld"))
 
 
 def article_from_node(node: Node) -> ArticleFields:
@@ -80,7 +82,7 @@ def product_from_opengraph(data: Structured, base_url: str) -> ProductFields:
         gtin=gtin_of(data.og("product:ean") or data.og("product:upc") or data.og("product:gtin") or ""),
         brand=text_of(data.og("product:brand")),
         images=tuple(absolute_urls(data.og_all("og:image"), base_url)),
-    )
+    ).from_source("opengraph")
 
 
 def article_from_opengraph(data: Structured) -> ArticleFields:
@@ -148,6 +150,17 @@ def _priced_offer(node: Node) -> Node | None:
     return next((offer for offer in offers if amount_of(_price_value(offer)) is not None), None) or (
         offers[0] if offers else None
     )
+
+
+def _offer_sku(node: Node, offer: Node | None, price: Decimal | None) -> str | None:
+    """The chosen offer's SKU; for an aggregate (a "from" price), the SKU of the offer at that price."""
+    if offer is None:
+        return None
+    sku = sku_of(_first(offer.get("sku")))
+    if sku or price is None:
+        return sku
+    at_price = (o for o in _offers(node) if o.get("sku") and amount_of(_price_value(o)) == price)
+    return next((sku_of(_first(o.get("sku"))) for o in at_price), None)
 
 
 def _price_value(offer: Node) -> Any:

@@ -23,6 +23,8 @@ from extruct.utils import parse_html
 log = logging.getLogger(__name__)
 
 Node = dict[str, Any]
+SOURCE_KEY = "@source"
+"""Each product or article node names the syntax it was read from: ``json-ld``, ``microdata``, ``rdfa``."""
 
 PRODUCT_TYPES = frozenset(
     {"Product", "ProductModel", "ProductGroup", "IndividualProduct", "SomeProducts", "Vehicle", "Car"}
@@ -69,10 +71,11 @@ def read_structured(html: str, base_url: str) -> Structured:
     tree = _parse(html)
     if tree is None:
         return Structured()
-    nodes = [*_json_ld(tree), *_microdata(_extruct(tree, "microdata", base_url))]
+    nodes = [("json-ld", node) for node in _json_ld(tree)]
+    nodes += [("microdata", node) for node in _microdata(_extruct(tree, "microdata", base_url))]
     if _RDFA_SUBJECT.search(html):
-        nodes += _rdfa(_extruct(html, "rdfa", base_url))
-    subjects = [node for top in nodes for node in _subjects(top)]
+        nodes += [("rdfa", node) for node in _rdfa(_extruct(html, "rdfa", base_url))]
+    subjects = [{**node, SOURCE_KEY: syntax} for syntax, top in nodes for node in _subjects(top)]
     return Structured(
         products=tuple(node for node in subjects if PRODUCT_TYPES & set(node["@type"])),
         articles=tuple(node for node in subjects if ARTICLE_TYPES & set(node["@type"])),

@@ -63,3 +63,43 @@ def test_a_bare_available_counts_only_on_a_stock_element() -> None:
     assert availability_in("Available") is None
     assert availability_in("Available", loose=True) == "in_stock"
     assert availability_in("Also available in blue", loose=True) is None
+
+
+@pytest.mark.parametrize(
+    ("phrase", "expected"),
+    [
+        ("Nur noch 3 auf Lager", "limited"),
+        ("Attention : dernières pièces disponibles !", "limited"),
+        ("Últimas unidades", "limited"),
+        ("Produkt nicht verfügbar", "out_of_stock"),
+        ("Épuisé", "out_of_stock"),
+        ("Agotado", "out_of_stock"),
+        ("Uitverkocht", "out_of_stock"),
+        ("Nincs készleten", "out_of_stock"),
+        ("Není skladem", "out_of_stock"),
+        ("Slut i lager", "out_of_stock"),
+        ("Нет в наличии", "out_of_stock"),
+        ("Více než 20 ks skladem", "in_stock"),
+        ("Op voorraad", "in_stock"),
+        ("Disponibilità immediata", "in_stock"),
+        ("Raktáron", "in_stock"),
+        ("Vorbestellen", "preorder"),
+        ("Précommande", "preorder"),
+    ],
+)
+def test_phrases_in_other_languages(phrase: str, expected: str) -> None:
+    assert availability_in(phrase) == expected
+
+
+@pytest.mark.parametrize("text", ["Image unavailable", "Disponible en 3 couleurs", "Available in red"])
+def test_vague_words_state_nothing_in_running_text(text: str) -> None:
+    assert availability_in(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("Unavailable", "out_of_stock"), ("Disponible", "in_stock"), ("Skladem", "in_stock")],
+)
+def test_vague_words_as_the_whole_text_of_a_stock_element(text: str, expected: str) -> None:
+    assert availability_in(text, loose=True) == expected
+    assert availability_of(text) == expected  # a published value is a whole value too

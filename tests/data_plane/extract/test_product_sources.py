@@ -1,0 +1,80 @@
+"""Which source a product field comes from, and when what the page shows beats what it publishes."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from data_plane.extract.fields import ProductFields
+from data_plane.extract.markup import Markup
+from data_plane.extract.product import extract_product
+from data_plane.extract.structured import read_structured
+
+pytestmark = pytest.mark.unit
+
+URL = "https://shop.example/p/1"
+JSON_LD = """<script type="application/ld+json">{"@context": "https://schema.org", "@type": "Product",
+"name": "Blue Mug", "sku": "FEED-77", "offers": {"@type": "Offer", "price": "15.50", "priceCurrency": "GBP",
+"availability": "https://schema.org/InStock"}}</script>"""
+
+
+def product_of(html: str) -> ProductFields | None:
+    return extract_product(Markup(html), read_structured(html, URL), URL, html=html)
+
+
+def test_every_field_names_its_source() -> None:
+    html = f"""<html><head>{JSON_LD}<meta property="og:type" content="product">
+    <meta property="product:brand" content="Potter"></head><body><main><h1>Blue Mug</h1>
+    <p class="price">£15.50</p><p>EAN: 4006381333931</p></main></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert dict(product.sources) == {
+        "price": "json-ld", "currency": "json-ld", "availability": "json-ld", "sku": "json-ld",
+        "brand": "opengraph", "gtin": "markup",
+    }  # fmt: skip
+
+
+def test_a_stock_element_beats_the_published_availability() -> None:
+    html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <p class="stock out-of-stock">Sold out</p></main></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.availability, product.source_of("availability")) == ("out_of_stock", "markup")
+
+
+def test_a_low_stock_phrase_refines_in_stock_to_limited() -> None:
+    html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <p>Nur noch 2 Stück auf Lager!</p></main></body></html>"""
+    product = product_of(html)
+    assert product is not None and product.availability == "limited"
+
+
+def test_a_printed_item_number_beats_the_published_one_unless_several_are_printed() -> None:
+    shown = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <p>Art.-Nr.: MUG-01</p></main></body></html>"""
+    listed = shown.replace(
+        "<p>Art.-Nr.: MUG-01</p>", "<p>Art.-Nr.: MUG-01 (small)</p><p>Art.-Nr.: MUG-02 (large)</p>"
+    )
+    assert (product_of(shown) or pytest.fail()).sku == "MUG-01"
+    assert (product_of(listed) or pytest.fail()).sku == "FEED-77"
+
+
+def test_a_price_split_into_parts_and_a_buy_box_beside_the_product() -> None:
+    html = """<html><body><div id="dp"><div id="center"><h1>Relay Module</h1>
+    <span class="a-price"><span class="a-offscreen">$8.99</span><span class="a-price-symbol">$</span>
+    <span class="a-price-whole">8<span class="a-price-decimal">.</span></span>
+    <span class="a-price-fraction">99</span></span></div>
+    <div id="buybox"><div id="availability"><span>In Stock</span></div>
+    <input id="add-to-cart-button" type="submit" value="Add to Cart"></div>
+    <table><tr><th>ASIN</th><td>B0057OC5O8</td></tr></table></div></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.price, product.currency) == (Decimal("8.9900"), "USD")
+    assert (product.availability, product.sku) == ("in_stock", "B0057OC5O8")
+
+
+def test_a_page_with_a_price_but_no_sign_of_selling_it_is_no_product() -> None:
+    html = """<html><body><main><h1>Our prices went up</h1><p class="price">From $9.99 a month</p>
+    <p>Read why.</p></main></body></html>"""
+    assert product_of(html) is None
