@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tests.support.paths import REPO_ROOT
 pytestmark = [pytest.mark.e2e]
 
 MIB = 1024 * 1024
+SEEDS = int(os.environ.get("DUALPLANE_TEST_SEED_LIST_URLS", "1000000"))
 
 
 @pytest.fixture
@@ -36,17 +38,36 @@ def _put_list(settings: Settings, bucket: str, key: str, urls: Iterator[bytes]) 
     return f"s3://{bucket}/{key}"
 
 
+# Spawns the command from a small interpreter and writes the command's own peak RSS (KiB) to a file.
+# Measured from pytest directly, a forked child's peak would start at pytest's own size (ru_maxrss
+# keeps the high-water mark of the pre-exec image), hiding the command's growth.
+_PEAK_OF = (
+    "import os, sys; pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ); "
+    "_, status, usage = os.wait4(pid, 0); open(sys.argv[1], 'w').write(str(usage.ru_maxrss)); "
+    "sys.exit(os.waitstatus_to_exitcode(status))"
+)
+
+
 def _crawl(settings: Settings, tmp_path: Path, *args: str) -> tuple[int, str, str, int]:
     """``dualplane crawl … --json`` as a child process: exit code, stdout, stderr, its peak RSS (bytes)."""
-    command = [sys.executable, "-m", "dualplane", "crawl", *args, "--json"]
+    peak = tmp_path / "peak-kib"
+    command = [
+        sys.executable,
+        "-c",
+        _PEAK_OF,
+        str(peak),
+        sys.executable,
+        "-m",
+        "dualplane",
+        "crawl",
+        *args,
+        "--json",
+    ]
     env = {**os.environ, **settings.to_env(), "COLUMNS": "200"}
-    out, err = tmp_path / "crawl.out", tmp_path / "crawl.err"
-    with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(command, env=env, cwd=REPO_ROOT, stdout=stdout, stderr=stderr)
-        # wait4 on this pid: the child's own peak, where RUSAGE_CHILDREN is the largest of all children.
-        _pid, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, out.read_text(), err.read_text(), usage.ru_maxrss * 1024
+    done = subprocess.run(
+        command, env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=900, check=False
+    )
+    return done.returncode, done.stdout, done.stderr, int(peak.read_text()) * 1024
 
 
 def test_a_gzip_seed_list_in_s3_is_seeded_and_its_bad_lines_reported(
@@ -63,3 +84,32 @@ def test_a_gzip_seed_list_in_s3_is_seeded_and_its_bad_lines_reported(
     assert "2 bad line(s) of 5" in stderr
     assert "line 2: whitespace inside the URL: 'not a url'" in stderr
     assert "line 5: not UTF-8" in stderr
+
+
+@pytest.mark.slow
+def test_a_million_urls_from_s3_are_seeded_in_flat_memory(
+    seeding: tuple[Settings, str], tmp_path: Path
+) -> None:
+    settings, bucket = seeding
+    small = _put_list(
+        settings, bucket, "seeds/small.gz", (f"https://h{i}.example/p{i}\n".encode() for i in range(100))
+    )
+    million = _put_list(
+        settings,
+        bucket,
+        "seeds/million.gz",
+        (f"https://h{i % 500}.example/p/{i}\n".encode() for i in range(SEEDS)),
+    )
+    scope = ("--allow-domain", "example")
+
+    small_code, _, small_err, small_peak = _crawl(settings, tmp_path, "--seeds-file", small, *scope)
+    started = time.monotonic()
+    code, stdout, stderr, peak = _crawl(settings, tmp_path, "--seeds-file", million, *scope)
+    elapsed_s = time.monotonic() - started
+
+    assert small_code == 0 and code == 0, small_err + stderr
+    assert json.loads(stdout)["seeds"] == SEEDS
+    growth = peak - small_peak
+    print(f"\n{SEEDS:,} seeds in {elapsed_s:.0f} s; peak RSS {peak / MIB:.0f} MiB against "
+          f"{small_peak / MIB:.0f} MiB for 100 seeds: +{growth / MIB:.1f} MiB")  # fmt: skip
+    assert growth < 100 * MIB
