@@ -5,6 +5,14 @@ reference on ``pages.raw`` never dangles because of the order of writes; the ext
 read it back. Keys are content-addressed (``claim-checks/sha256/<hex>``): refetching an unchanged
 page stores nothing new, and a reference says which bytes it expects, so they are verified on read.
 
+Lifetime: S3 lifecycle rules, not dualplane, delete old bodies, by age. Since a body is shared by every
+raw page with the same bytes, its age would be that of its *first* reference, and an age rule could
+expire it while a newer raw page still names it. So every reference refreshes it: when the body is
+already stored but older than ``DUALPLANE_S3_CLAIM_CHECK_REFRESH_S`` (a day), ``put`` copies the object
+onto itself, which resets its age, before the new raw page is produced. An object's age is therefore
+never more than the refresh interval past its newest reference, and :func:`lifecycle_rule` (expire
+after the longest retention of a topic holding references, plus the interval, plus a day) is safe.
+
 Errors tell a permanent failure from a passing one: :class:`ClaimCheckMissing` and
 :class:`ClaimCheckInvalid` will not heal (dead-letter the page), :class:`ClaimCheckUnavailable` may
 (retry, and do not commit past the page). Settings: ``DUALPLANE_S3_*`` (endpoint, bucket, keys).
@@ -13,9 +21,11 @@ Errors tell a permanent failure from a passing one: :class:`ClaimCheckMissing` a
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -54,8 +64,10 @@ class ClaimCheckStore:
         bucket: str,
         *,
         ensure_bucket: Callable[[], Any] | None = None,
+        refresh_after_s: float | None = None,
     ) -> None:
         self.bucket = bucket
+        self.refresh_after_s = refresh_after_s
         self._make_client = make_client
         self._ensure_bucket = ensure_bucket
         self._client: S3Client | None = None
@@ -75,7 +87,12 @@ class ClaimCheckStore:
 
             s3.ensure_bucket(s3_settings)
 
-        return cls(make_client, s3_settings.bucket, ensure_bucket=ensure_bucket)
+        return cls(
+            make_client,
+            s3_settings.bucket,
+            ensure_bucket=ensure_bucket,
+            refresh_after_s=s3_settings.claim_check_refresh_s,
+        )
 
     def __repr__(self) -> str:
         return f"ClaimCheckStore(bucket={self.bucket!r})"
@@ -97,8 +114,10 @@ class ClaimCheckStore:
         key = f"{KEY_PREFIX}{digest}"
         check = ClaimCheck(f"s3://{self.bucket}/{key}", digest, len(body))
         try:
-            if self._stored_size(key) == len(body):
-                return check  # same content, same key: a refetch of an unchanged page
+            stored = self._stored(key)
+            same = stored is not None and stored[0] == len(body)  # a refetch of an unchanged page
+            if same and (not self._stale(stored[1]) or self._refresh(key, digest)):  # type: ignore[index]
+                return check  # kept, its age reset if it was getting old (see the module's docstring)
             self._put_object(key, body, digest)
         except (BotoCoreError, ClientError) as error:
             raise ClaimCheckUnavailable(
@@ -136,14 +155,37 @@ class ClaimCheckStore:
         _verify(uri, body, sha256)
         return body
 
-    def _stored_size(self, key: str) -> int | None:
+    def _stored(self, key: str) -> tuple[int, datetime] | None:
+        """Size and last-modified time of ``key``, or None when there is no such object."""
         try:
             head = self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as error:
             if _code(error) in MISSING_CODES:
                 return None
             raise
-        return int(head["ContentLength"])
+        return int(head["ContentLength"]), head["LastModified"]
+
+    def _stale(self, last_modified: datetime) -> bool:
+        if self.refresh_after_s is None:
+            return False
+        return (datetime.now(UTC) - last_modified).total_seconds() >= self.refresh_after_s
+
+    def _refresh(self, key: str, digest: str) -> bool:
+        """Copy ``key`` onto itself, resetting its age; False when it vanished meanwhile (then store it)."""
+        try:
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=key,
+                CopySource={"Bucket": self.bucket, "Key": key},
+                MetadataDirective="REPLACE",
+                ContentType="application/octet-stream",
+                Metadata={"sha256": digest, "referenced-at": datetime.now(UTC).isoformat()},
+            )
+        except ClientError as error:
+            if _code(error) in MISSING_CODES:
+                return False  # expired between HEAD and copy: the caller writes it again
+            raise
+        return True
 
     def _put_object(self, key: str, body: bytes, digest: str) -> None:
         def put() -> None:
@@ -162,6 +204,33 @@ class ClaimCheckStore:
                 raise
             self._ensure_bucket()  # a fresh deployment: create the bucket once, then store
             put()
+
+
+DAY_S = 86_400
+DEAD_LETTER_RETENTION_S = (
+    30 * DAY_S
+)  # data_plane.kafka.topics keeps dead letters (which carry references) 30 days
+
+
+def lifecycle_rule(pages_raw_retention_ms: int, refresh_after_s: float) -> dict[str, Any] | None:
+    """The S3 lifecycle rule that expires claim-checked bodies once no topic can still refer to them.
+
+    Bodies are referenced from ``pages.raw`` and from dead letters; with refresh on reference an object
+    is at most ``refresh_after_s`` older than its newest reference. None when ``pages.raw`` keeps data
+    forever (retention -1): then no age is safe, and bodies must not expire.
+    """
+    if pages_raw_retention_ms < 0:
+        return None
+    longest_s = max(pages_raw_retention_ms / 1000, DEAD_LETTER_RETENTION_S)
+    days = math.ceil(longest_s / DAY_S) + math.ceil(refresh_after_s / DAY_S) + 1
+    return {
+        "ID": "dualplane-claim-checks",
+        "Filter": {"Prefix": KEY_PREFIX},
+        "Status": "Enabled",
+        "Expiration": {"Days": days},
+        "NoncurrentVersionExpiration": {"NoncurrentDays": 1},  # versioned buckets: the copies' old versions
+        "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+    }
 
 
 def parse_uri(uri: str) -> tuple[str, str]:

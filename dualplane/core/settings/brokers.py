@@ -129,7 +129,13 @@ class QueueSettings(BaseSettings):
 
 
 class S3Settings(BaseSettings):
-    """S3-compatible object store used by the sink, the seed source and the claim-check store."""
+    """S3-compatible object store used by the sink, the seed source and the claim-check store.
+
+    ``claim_check_refresh_s`` (``DUALPLANE_S3_CLAIM_CHECK_REFRESH_S``): a claim-checked body stored this
+    long ago is rewritten in place (a server-side copy, which resets its age) when a new raw page refers
+    to it, so an age-based lifecycle rule never expires a body a recent page still names. See
+    ``connectors.storage.claim_check.lifecycle_rule`` for the rule to set.
+    """
 
     model_config = section("S3_")
 
@@ -138,3 +144,4 @@ class S3Settings(BaseSettings):
     access_key_id: SecretStr = SecretStr("dualplane")
     secret_access_key: SecretStr = SecretStr("dualplane-secret")
     bucket: str = "dualplane"
+    claim_check_refresh_s: float = Field(default=86_400.0, ge=0)

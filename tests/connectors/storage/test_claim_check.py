@@ -7,6 +7,7 @@ hand-off fails (the task is requeued) and nothing is produced.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 import schemas
-from connectors.storage.claim_check import KEY_PREFIX, ClaimCheckStore
+from connectors.storage.claim_check import KEY_PREFIX, ClaimCheckStore, lifecycle_rule
 from connectors.storage.exceptions import (
     ClaimCheckInvalid,
     ClaimCheckMissing,
@@ -149,3 +150,49 @@ def test_when_s3_is_down_the_hand_off_fails_and_nothing_reaches_kafka(private: S
 
     assert list(read_to_end(private.kafka, private.topics.pages_raw)) == []
     assert list(read_to_end(private.kafka, private.topics.fetch_events)) == []
+
+
+def test_a_new_reference_to_an_old_body_resets_its_age(
+    settings: Settings, s3_buckets: S3BucketFactory
+) -> None:
+    bucket = s3_buckets.create()
+    refreshing = ClaimCheckStore.from_settings(
+        settings.s3.model_copy(update={"bucket": bucket, "claim_check_refresh_s": 0.0})
+    )
+    lazy = ClaimCheckStore.from_settings(settings.s3.model_copy(update={"bucket": bucket}))  # a day
+    body = b"shared body " * 100_000
+    check = refreshing.put(body)
+    key = check.uri.split(f"s3://{bucket}/", 1)[1]
+
+    def last_modified() -> datetime:
+        return refreshing.client.head_object(Bucket=bucket, Key=key)["LastModified"]
+
+    first = last_modified()
+    time.sleep(1.1)  # S3 keeps whole seconds
+    lazy.put(body)  # stored under a day ago: nothing to do
+    untouched = last_modified()
+    refreshing.put(body)  # older than the interval: copied onto itself
+    refreshed = last_modified()
+
+    assert untouched == first < refreshed
+    assert refreshing.get(check.uri, sha256=check.sha256) == body
+
+
+def test_the_lifecycle_rule_outlives_every_reference_and_s3_accepts_it(
+    settings: Settings, s3_buckets: S3BucketFactory
+) -> None:
+    day_ms = 86_400_000
+    rule = lifecycle_rule(pages_raw_retention_ms=30 * day_ms, refresh_after_s=86_400)
+    assert (
+        rule is not None and rule["Expiration"] == {"Days": 32} and rule["Filter"] == {"Prefix": KEY_PREFIX}
+    )
+    assert lifecycle_rule(pages_raw_retention_ms=90 * day_ms, refresh_after_s=3600)["Expiration"] == {
+        "Days": 92
+    }  # type: ignore[index]
+    assert (
+        lifecycle_rule(pages_raw_retention_ms=-1, refresh_after_s=86_400) is None
+    )  # kept forever: never expire
+    bucket = s3_buckets.create()
+    client = ClaimCheckStore.from_settings(settings.s3).client
+    client.put_bucket_lifecycle_configuration(Bucket=bucket, LifecycleConfiguration={"Rules": [rule]})  # type: ignore[list-item]
+    assert client.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"][0]["Expiration"] == {"Days": 32}
