@@ -66,3 +66,15 @@ def avro_rows(data: bytes) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         return metadata, list(reader)
     finally:
         reader.close()
+
+
+def all_warc_entries(settings: Settings, bucket: str) -> list[WarcEntry]:
+    """Every record of every ``.warc.gz`` object in ``bucket``."""
+    keys = [key for key in list_keys(settings, bucket) if key.endswith(".warc.gz")]
+    return [entry for key in keys for entry in warc_entries(get(settings, bucket, key), key)]
+
+
+def all_avro_rows(settings: Settings, bucket: str) -> list[dict[str, Any]]:
+    """Every row of every ``.avro`` object in ``bucket``."""
+    keys = [key for key in list_keys(settings, bucket) if key.endswith(".avro")]
+    return [row for key in keys for row in avro_rows(get(settings, bucket, key))[1]]

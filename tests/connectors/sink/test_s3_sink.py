@@ -5,18 +5,25 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import time
 from collections import Counter
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+from botocore.exceptions import ClientError
 
 import schemas
-from connectors.sink.exceptions import SinkMisconfigured
+from connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
 from connectors.sink.lag import sink_lag
+from connectors.sink.upload import ArchiveStore
 from connectors.storage import s3
+from connectors.storage.claim_check import KEY_PREFIX
 from data_plane.kafka import clients
 from data_plane.kafka.reader import read_to_end
 from dualplane.core.settings import Settings
-from tests.support.archive import avro_rows, get, list_keys, warc_entries
+from tests.support.archive import all_avro_rows, all_warc_entries, avro_rows, get, list_keys, warc_entries
+from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.sink import (
     fill_raw_pages,
@@ -27,8 +34,10 @@ from tests.support.sink import (
     wait_archived,
     with_sink,
 )
+from tests.support.tcp_relay import TcpRelay, free_port
 
 pytestmark = pytest.mark.integration
+MIB = 1024 * 1024
 
 KEY = re.compile(
     r"^archive/topic=(?P<topic>[^/]+)/partition=(?P<p>\d+)/(?P=topic)\+(?P=p)\+(?P<offset>\d{10})\.(?P<ext>warc\.gz|avro)$"
@@ -129,3 +138,108 @@ def test_a_missing_bucket_is_one_clear_error_naming_the_setting(sink_settings: S
         "cannot check bucket 'no-such-archive-bucket': bucket 'no-such-archive-bucket' does not exist; "
         "create it or fix DUALPLANE_SINK_BUCKET"
     )
+
+
+def test_an_s3_outage_commits_nothing_and_the_sink_resumes_where_it_stopped(sink_settings: Settings) -> None:
+    target = urlsplit(sink_settings.s3.endpoint_url or "")
+    relay = TcpRelay(free_port(), (target.hostname or "127.0.0.1", target.port or 80))
+    relay.open()
+    through = f"http://127.0.0.1:{relay.port}"
+    settings = sink_settings.model_copy(
+        update={"s3": sink_settings.s3.model_copy(update={"endpoint_url": through})}
+    )
+    pages = [page(i) for i in range(12)]
+    fill_raw_pages(sink_settings, pages)
+    produce_records(sink_settings, [record(i, 2) for i in range(8)])
+    before = sink_lag(settings)  # records, plus the transaction markers that take offsets too
+    try:
+        with running_sink(settings) as sink:  # the bucket check passes, then S3 goes away
+            relay.close()
+            time.sleep(8)
+            during = sink_lag(settings)
+            relay.open()
+            wait_archived(settings)
+            stats = dict(sink.stats)
+    finally:
+        relay.close()
+
+    assert during == before and before[settings.topics.pages_raw] == 12  # nothing committed
+    entries = all_warc_entries(sink_settings, sink_settings.sink_bucket)
+    assert Counter(e.uri for e in entries if e.type == "response") == Counter(p["url"] for p in pages)
+    assert len(all_avro_rows(sink_settings, sink_settings.sink_bucket)) == 8 and stats["records"] == 20
+
+
+def test_records_that_cannot_be_archived_become_dead_letters_and_the_sink_goes_on(
+    sink_settings: Settings,
+) -> None:
+    settings = sink_settings
+    dangling = {
+        **page(5),
+        "body": b"",
+        "claim_check": f"s3://{settings.s3.bucket}/{KEY_PREFIX}{'0' * 64}",
+        "body_sha256": "0" * 64,
+        "body_bytes": 10,
+    }
+    fill_raw_pages(settings, [page(i) for i in range(4)])
+    producer = clients.producer(settings.kafka)
+    producer.produce(
+        settings.topics.pages_raw, schemas.encode("raw_page", dangling), b"dangling", partition=0
+    )
+    producer.produce(settings.topics.pages_raw, b"\x00not avro", b"garbage", partition=0)
+    producer.produce(settings.topics.records, b"\xc3\x01cut", b"cut", partition=1)
+    assert producer.flush(30) == 0
+    produce_records(settings, [record(i, 1) for i in range(3)])
+
+    with running_sink(settings) as sink:
+        wait_archived(settings)
+        dead_letters = sink.stats["dead_letters"]
+
+    letters = {
+        (letter := schemas.decode(m.value() or b"").record)["key"]: letter
+        for m in read_to_end(settings.kafka, settings.topics.dead_letters)
+    }
+    assert dead_letters == 3 and set(letters) == {b"dangling", b"garbage", b"cut"}
+    assert all(letter["stage"] == "sink" for letter in letters.values())
+    assert "names no object" in letters[b"dangling"]["reason"]
+    assert letters[b"garbage"]["reason"].startswith("undecodable raw page")
+    assert letters[b"cut"]["reason"].startswith("undecodable record")
+    responses = [e for e in all_warc_entries(settings, settings.sink_bucket) if e.type == "response"]
+    assert len(responses) == 4 and len(all_avro_rows(settings, settings.sink_bucket)) == 3
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (
+            "InvalidAccessKeyId",
+            "(InvalidAccessKeyId); fix DUALPLANE_S3_ACCESS_KEY_ID / DUALPLANE_S3_SECRET_ACCESS_KEY",
+        ),
+        (
+            "SignatureDoesNotMatch",
+            "S3 refused the credentials (SignatureDoesNotMatch); fix DUALPLANE_S3_ACCESS_KEY_ID",
+        ),
+        ("AccessDenied", "access denied (AccessDenied); grant these credentials"),
+        ("NoSuchBucket", "bucket 'archive' does not exist; create it or fix DUALPLANE_SINK_BUCKET"),
+    ],
+)
+def test_permanent_s3_errors_stop_the_sink_with_the_setting_to_fix(code: str, expected: str) -> None:
+    error = ClientError({"Error": {"Code": code, "Message": "no"}}, "PutObject")
+    no_client: Any = None  # the mapping of errors needs no S3
+    store = ArchiveStore(no_client, "archive", multipart_threshold_bytes=16 * MIB, part_bytes=8 * MIB)
+
+    problem = store._error(error, "write s3://archive/k")
+
+    assert isinstance(problem, SinkMisconfigured) and expected in str(problem)
+    assert isinstance(
+        store._error(ClientError({"Error": {"Code": "SlowDown"}}, "PutObject"), "write"), SinkUnavailable
+    )
+
+
+def test_run_s3_sink_with_a_missing_bucket_exits_1_with_one_line(sink_settings: Settings) -> None:
+    env = {**sink_settings.to_env(), "DUALPLANE_SINK_BUCKET": "no-such-archive-bucket"}
+
+    result = run_cli("run", "s3-sink", env=env, timeout_s=60)
+
+    assert result.exit_code == 1
+    assert "create it or fix DUALPLANE_SINK_BUCKET" in result.stderr and "Traceback" not in result.stderr
