@@ -70,6 +70,7 @@ class Session:
         self.codec = schemas.codec_for(settings)
         self.files: dict[tuple[str, int], OpenFile] = {}
         self.failed_deliveries: list[str] = []
+        self.unconfirmed = 0  # dead letters produced since the last flush
         self.committed: dict[tuple[str, int], int] = {}
         self._idle_checked_s = time.monotonic()
         self.stats = (
@@ -207,6 +208,7 @@ class Session:
         target = self.settings.topics.dead_letters
         value = self.codec.encode("dead_letter", letter, topic=target)
         self.producer.produce(target, value, message.key(), on_delivery=self._delivered)
+        self.unconfirmed += 1
         self.stats["dead_letters"] += 1
         current = self.files.get((topic, partition))
         if current is not None:
@@ -220,7 +222,10 @@ class Session:
             self.failed_deliveries.append(str(error))
 
     def _confirm_dead_letters(self) -> None:
+        if not self.unconfirmed and not self.failed_deliveries:
+            return  # nothing produced since the last confirmation: a flush would still cost a poll cycle
         left = self.producer.flush(DEAD_LETTER_FLUSH_S)
+        self.unconfirmed = 0
         if left or self.failed_deliveries:
             problem = self.failed_deliveries[:1] or [f"{left} not confirmed"]
             self.failed_deliveries.clear()

@@ -18,6 +18,7 @@ topic, partition and offset, and dates from the records, so a re-run writes byte
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import uuid
@@ -101,24 +102,27 @@ class WarcFile(SinkFile):
         url = str(page.get("final_url") or page["url"])
         date = _warc_date(page["fetched_at"])
         response_id = self._record_id(offset, "response")
+        http = _response_headers(page, len(body))
         response = self.builder.create_warc_record(
             url,
             "response",
             payload=io.BytesIO(body),
             length=len(body),
-            http_headers=_response_headers(page, len(body)),
-            warc_headers_dict=_warc_headers(response_id, date, page),
+            http_headers=http,
+            warc_headers_dict={**_warc_headers(response_id, date, page), **_digests(http, body)},
         )
+        request_http = _request_headers(url)
         request = self.builder.create_warc_record(
             url,
             "request",
             payload=io.BytesIO(b""),
             length=0,
-            http_headers=_request_headers(url),
+            http_headers=request_http,
             warc_headers_dict={
                 "WARC-Record-ID": self._record_id(offset, "request"),
                 "WARC-Date": date,
                 "WARC-Concurrent-To": response_id,
+                **_digests(request_http, b""),
             },
         )
         self._write(request)
@@ -151,6 +155,22 @@ class WarcFile(SinkFile):
     def _record_id(self, offset: int, kind: str) -> str:
         name = f"{self.start.topic}/{self.start.partition}/{offset}/{kind}"
         return f"<urn:uuid:{uuid.uuid5(ID_NAMESPACE, name)}>"
+
+
+def _digests(http: StatusAndHeaders, payload: bytes) -> dict[str, str]:
+    """WARC-Block-Digest (HTTP head and payload) and WARC-Payload-Digest, as warcio would compute them
+    (SHA-1, base32), computed once here so that warcio does not read the body twice more."""
+    http.compute_headers_buffer(None)
+    block = hashlib.sha1(http.headers_buff)
+    block.update(payload)
+    return {
+        "WARC-Block-Digest": _sha1_label(block),
+        "WARC-Payload-Digest": _sha1_label(hashlib.sha1(payload)),
+    }
+
+
+def _sha1_label(digest: Any) -> str:
+    return "sha1:" + base64.b32encode(digest.digest()).decode("ascii")
 
 
 def _response_headers(page: dict[str, Any], length: int) -> StatusAndHeaders:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+import subprocess
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +41,7 @@ from tests.support.tcp_relay import TcpRelay, free_port
 
 pytestmark = pytest.mark.integration
 MIB = 1024 * 1024
+WARCIO = str(Path(sys.executable).parent / "warcio")
 
 KEY = re.compile(
     r"^archive/topic=(?P<topic>[^/]+)/partition=(?P<p>\d+)/(?P=topic)\+(?P=p)\+(?P<offset>\d{10})\.(?P<ext>warc\.gz|avro)$"
@@ -56,7 +60,7 @@ def _sha1_b32(data: bytes) -> str:
 
 
 def test_raw_pages_become_warc_and_committed_records_become_avro_exactly_once(
-    sink_settings: Settings,
+    sink_settings: Settings, tmp_path: Path
 ) -> None:
     settings, bucket = sink_settings, sink_settings.sink_bucket
     big = b"<html><body>" + b"<p>claim-checked</p>" * 40_000 + b"</body></html>"  # 800 KB: goes to S3
@@ -88,6 +92,13 @@ def test_raw_pages_become_warc_and_committed_records_become_avro_exactly_once(
         assert entry.http_status == "200"
         assert ("X-Archive-Orig-content-encoding", "gzip") in entry.http_headers  # the body is stored decoded
         assert ("Content-Length", str(len(raw["body"]))) in entry.http_headers
+    for key in [key for key in keys if key.endswith(".warc.gz")][:2]:  # every digest checks out
+        local = tmp_path / key.rsplit("/", 1)[1]
+        local.write_bytes(get(settings, bucket, key))
+        checked = subprocess.run(
+            [WARCIO, "check", "-v", str(local)], capture_output=True, text=True, check=False
+        )
+        assert checked.returncode == 0 and "digest pass" in checked.stdout, checked.stdout + checked.stderr
     avro_keys = [key for key in keys if key.endswith(".avro")]
     rows, versions = [], []
     for key in avro_keys:
