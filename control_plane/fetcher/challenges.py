@@ -3,7 +3,10 @@
 To recognise a new interstitial, add a row to :data:`DETECTORS` and a realistic snippet of it to
 ``tests/control_plane/fetcher/test_classify.py``. A row matches when every condition it sets holds:
 
-- ``body``: a regex (bytes, case-insensitive) found in the first :data:`SCAN_BYTES` of the body;
+- ``body``: a regex (bytes, written in lower case) found in the first :data:`SCAN_BYTES` of the body,
+  lower-cased; ``hints``: literal pieces the regex cannot match without, the cheap test first (a
+  page costs a lower-casing and a few substring scans, not a dozen regex scans: 3 ms -> 0.05 ms on a
+  5 KiB page);
 - ``headers``: for each (lower-case) header name, a regex found in its value;
 - ``statuses``: the status is one of these;
 - ``max_body_bytes``: the body is at most this long. Captcha widgets also sit on ordinary login
@@ -28,7 +31,12 @@ BLOCKED_MARKER = "x-dualplane-blocked"
 
 
 def _re(pattern: str) -> re.Pattern[bytes]:
-    return re.compile(pattern.encode(), re.IGNORECASE | re.DOTALL)
+    """A body pattern, matched against the lower-cased body (so it must be written in lower case)."""
+    if pattern != pattern.lower():
+        raise ValueError(
+            f"body patterns are matched against the lower-cased body; write {pattern!r} in lower case"
+        )
+    return re.compile(pattern.encode(), re.DOTALL)
 
 
 def _header(pattern: str) -> re.Pattern[str]:
@@ -42,19 +50,27 @@ class Detector:
     name: str
     vendor: str
     body: re.Pattern[bytes] | None = None
+    hints: tuple[bytes, ...] = ()
     headers: Mapping[str, re.Pattern[str]] = field(default_factory=dict)
     statuses: frozenset[int] | None = None
     max_body_bytes: int | None = None
 
-    def matches(self, status: int, headers: Mapping[str, str], body: bytes) -> bool:
+    def __post_init__(self) -> None:
+        if self.body is not None and not self.hints:
+            raise ValueError(f"detector {self.name!r} has a body pattern but no hints to test first")
+
+    def matches(self, status: int, headers: Mapping[str, str], lowered: bytes) -> bool:
+        """Whether this row matches; ``lowered`` is the body's first SCAN_BYTES, lower-cased."""
         if self.statuses is not None and status not in self.statuses:
             return False
-        if self.max_body_bytes is not None and len(body) > self.max_body_bytes:
+        if self.max_body_bytes is not None and len(lowered) > self.max_body_bytes:
             return False
         for name, pattern in self.headers.items():
             if name not in headers or not pattern.search(headers[name]):
                 return False
-        return self.body is None or self.body.search(body, 0, SCAN_BYTES) is not None
+        if self.body is None:
+            return True
+        return any(hint in lowered for hint in self.hints) and self.body.search(lowered) is not None
 
 
 DETECTORS: tuple[Detector, ...] = (
@@ -71,18 +87,21 @@ DETECTORS: tuple[Detector, ...] = (
             r"window\._cf_chl_opt|/cdn-cgi/challenge-platform/h/[bg]/orchestrate/"
             r"|id=[\"']cf-challenge-running|cf-browser-verification|cf_chl_prog"
         ),
+        hints=(b"_cf_chl", b"challenge-platform", b"cf-challenge", b"cf-browser-verification"),
     ),
     # Cloudflare's "Attention Required!" captcha page and "Sorry, you have been blocked" WAF page.
     Detector(
         "cloudflare-block",
         "Cloudflare",
-        body=_re(r"<title>\s*Attention Required! \| Cloudflare|<div[^>]+id=[\"']cf-error-details"),
+        body=_re(r"<title>\s*attention required! \| cloudflare|<div[^>]+id=[\"']cf-error-details"),
+        hints=(b"attention required", b"cf-error-details"),
     ),
     # The interstitial's title alone, on a tiny page (other Cloudflare markers can be missing).
     Detector(
         "just-a-moment",
         "Cloudflare",
-        body=_re(r"<title>\s*Just a moment\.\.\.\s*</title>"),
+        body=_re(r"<title>\s*just a moment\.\.\.\s*</title>"),
+        hints=(b"just a moment",),
         max_body_bytes=TINY_PAGE_BYTES,
     ),
     # A 403 answered by Cloudflare itself is a bot or WAF block more often than the origin's.
@@ -94,6 +113,7 @@ DETECTORS: tuple[Detector, ...] = (
         "recaptcha",
         "Google",
         body=_re(r"class=[\"'][^\"']*\bg-recaptcha\b|(?:www\.google|www\.recaptcha)\.(?:com|net)/recaptcha/"),
+        hints=(b"recaptcha",),
         max_body_bytes=TINY_PAGE_BYTES,
     ),
     # hCaptcha widget as the whole page.
@@ -101,6 +121,7 @@ DETECTORS: tuple[Detector, ...] = (
         "hcaptcha",
         "hCaptcha",
         body=_re(r"class=[\"'][^\"']*\bh-captcha\b|(?:js|api|newassets)\.hcaptcha\.com"),
+        hints=(b"h-captcha", b"hcaptcha.com"),
         max_body_bytes=TINY_PAGE_BYTES,
     ),
     # Cloudflare Turnstile widget as the whole page.
@@ -108,6 +129,7 @@ DETECTORS: tuple[Detector, ...] = (
         "turnstile",
         "Cloudflare",
         body=_re(r"class=[\"'][^\"']*\bcf-turnstile\b|challenges\.cloudflare\.com/turnstile/"),
+        hints=(b"turnstile",),
         max_body_bytes=TINY_PAGE_BYTES,
     ),
     # PerimeterX / HUMAN block page: the "press & hold" captcha container and its script host.
@@ -115,22 +137,37 @@ DETECTORS: tuple[Detector, ...] = (
         "perimeterx",
         "PerimeterX",
         body=_re(r"id=[\"']px-captcha\b|captcha\.px-cdn\.net|/captcha/captcha\.js\?a="),
+        hints=(b"px-captcha", b"px-cdn", b"/captcha/captcha.js"),
     ),
     # PerimeterX's block page also carries the _pxhd cookie value inline; only trusted when tiny.
-    Detector("perimeterx-pxhd", "PerimeterX", body=_re(r"\b_pxhd\b"), max_body_bytes=TINY_PAGE_BYTES),
+    Detector(
+        "perimeterx-pxhd",
+        "PerimeterX",
+        body=_re(r"\b_pxhd\b"),
+        hints=(b"_pxhd",),
+        max_body_bytes=TINY_PAGE_BYTES,
+    ),
     # DataDome serves its captcha in an iframe from captcha-delivery.com.
-    Detector("datadome", "DataDome", body=_re(r"(?:geo|ct|interstitial)\.captcha-delivery\.com")),
+    Detector(
+        "datadome",
+        "DataDome",
+        body=_re(r"(?:geo|ct|interstitial)\.captcha-delivery\.com"),
+        hints=(b"captcha-delivery",),
+    ),
     # DataDome marks the responses it blocks with x-datadome (and answers them with 403).
     Detector("datadome-header", "DataDome", headers={"x-datadome": _header(".")}, statuses=frozenset({403})),
     # Akamai's edge refusal: "Access Denied ... Reference #18.xxxx" on a tiny page.
     Detector(
         "akamai-reference",
         "Akamai",
-        body=_re(r"<title>\s*Access Denied\s*</title>.*Reference(?:\s|&#32;)+(?:#|&#35;)[0-9a-f]"),
+        body=_re(r"<title>\s*access denied\s*</title>.*reference(?:\s|&#32;)+(?:#|&#35;)[0-9a-f]"),
+        hints=(b"access denied",),
         max_body_bytes=8 * 1024,
     ),
     # Imperva (Incapsula) interstitial and block page.
-    Detector("imperva", "Imperva", body=_re(r"_Incapsula_Resource|Incapsula incident ID")),
+    Detector(
+        "imperva", "Imperva", body=_re(r"_incapsula_resource|incapsula incident id"), hints=(b"incapsula",)
+    ),
     # AWS WAF tells the client which action it took.
     Detector("aws-waf", "AWS", headers={"x-amzn-waf-action": _header(r"captcha|challenge|block")}),
     # LinkedIn and a few others answer bots with the non-standard status 999.
@@ -145,6 +182,7 @@ DETECTORS: tuple[Detector, ...] = (
             r"|unusual traffic from your (?:computer )?network|please complete the security check"
             r"|press (?:&amp;|&) hold"
         ),
+        hints=(b"human", b"robot", b"unusual traffic", b"security check", b"hold"),
         max_body_bytes=TINY_PAGE_BYTES,
     ),
 )
@@ -154,7 +192,8 @@ def find_challenge(
     status: int, headers: Mapping[str, str], body: bytes, detectors: tuple[Detector, ...] = DETECTORS
 ) -> Detector | None:
     """The first detector matching this response (``headers`` with lower-case names), or None."""
+    lowered = body[:SCAN_BYTES].lower()
     for detector in detectors:
-        if detector.matches(status, headers, body):
+        if detector.matches(status, headers, lowered):
             return detector
     return None
