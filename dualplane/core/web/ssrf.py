@@ -50,9 +50,13 @@ class SsrfGuard:
     async def check(self, url: str) -> None:
         """Raise :class:`UnsafeUrl` unless ``url`` is an http(s) URL to an acceptable address.
 
-        Resolution runs on a worker thread, so the event loop never blocks on DNS.
+        Resolution runs on a worker thread, so the event loop never blocks on DNS; a URL that needs
+        none (an IP address, or an allow-listed name) is checked at once, without a thread hop.
         """
-        await asyncio.to_thread(self.check_sync, url)
+        if _needs_dns(url, self.allowed_hosts):
+            await asyncio.to_thread(self.check_sync, url)
+        else:
+            self.check_sync(url)
 
     def allows(self, url: str) -> bool:
         """True unless :meth:`check_sync` would refuse ``url`` (for callers that only need a yes/no)."""
@@ -89,6 +93,17 @@ class SsrfGuard:
             if getattr(address, f"is_{kind}"):
                 return f"a {kind.replace('_', '-')} address"
         return None
+
+
+def _needs_dns(url: str, allowed_hosts: set[str]) -> bool:
+    host = (urlsplit(url).hostname or "").lower()
+    if not host or host in allowed_hosts:
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return True
+    return False
 
 
 def _resolve(host: str, port: int) -> list[IpAddress]:
