@@ -4,9 +4,11 @@ A :class:`TaskRunner` consumes the priority lanes (pika, on its connection threa
 async ``FetchWork`` coroutine per task on its own asyncio event loop thread, so hundreds of
 requests can be in flight on one thread. What it guarantees, whatever the work does:
 
-- **Capacity.** Pull capacity is S_global (``DUALPLANE_LIMIT_FETCH_CONCURRENCY``) through consumer
-  prefetch: the lanes share it by weight (high 50%, normal 30%, bulk 20%), so a flood of bulk
-  work never starves high-priority tasks and no process holds more than S_global tasks.
+- **Capacity.** At most S_global (``DUALPLANE_LIMIT_FETCH_CONCURRENCY``) tasks run at once; each
+  lane may prefetch that many, so one lane alone can use the whole capacity (work-conserving: the
+  normal lane alone used to be capped at its 30% share, 4 of 16 requests in flight). When several
+  lanes have work, tasks start by weight: a lane below its share (high 50%, normal 30%, bulk 20%)
+  goes first, higher lanes before lower, so a flood of bulk work never starves high-priority tasks.
 - **Per-domain concurrency across the fleet.** A task runs only while it holds one of its
   domain's P_d permits (:mod:`control_plane.amqp.permits`). With no free permit the task waits up to
   ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
@@ -121,14 +123,16 @@ class TaskRunner:
         self.permit_channel: BlockingChannel | None = None
         self.waiting: list[_Waiting] = []
         self.in_flight = 0
+        self.lane_shares = lane_shares(self.capacity)
+        self.lane_in_flight: dict[Priority, int] = dict.fromkeys(PRIORITIES, 0)
         self.consumer_: ControlConsumer | None = None
 
     def consumer(self) -> ControlConsumer:
         """The lanes' consumer; starts the throttle view first (blocks until its state is read)."""
         self.view.start()
         bindings = {
-            self.topology.lane_queue(lane): QueueBinding(self.on_task, (CrawlTask,), prefetch=share)
-            for lane, share in lane_prefetch(self.capacity).items()
+            self.topology.lane_queue(lane): QueueBinding(self.on_task, (CrawlTask,), prefetch=self.capacity)
+            for lane in PRIORITIES
         }
         self.consumer_ = ControlConsumer(
             self.settings,
@@ -157,6 +161,10 @@ class TaskRunner:
     def _on_connected(self, consumer: ControlConsumer) -> None:
         assert consumer.connection is not None
         self.waiting.clear()  # their deliveries belonged to the previous connection
+        # Tasks still running belong to it too: their results are dropped (the broker requeued them),
+        # so they no longer count against the capacity.
+        self.in_flight = 0
+        self.lane_in_flight = dict.fromkeys(PRIORITIES, 0)
         self.gate.reset()  # and the permits held on it went back with it
         self.permit_channel = consumer.connection.channel()
 
@@ -168,8 +176,12 @@ class TaskRunner:
         now = time.monotonic()
         exhausted: set[str] = set()  # domains with no free permit this pass: ask the broker once
         limits: dict[str, Limits] = {}  # one look at the view per domain and pass
-        for waiting in self.waiting:
+        for waiting in sorted(self.waiting, key=self._start_order):
             task: CrawlTask = waiting.delivery.message
+            if self.in_flight >= self.capacity:
+                waiting.deadline = max(waiting.deadline, now + self.settings.fetch.permit_wait_s)
+                still_waiting.append(waiting)  # waiting for capacity, not for a permit: no deferral
+                continue
             domain = task.domain
             if domain not in limits:
                 limits[domain] = self.view.details(domain)
@@ -191,6 +203,11 @@ class TaskRunner:
                 still_waiting.append(waiting)
         self.waiting = still_waiting
 
+    def _start_order(self, waiting: _Waiting) -> tuple[bool, int]:
+        """Lanes below their share of the capacity first, then higher lanes before lower ones."""
+        lane: Priority = waiting.delivery.message.priority
+        return self.lane_in_flight[lane] >= self.lane_shares[lane], PRIORITIES.index(lane)
+
     def _try_permit(self, domain: str) -> permits.Permit | None:
         assert self.permit_channel is not None
         return permits.try_acquire(self.permit_channel, self.topology, domain)
@@ -199,6 +216,7 @@ class TaskRunner:
         task: CrawlTask = delivery.message
         self._report(delivery, task, "started")
         self.in_flight += 1
+        self.lane_in_flight[task.priority] += 1
         self.gate.acquired(task.domain)
         asyncio.run_coroutine_threadsafe(self._run(delivery, permit), self.loop)
 
@@ -211,6 +229,7 @@ class TaskRunner:
 
     def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
         self.in_flight -= 1
+        self.lane_in_flight[delivery.message.priority] -= 1
         task: CrawlTask = delivery.message
         decision = decide(
             result.outcome,
@@ -263,6 +282,7 @@ class TaskRunner:
 
     def _requeue(self, delivery: Delivery, permit: permits.Permit) -> None:
         self.in_flight -= 1
+        self.lane_in_flight[delivery.message.priority] -= 1
         delivery.requeue()
         self._hold_then_release(permit, delivery.message)
 
@@ -347,7 +367,7 @@ class TaskRunner:
         self.consumer_.call_threadsafe(delivery.generation, lambda: self._finish(delivery, permit, result))
 
 
-def lane_prefetch(capacity: int) -> dict[Priority, int]:
+def lane_shares(capacity: int) -> dict[Priority, int]:
     """Split S_global across the lanes by weight, at least one each, summing to ``capacity``."""
     shares = {lane: max(1, int(capacity * LANE_WEIGHTS[lane])) for lane in PRIORITIES}
     shares["high"] += max(0, capacity - sum(shares.values()))
