@@ -98,7 +98,7 @@ class KafkaOutputs:
         return self._new_producer(
             self.settings.kafka,
             **{
-                "linger.ms": 20,
+                "linger.ms": 5,  # a task waits for this (plus the broker's ack) before it is acked
                 "batch.size": 1_000_000,
                 "queue.buffering.max.kbytes": LOCAL_QUEUE_KBYTES,
                 "message.max.bytes": raw_page_max_message_bytes(self.settings),
