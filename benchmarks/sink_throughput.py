@@ -52,11 +52,11 @@ def sample_bodies() -> list[tuple[str, bytes]]:
     return bodies
 
 
-def fill(settings: Settings, pages: int) -> dict[str, int]:
+def fill(settings: Settings, pages: int, page_kib: int) -> dict[str, int]:
     """``pages`` raw pages and as many records; the bytes of values per topic."""
     ensure_data_plane_topics(settings)
     producer = clients.producer(settings.kafka, **{"linger.ms": 50})
-    bodies = sample_bodies()[:40]
+    bodies = [(url, _padded(body, page_kib)) for url, body in sample_bodies()[:40]]
     extracted = [
         extract_record(raw_page(body, url, fetched_at=datetime.now(UTC)), schema_version=2)
         for url, body in bodies
@@ -79,6 +79,15 @@ def fill(settings: Settings, pages: int) -> dict[str, int]:
         producer.poll(0)
     producer.flush(60)
     return sizes
+
+
+def _padded(body: bytes, page_kib: int) -> bytes:
+    """``body`` with its visible text repeated until it is about ``page_kib`` KiB (0: as rendered)."""
+    if not page_kib or len(body) >= page_kib * 1024:
+        return body
+    head, _, tail = body.partition(b"</body>")
+    repeats = page_kib * 1024 // max(len(head), 1) + 1
+    return head + b"<div>" + head.split(b"<body", 1)[-1] * repeats + b"</div></body>" + tail
 
 
 def plain_consume(settings: Settings, topic: str, expected: int) -> float:
@@ -132,6 +141,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=6000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--page-kib", type=int, default=0, help="pad pages to about this size (0: as rendered, ~5 KiB)"
+    )
     parser.add_argument("--flush-records", type=int, default=500, help="DUALPLANE_SINK_FLUSH_RECORDS")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -139,7 +151,7 @@ def main() -> None:
     settings = private_namespace(base, f"bench-sink-{uuid.uuid4().hex[:6]}", base.stack.data_dir / "bench")
     s3.ensure_bucket(settings.s3)
     try:
-        sizes = fill(settings, args.pages)
+        sizes = fill(settings, args.pages, args.page_kib)
         results: dict[str, dict[str, Any]] = {}
         for stream, topic in (("warc", settings.topics.pages_raw), ("avro", settings.topics.records)):
             plain, sink = [], []
