@@ -113,6 +113,10 @@ def test_raw_pages_become_warc_and_committed_records_become_avro_exactly_once(
     assert sorted(row["url"] for row in rows) == committed and len(committed) == 21
     assert all(len(v) == 1 for v in versions), "schema versions never share a file"
     assert sink_lag(settings) == {settings.topics.pages_raw: 0, settings.topics.records: 0}
+    status = run_cli("status", "--json", env=settings.to_env())
+    assert status.exit_code == 0, status.stderr
+    sink_rows = {row["topic"]: row["lag"] for row in status.json()["lag"] if row["consumer"] == "s3-sink"}
+    assert sink_rows == {settings.topics.pages_raw: 0, settings.topics.records: 0}
 
 
 def test_a_rerun_from_the_start_writes_the_same_objects_or_adopts_them(sink_settings: Settings) -> None:
