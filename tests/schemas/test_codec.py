@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
+import avro.io as avro_io
+import avro.schema as avro_schema
 import pytest
 from fastavro import schemaless_writer
 
@@ -395,8 +397,6 @@ class TestConfluentWireFormat:
 
 
 def test_an_independent_avro_implementation_reads_what_we_encode() -> None:
-    avro_io = pytest.importorskip("avro.io")
-    avro_schema = pytest.importorskip("avro.schema")
     for name, version in EVERY_VERSION:
         record = realistic(name, version)
         data = encode(name, record, version)

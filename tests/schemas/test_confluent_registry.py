@@ -18,6 +18,8 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
+import avro.io as avro_io
+import avro.schema as avro_schema
 import httpx
 import pytest
 
@@ -106,8 +108,6 @@ def registry_get(url: str, path: str) -> Any:
 def test_records_written_in_registry_mode_decode_through_records_and_an_independent_reader(
     settings: Settings, registry_url: str, kafka_topics: KafkaTopicFactory, kafka: KafkaClientFactory
 ) -> None:
-    avro_io = pytest.importorskip("avro.io")
-    avro_schema = pytest.importorskip("avro.schema")
     topic = kafka_topics.create("sr-records")
     mode = in_registry_mode(settings, registry_url, topic)
     codec = schemas.codec_for(mode)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -12,7 +13,7 @@ from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.read import SchemaResolutionError
 
 from dualplane.core.settings import TopicSettings
-from schemas.catalog import load_manifest, schema_path, schema_paths
+from schemas.catalog import BreakingVersion, ManifestEntry, load_manifest, schema_path, schema_paths
 from schemas.compatibility import check_backward
 from schemas.registry import default_registry
 
@@ -20,7 +21,6 @@ pytestmark = pytest.mark.unit
 
 MANIFEST = load_manifest()
 PAIRS = [(entry.name, old, new) for entry in MANIFEST.entries for old, new in entry.compatible_pairs()]
-BREAKING = [(entry.name, b.version) for entry in MANIFEST.entries for b in entry.breaking_versions]
 
 
 def sample(schema: Any, named: dict[str, Any], *, fill: bool) -> Any:
@@ -125,13 +125,43 @@ def test_compatibility_checker_accepts_every_non_breaking_pair(name: str, old: i
     assert check_backward(registry.get(name, old).definition, registry.get(name, new).definition) == []
 
 
-def test_declared_breaking_versions_really_break() -> None:
+CONSECUTIVE = [
+    (entry, old, new) for entry in MANIFEST.entries for old, new in itertools.pairwise(entry.versions)
+]
+
+
+def test_each_version_is_declared_breaking_exactly_when_the_checker_finds_it_breaking() -> None:
+    # Every consecutive pair is judged both ways: a version that breaks its readers must be declared
+    # breaking (it moves to a new topic), and one declared breaking must really break. The manifest
+    # declares none today, so this is what keeps a breaking change from slipping in undeclared.
+    assert CONSECUTIVE, "the manifest has no schema with two versions: nothing would be checked"
     registry = default_registry()
-    for name, version in BREAKING:
-        old, new = registry.get(name, version - 1), registry.get(name, version)
-        assert check_backward(old.definition, new.definition), (
-            f"{name} v{version} is declared breaking needlessly"
+    verdicts = {
+        f"{entry.name} v{old}->v{new}": (
+            bool(
+                check_backward(
+                    registry.get(entry.name, old).definition, registry.get(entry.name, new).definition
+                )
+            ),
+            entry.is_breaking(new),
         )
+        for entry, old, new in CONSECUTIVE
+    }
+
+    assert {pair: found for pair, (found, _) in verdicts.items()} == {
+        pair: declared for pair, (_, declared) in verdicts.items()
+    }
+
+
+def test_the_checker_tells_a_declared_breaking_version_from_a_compatible_one() -> None:
+    """The rule above with a breaking version declared: a manifest entry judged by the same code."""
+    entry = ManifestEntry("probe", "dualplane.Probe", "records", (1, 2), (BreakingVersion(2, ".v2"),))
+    broken = bool(check_backward(OLD_PROBE, NEW_PROBE))
+    compatible = bool(check_backward(OLD_PROBE, OLD_PROBE))
+
+    assert (broken, entry.is_breaking(2)) == (True, True)
+    assert (compatible, entry.is_breaking(1)) == (False, False)
+    assert entry.compatible_pairs() == []
 
 
 OLD_PROBE = {

@@ -156,8 +156,11 @@ class TestConfluentFraming:
 class _Client:
     """Answers like a registry client from canned schemas, or raises ``error`` for every request."""
 
-    def __init__(self, schemas: dict[int, str] | None = None, error: Exception | None = None) -> None:
-        self.schemas, self.error = schemas or {}, error
+    def __init__(
+        self, schemas: dict[int, str] | None = None, error: Exception | None = None, level: str | None = None
+    ) -> None:
+        self.schemas, self.error, self.level = schemas or {}, error, level
+        self.levels_set: list[tuple[str, str]] = []
 
     def get_schema(self, schema_id: int) -> Any:
         if self.error is not None:
@@ -165,11 +168,14 @@ class _Client:
         return Schema(self.schemas[schema_id], "AVRO")
 
     def get_compatibility(self, subject_name: str) -> str:
+        if self.error is None and self.level is not None:
+            return self.level
         raise self.error or SchemaRegistryError(404, 40408, "no subject-level compatibility")
 
     def set_compatibility(self, subject_name: str, level: str) -> str:
         if self.error is not None:
             raise self.error
+        self.levels_set.append((subject_name, level))
         return level
 
 
@@ -211,8 +217,27 @@ class TestRegistryFailures:
         assert isinstance(failure, IncompatibleSchema) and isinstance(failure, RegistryError)
         assert "manifest.json" in str(failure)
 
-    def test_a_subject_without_its_own_level_is_set_to_backward(self) -> None:
-        assert ConfluentRegistry(_Client(), CLOSED_URL).require_backward("records-value") == "BACKWARD"
+    @pytest.mark.parametrize(
+        ("level", "expected_sets"),
+        [
+            (None, [("records-value", "BACKWARD")]),  # no level of its own (the registry answers 404)
+            ("NONE", [("records-value", "BACKWARD")]),
+            ("FORWARD", [("records-value", "BACKWARD")]),
+            ("BACKWARD", []),
+            ("BACKWARD_TRANSITIVE", []),
+            ("FULL", []),
+            ("FULL_TRANSITIVE", []),
+        ],
+    )
+    def test_a_subject_gets_backward_unless_its_level_includes_it(
+        self, level: str | None, expected_sets: list[tuple[str, str]]
+    ) -> None:
+        client = _Client(level=level)
+
+        result = ConfluentRegistry(client, CLOSED_URL).require_backward("records-value")
+
+        assert client.levels_set == expected_sets
+        assert result == (level if not expected_sets else "BACKWARD")
 
     def test_settings_read_the_url_and_mask_the_credentials(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("DUALPLANE_SCHEMA_REGISTRY_URL", "http://sr:s3cret@127.0.0.1:8081")

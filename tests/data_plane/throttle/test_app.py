@@ -323,7 +323,7 @@ def test_halves_on_blocks_then_recovers_and_keeps_the_latest_state(
     view = ThrottleView(throttle_settings, on_change=scenario.on_change).start()
     try:
         warm_up(worker, throttle_settings)
-        blocked_traffic_halves_within_a_second(scenario)
+        blocked_traffic_halves_on_the_crossing_event(scenario)
         healthy_traffic_recovers_additively(scenario)
         last = the_latest_state_is_kept(scenario, tmp_path / "snap.json")
         expected = (last.concurrency, last.delay_ms, last.paused)
@@ -336,7 +336,7 @@ def test_halves_on_blocks_then_recovers_and_keeps_the_latest_state(
         scenario.traffic.stop()
 
 
-def blocked_traffic_halves_within_a_second(scenario: Scenario) -> None:
+def blocked_traffic_halves_on_the_crossing_event(scenario: Scenario) -> None:
     traffic = scenario.traffic
     traffic.blocked_per_ten = 3  # 30% blocked, Retry-After 2 s
     traffic.start()
@@ -344,7 +344,7 @@ def blocked_traffic_halves_within_a_second(scenario: Scenario) -> None:
     # The window crosses the threshold with its 20th event (min_samples): 6 of 20 blocked.
     first_event_s, crossing_s = traffic.sent[0][0], traffic.sent[19][0]
     reaction_s = arrived - crossing_s
-    scenario.worker.wait_for("the view to apply the halving", lambda: 4 in scenario.applied, timeout_s=5)
+    scenario.worker.wait_for("the view to apply the halving", lambda: 4 in scenario.applied, timeout_s=30)
     print(
         f"\nreaction time: command on the exchange {reaction_s * 1000:.0f} ms after the crossing event "
         f"({(arrived - first_event_s) * 1000:.0f} ms after the window's first event); "
@@ -357,9 +357,12 @@ def blocked_traffic_halves_within_a_second(scenario: Scenario) -> None:
         "auto",
     )
     assert halve.delay_ms >= 2000, "the cooldown must honour the 2 s Retry-After"
-    assert halve.window_total is not None and halve.window_total >= 20
     assert halve.blocked_ratio is not None and halve.blocked_ratio > 0.05
-    assert reaction_s < 1.0, f"reaction took {reaction_s:.2f} s"
+    # Judged on the very event that filled the window to min_samples (20): not at a window step, not
+    # on a timer, not a batch later. That holds however slow the machine; the time is printed above
+    # (tens of ms here), and bounded only loosely, against a worker that hangs.
+    assert halve.window_total == 20, f"judged on the {halve.window_total}th event of the window, not the 20th"
+    assert reaction_s < 15.0, f"reaction took {reaction_s:.2f} s"
 
 
 def healthy_traffic_recovers_additively(scenario: Scenario) -> None:
@@ -519,7 +522,9 @@ def test_a_killed_worker_recovers_its_windows_and_state_from_the_changelogs(
             f"({recovered} events counted from the changelog, {_total(worker, domain)} after the replay)"
         )
         assert _total(worker, domain) == 19, "the window must be recovered, and replayed events not recounted"
-        assert listener.received == [] or (listener.poll() is None and listener.received == [])
+        listener.poll()  # every command the workers announced so far is on the listener's queue now
+        issued = [command.reason for _, command in listener.received if command.domain == domain]
+        assert issued == [], f"events counted twice made the worker judge {domain}: {issued}"
 
         traffic.send(blocked=True)  # the 20th event: 6 of 20 blocked -> halve
         traffic.producer.flush(10)

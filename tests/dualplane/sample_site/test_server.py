@@ -90,14 +90,19 @@ def test_truth_endpoint_matches_the_python_api_and_the_pages(site: SampleSite, c
 def test_anti_bot_answers_429_above_the_rate_and_relaxes(client: httpx.Client) -> None:
     spec = SiteSpec(pages_per_host=10, latency_ms=0, anti_bot=AntiBot(max_rps=5, retry_after_s=7, hosts=(0,)))
     with SampleSite(spec) as site:
-        statuses = [client.get(site.seeds[0]) for _ in range(8)]
-        assert [r.status_code for r in statuses] == [200] * 5 + [429] * 3
+        # Requests until the gate closes: a slow machine may spread the first ones over more than the
+        # 1 s window (then more pass), but the first 5 always pass and a burst always ends in a 429.
+        statuses = []
+        while len(statuses) < 200 and (not statuses or statuses[-1].status_code == 200):
+            statuses.append(client.get(site.seeds[0]))
+        codes = [r.status_code for r in statuses]
+        assert codes[:5] == [200] * 5 and codes[-1] == 429, codes
         assert statuses[-1].headers["Retry-After"] == "7"
         assert all(client.get(site.seeds[1]).status_code == 200 for _ in range(8))  # other hosts unaffected
 
         site.set_anti_bot(0, None)
         assert all(client.get(site.seeds[0]).status_code == 200 for _ in range(8))
-        assert site.stats().hosts[0].by_status == {"200": 13, "429": 3}
+        assert site.stats().hosts[0].by_status == {"200": codes.count(200) + 8, "429": 1}
 
 
 def test_captcha_mode_is_switched_over_http(site: SampleSite, client: httpx.Client) -> None:
