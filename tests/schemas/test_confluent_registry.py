@@ -22,6 +22,9 @@ import avro.io as avro_io
 import avro.schema as avro_schema
 import httpx
 import pytest
+from confluent_kafka.schema_registry import SchemaRegistryClient
+from confluent_kafka.schema_registry.avro import AvroDeserializer
+from confluent_kafka.serialization import MessageField, SerializationContext
 
 import schemas
 from data_plane.extract.offline import raw_page
@@ -45,6 +48,7 @@ from tests.support.factories import (
     KafkaTopicFactory,
     S3BucketFactory,
 )
+from tests.support.hand_off import hand_off
 from tests.support.tcp_relay import TcpRelay, free_port
 
 pytestmark = pytest.mark.integration
@@ -266,3 +270,64 @@ def produce_pages(settings: Settings, urls: list[str]) -> None:
         page = raw_page(f"<html><title>{url}</title><p>hello</p></html>".encode(), url, fetched_at=AT)
         producer.produce(settings.topics.pages_raw, schemas.encode("raw_page", page), url.encode())
     assert producer.flush(30) == 0
+
+
+@pytest.mark.slow
+def test_confluent_kafkas_own_avro_deserializer_reads_every_topic_we_write_in_registry_mode(
+    control_plane: ControlPlaneFactory, s3_buckets: S3BucketFactory, registry_url: str
+) -> None:
+    """What Kafka Connect or ksqlDB would do: no dualplane code on the reading side, only the registry."""
+    base = control_plane.settings()
+    mode = base.model_copy(
+        update={
+            "s3": base.s3.model_copy(update={"bucket": s3_buckets.create()}),
+            "schema_registry": SchemaRegistrySettings(url=registry_url),
+        }
+    )
+    ensure_data_plane_topics(mode)
+    body = (
+        b'<html><head><title>Kettle</title></head><body><p>A kettle.</p><a href="/p/2">next</a></body></html>'
+    )
+    pages = [raw_page(body, f"https://sr.example/p/{n}", fetched_at=AT) for n in range(2)]
+    hand_off(mode, pages)  # the fetcher's own hand-off: pages.raw and fetch.events, Confluent-framed
+    producer = clients.producer(mode.kafka)
+    producer.produce(mode.topics.pages_raw, b"\x00\x00\x00\x00\x07not avro", b"broken")  # a dead letter
+    assert producer.flush(30) == 0
+    extractor = Extractor(mode)
+    thread = threading.Thread(target=extractor.run, name="extractor", daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 90
+        while len(list(read_to_end(mode.kafka, mode.topics.records))) < 2 or not list(
+            read_to_end(mode.kafka, mode.topics.dead_letters)
+        ):
+            assert time.monotonic() < deadline, "the extractor wrote no records and dead letter"
+            time.sleep(0.5)
+    finally:
+        extractor.stop()
+        thread.join(30)
+
+    deserialize = AvroDeserializer(SchemaRegistryClient({"url": registry_url}))
+
+    def read(topic: str) -> list[dict[str, Any]]:
+        messages = [m for m in read_to_end(mode.kafka, topic) if m.key() != b"broken"]
+        values = [message.value() or b"" for message in messages]
+        assert values and {value[:1] for value in values} == {bytes([CONFLUENT_MAGIC])}, topic
+        return [deserialize(value, SerializationContext(topic, MessageField.VALUE)) for value in values]
+
+    raw, events = read(mode.topics.pages_raw), read(mode.topics.fetch_events)
+    records = read(mode.topics.records)
+    letters = [
+        deserialize(m.value(), SerializationContext(mode.topics.dead_letters, MessageField.VALUE))
+        for m in read_to_end(mode.kafka, mode.topics.dead_letters)
+    ]
+    assert sorted((page["url"], page["body"], page["fetched_at"]) for page in raw) == [
+        (page["url"], body, AT) for page in pages
+    ]
+    assert sorted(event["url"] for event in events) == [page["url"] for page in pages]
+    assert sorted(record["url"] for record in records) == [page["url"] for page in pages]
+    assert {record["title"] for record in records} == {"Kettle"}
+    assert [(letter["stage"], letter["key"], letter["payload"]) for letter in letters] == [
+        ("decode", b"broken", b"\x00\x00\x00\x00\x07not avro")
+    ]
+    assert "undecodable raw page" in letters[0]["reason"]
