@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
 from control_plane.frontier.exceptions import ChangelogUnavailable
@@ -112,7 +112,7 @@ class Changelog:
         )
         partition = TopicPartition(self.topic, self.shard)
         try:
-            low, high = consumer.get_watermark_offsets(partition, timeout=30)
+            low, high = _watermarks(consumer, partition)
             start = max(from_offset, low)
             if start >= high:
                 return
@@ -136,6 +136,24 @@ class Changelog:
         if self.producer is not None:
             self.producer.flush(5)
             self.producer = None
+
+
+def _watermarks(consumer: Consumer, partition: TopicPartition) -> tuple[int, int]:
+    """The partition's offsets; a topic just created may be unknown to the broker for a moment
+    (seen starting a compose stack: _UNKNOWN_PARTITION), so that is waited out, up to READ_IDLE_S."""
+    deadline = time.monotonic() + READ_IDLE_S
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(partition, timeout=10)
+            return int(low), int(high)
+        except KafkaException as error:
+            code = error.args[0].code() if error.args else None
+            unknown = code in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART)
+            if not unknown or time.monotonic() > deadline:
+                raise ChangelogUnavailable(
+                    f"cannot read {partition.topic}[{partition.partition}]: {error}"
+                ) from error
+            time.sleep(0.5)
 
 
 def encode(value: Any) -> bytes | None:

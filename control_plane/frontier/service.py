@@ -101,6 +101,7 @@ class Frontier:
         self._inbox: list[Delivery] = []  # the pass's deliveries, handled at its commit
         self._outbox: list[CrawlTask] = []  # tasks to publish with the pass's commit
         self._pass_keys: dict[bytes, int] = {}  # new seen keys of the pass -> site bucket
+        self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
         self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
         self._committed_messages: list[str] = []
         self._last = {"backlog": 0.0, "permits": 0.0, "snapshot": 0.0, "warm": 0.0, "handled": 0.0}
@@ -166,7 +167,10 @@ class Frontier:
     def _warm(self) -> None:
         """Read what the owner committed since we last looked (a standby, or before subscribing)."""
         if not self.active:
-            catch_up(self.changelog, self.state, self.seen)
+            try:
+                catch_up(self.changelog, self.state, self.seen)
+            except ChangelogUnavailable as error:  # an optimisation only: taking over catches up anyway
+                log.warning("frontier shard %d: could not read the changelog ahead (%s)", self.shard, error)
 
     # handlers: a pass collects deliveries, the commit handles them
 
@@ -195,7 +199,7 @@ class Frontier:
         db = self.state.db
         if not db.in_transaction:
             db.execute("BEGIN")
-        outbox_mark, keys_before = len(self._outbox), dict(self._pass_keys)
+        outbox_mark, keys_before, known_mark = len(self._outbox), dict(self._pass_keys), len(self._pass_known)
         db.execute("SAVEPOINT message")
         try:
             self._handle(delivery.message)
@@ -203,6 +207,7 @@ class Frontier:
             db.execute("ROLLBACK TO message")
             db.execute("RELEASE message")
             del self._outbox[outbox_mark:]
+            del self._pass_known[known_mark:]
             self._pass_keys = keys_before
             self.state.restored()
             return error
@@ -235,6 +240,7 @@ class Frontier:
             )
         admitted = self.admission.consider(job, batch, self._pass_keys)
         self._pass_keys.update(admitted.keys)
+        self._pass_known.extend(admitted.known)
         counts = admitted.counts
         for task in admitted.tasks:
             if not self._admit(task):
@@ -343,6 +349,8 @@ class Frontier:
         self.state.set_meta("changelog_offset", str(offset))
         self.state.commit()
         self._pass_keys = {}
+        self.admission.remember(self._pass_known)
+        self._pass_known = []
 
     def _abandon_pass(self) -> None:
         """Undo what the pass did locally; its deliveries stay unacked and are handled again."""
@@ -351,6 +359,7 @@ class Frontier:
         self.state.rollback()
         self._outbox.clear()
         self._pass_keys = {}
+        self._pass_known = []
         self._pass_messages.clear()
 
     def _settle(self, consumer: ControlConsumer, delivery: Delivery, error: Exception | None) -> None:
