@@ -25,13 +25,15 @@ from data_plane.extract.language import detect_language
 from data_plane.extract.links import extract_links
 from data_plane.extract.markup import Markup
 from data_plane.extract.page_meta import canonical_url, description_of, language_of, title_of
+from data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
 from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
 from data_plane.extract.text import MAX_TEXT_CHARS, main_text
 
-EXTRACTOR_VERSION = "1.0.0"
-SCHEMA_VERSIONS = (1, 2)
+EXTRACTOR_NAME = "dualplane"
+EXTRACTOR_VERSION = "1.1.0"
+SCHEMA_VERSIONS = (1, 2, 3)
 REQUIRED_FIELDS = ("url", "domain", "job_id", "trace_id", "fetched_at", "status", "body")
 NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 MAX_LINKS = 2000
@@ -52,14 +54,21 @@ class Content:
     links: list[dict[str, Any]] = field(default_factory=list)
     product: ProductFields | None = None
     article: ArticleFields | None = None
+    html: str | None = None
 
 
 def extract_record(
-    page: Mapping[str, Any], *, schema_version: int = 1, extracted_at: datetime | None = None
+    page: Mapping[str, Any],
+    *,
+    schema_version: int = 1,
+    extracted_at: datetime | None = None,
+    extractor: Extractor | None = None,
 ) -> dict[str, Any]:
     """The ``page_record`` (version ``schema_version``) of ``page``, a decoded ``raw_page`` record.
 
-    The result encodes with ``schemas.encode("page_record", record, schema_version)``.
+    The result encodes with ``schemas.encode("page_record", record, schema_version)``. With an
+    ``extractor`` plugin its output goes into ``data`` (v3; earlier versions have no place for it, only
+    ``extractor_version`` names the plugin).
     :class:`ExtractionFailed` (dead-letter the page with its ``reason``) when the page lacks envelope
     fields, keeps its body behind an unresolved claim check, or breaks the extractor;
     :class:`ExtractError` for a ``schema_version`` this extractor cannot write.
@@ -80,7 +89,7 @@ def extract_record(
         raise ExtractionFailed(
             f"extractor {EXTRACTOR_VERSION} could not extract {final_url}: {type(error).__name__}: {error}"
         ) from error
-    return _record(
+    record = _record(
         page,
         content,
         schema_version=schema_version,
@@ -88,6 +97,39 @@ def extract_record(
         fetched_at=fetched_at,
         extracted_at=extracted_at or fetched_at,
     )
+    return (
+        _with_plugin(record, content, extractor, schema_version)
+        if schema_version >= 3 or extractor
+        else record
+    )
+
+
+class Extraction:
+    """``extract_record`` with the plugin each page's job or domain chose: what the extractor service
+    and replay call (``extraction(raw_page, schema_version=N)``)."""
+
+    def __init__(self, choice: ExtractorChoice | None = None) -> None:
+        self.choice = choice or ExtractorChoice()
+
+    def __call__(self, page: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+        return extract_record(page, extractor=self.choice.for_page(page), **options)
+
+
+def _with_plugin(
+    record: dict[str, Any], content: Content, extractor: Extractor | None, schema_version: int
+) -> dict[str, Any]:
+    if extractor is None:
+        record |= {
+            "extractor_version": f"{EXTRACTOR_NAME}/{EXTRACTOR_VERSION}",
+            "extractor": None,
+            "data": None,
+        }
+        return record
+    record["extractor_version"] = extractor.label
+    if schema_version >= 3:
+        view = PageView(url=record["final_url"], html=content.html or "", record=record)
+        record |= {"extractor": extractor.name, "data": extractor.data_of(view)}
+    return record
 
 
 def read_content(page: Mapping[str, Any], final_url: str) -> Content:
@@ -116,6 +158,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     product = extract_product(markup, data, final_url, html=html)
     article = extract_article(markup, data, text) if product is None or data.articles else None
     return Content(
+        html=html,
         markup=markup,
         title=title_of(markup),
         description=description,

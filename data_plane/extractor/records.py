@@ -7,7 +7,7 @@
         print(record.canonical_url, record.product.price if record.product else None)
 
 Records are read ``read_committed`` (only what extractors committed, so each page once) and
-decoded into the newest schema version this process knows, so v1 and v2 records come out alike
+decoded into the newest schema version this process knows, so v1, v2 and v3 records come out alike
 (fields added later take their defaults). Both wire formats decode: single-object encoding and, in
 Schema Registry mode, the Confluent framing. Non-Python consumers: see "Consuming records" and
 "Schema Registry mode" in the README for the wire formats and where to fetch each writer schema.
@@ -15,13 +15,15 @@ Schema Registry mode, the Confluent framing. Non-Python consumers: see "Consumin
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from confluent_kafka import KafkaError
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 import schemas
 from data_plane.kafka import clients
@@ -49,6 +51,12 @@ class Product(BaseModel):
     brand: str | None = None
     images: list[str] = []
     gtin: str | None = None
+    price_source: str | None = None
+    currency_source: str | None = None
+    availability_source: str | None = None
+    sku_source: str | None = None
+    gtin_source: str | None = None
+    brand_source: str | None = None
 
 
 class Article(BaseModel):
@@ -58,6 +66,19 @@ class Article(BaseModel):
     authors: list[str] = []
     published_at: datetime | None = None
     body: str | None = None
+
+
+class PluginData(BaseModel):
+    """An extractor plugin's output: its JSON and the name of its shape (``"reviews/1"``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    schema_: str = Field(alias="schema")
+    json_: str = Field(alias="json")
+
+    def value(self) -> Any:
+        """The output, parsed."""
+        return json.loads(self.json_)
 
 
 class PageRecord(BaseModel):
@@ -74,6 +95,7 @@ class PageRecord(BaseModel):
     fetched_at: datetime
     extracted_at: datetime
     extractor_version: str
+    extractor: str | None = None
     schema_version: int
     status: int
     content_type: str | None = None
@@ -85,6 +107,7 @@ class PageRecord(BaseModel):
     links: list[Link] = []
     product: Product | None = None
     article: Article | None = None
+    data: PluginData | None = None
 
 
 def decode_record(value: bytes, codec: schemas.Codec | None = None) -> PageRecord:

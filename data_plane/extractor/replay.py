@@ -219,11 +219,12 @@ class _Worker:
 
     def __init__(self, settings: Settings, progress: ProgressCallback) -> None:
         from connectors.storage.claim_check import ClaimCheckStore  # noqa: PLC0415 (preloaded by the fork server)
-        from data_plane.extract.record import extract_record  # noqa: PLC0415 (heavy: loaded on use)
+        from data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy: loaded on use)
+        from data_plane.extract.record import Extraction  # noqa: PLC0415
 
         self.settings = settings
         self.progress = progress
-        self.extract = extract_record
+        self.extract = Extraction(ExtractorChoice(settings.extract.extractor_by_domain))
         self.bodies = ClaimCheckStore.from_settings(settings.s3)
         self.codec = schemas.codec_for(settings)
         self.consumer = clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-replay")

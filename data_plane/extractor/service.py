@@ -54,7 +54,7 @@ from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
-from dualplane.core.settings import Settings
+from dualplane.core.settings import ExtractSettings, Settings
 from schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
@@ -77,12 +77,14 @@ ExtractFunction = Callable[..., dict[str, Any]]
 """``extract(raw_page_record, schema_version=N) -> page_record``; raises on unusable input."""
 
 
-def default_extract() -> ExtractFunction:
-    """:func:`~data_plane.extract.record.extract_record`, loaded and warmed (so batch one does not stall)."""
-    from data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415 (heavy, loaded on use)
+def default_extract(settings: ExtractSettings | None = None) -> ExtractFunction:
+    """:func:`~data_plane.extract.record.extract_record` with the plugin each page's job or domain chose
+    (:class:`~data_plane.extract.record.Extraction`), loaded and warmed (so batch one does not stall)."""
+    from data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy, loaded on use)
+    from data_plane.extract.record import Extraction, warm_up  # noqa: PLC0415
 
     warm_up()
-    return extract_record
+    return Extraction(ExtractorChoice(settings.extractor_by_domain if settings else None))
 
 
 class Extractor:
@@ -92,7 +94,7 @@ class Extractor:
         self, settings: Settings, extract: ExtractFunction | None = None, bodies: BodyStore | None = None
     ) -> None:
         self.settings = settings
-        self.extract = extract or default_extract()
+        self.extract = extract or default_extract(settings.extract)
         self.bodies = bodies or ClaimCheckStore.from_settings(settings.s3)
         self.schema_version = settings.extract.schema_version or schemas.latest_version("page_record")
         self.codec = schemas.codec_for(settings)

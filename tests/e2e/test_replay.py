@@ -86,7 +86,7 @@ def test_replay_into_v2_is_deterministic_and_never_fetches(raw_pages: tuple[Sett
     assert requests == 0, "replay must never fetch"
 
 
-def test_crawl_with_v1_replay_into_v2_and_consume_both(
+def test_crawl_with_v1_replay_into_v3_and_consume_both(
     raw_pages: tuple[Settings, int], tmp_path: Path
 ) -> None:
     settings, count = raw_pages
@@ -99,24 +99,28 @@ def test_crawl_with_v1_replay_into_v2_and_consume_both(
             time.sleep(2)
     finally:
         pipeline.stop_all()
-    v2_topic = f"{settings.topics.records}.v2"
+    v3_topic = f"{settings.topics.records}.v3"
 
     replayed = run_cli(
-        "replay", "--schema-version", "2", "--to-topic", v2_topic, "--json", env=settings.to_env()
+        "replay", "--schema-version", "3", "--to-topic", v3_topic, "--json", env=settings.to_env()
     )
 
     assert replayed.exit_code == 0, replayed.stderr
     assert replayed.json()["result"]["records"] == count
     v1 = {r.canonical_url: r for r in iter_records(settings, follow=False)}
-    v2_settings = settings.model_copy(
-        update={"topics": settings.topics.model_copy(update={"records": v2_topic})}
+    v3_settings = settings.model_copy(
+        update={"topics": settings.topics.model_copy(update={"records": v3_topic})}
     )
-    v2 = {r.canonical_url: r for r in iter_records(v2_settings, follow=False)}
-    assert set(v1) == set(v2) and len(v1) == count
-    assert {r.schema_version for r in v1.values()} == {1} and {r.schema_version for r in v2.values()} == {2}
+    v3 = {r.canonical_url: r for r in iter_records(v3_settings, follow=False)}
+    assert set(v1) == set(v3) and len(v1) == count
+    assert {r.schema_version for r in v1.values()} == {1} and {r.schema_version for r in v3.values()} == {3}
     assert all(r.word_count is None for r in v1.values())
-    assert all(r.word_count for r in v2.values() if r.text)
-    assert all(v1[url].title == v2[url].title for url in v1)
+    assert all(r.word_count for r in v3.values() if r.text)
+    assert all(v1[url].title == v3[url].title for url in v1)
+    assert {r.extractor_version.split("/")[0] for r in v3.values()} == {"dualplane"}
+    priced = [r.product for r in v3.values() if r.product and r.product.price is not None]
+    assert priced and all(product.price_source for product in priced)  # v3 names each field's source
+    assert all(r.product.price_source is None for r in v1.values() if r.product)
 
 
 def test_replay_by_time_reads_only_pages_fetched_in_the_range(raw_pages: tuple[Settings, int]) -> None:

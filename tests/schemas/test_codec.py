@@ -119,6 +119,13 @@ def page_record(version: int) -> dict[str, Any]:
     if version >= 2:
         record["word_count"] = 6
         product["gtin"] = "04006381333931"
+    if version >= 3:
+        record["extractor_version"] = "reviews/0.2.0"
+        record["extractor"] = "reviews"
+        reviews = '{"reviews": [{"stars": 5, "text": "Gr\u00fc\u00df"}]}'
+        record["data"] = {"schema": "reviews/1", "json": reviews}
+        product |= {"price_source": "json-ld", "currency_source": "json-ld", "availability_source": "markup"}
+        product |= {"sku_source": "microdata", "gtin_source": "embedded-json", "brand_source": None}
     return record
 
 
@@ -161,6 +168,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
         ("raw_page", 2): raw_page_v2,
         ("page_record", 1): lambda: page_record(1),
         ("page_record", 2): lambda: page_record(2),
+        ("page_record", 3): lambda: page_record(3),
         ("dead_letter", 1): dead_letter,
         ("throttle_command", 1): throttle_command,
     }
@@ -183,7 +191,7 @@ def test_every_schema_version_round_trips_a_realistic_record(name: str, version:
 
 def test_encode_uses_the_latest_version_by_default() -> None:
     latest = schemas.latest_version("page_record")
-    assert latest == 2
+    assert latest == 3
     data = encode("page_record", page_record(latest))
     assert data[2:10] == schemas.fingerprint("page_record", latest).to_bytes(8, "little")
     assert decode(data).version == latest
@@ -212,10 +220,10 @@ def test_decimal_price_round_trips_exactly_as_decimal() -> None:
 
 
 def test_price_with_more_digits_than_the_scale_is_refused_not_rounded() -> None:
-    record = page_record(2)
+    record = page_record(3)
     record["product"]["price"] = Decimal("19.99999")
 
-    with pytest.raises(InvalidRecord, match="page_record v2"):
+    with pytest.raises(InvalidRecord, match="page_record v3"):
         encode("page_record", record)
 
 
@@ -315,9 +323,9 @@ def test_bytes_in_neither_format_are_a_corrupt_record(data: bytes) -> None:
 
 
 def test_truncated_and_padded_bodies_are_corrupt_records() -> None:
-    data = encode("page_record", page_record(2))
+    data = encode("page_record", page_record(3))
 
-    with pytest.raises(CorruptRecord, match="not valid page_record v2"):
+    with pytest.raises(CorruptRecord, match="not valid page_record v3"):
         decode(data[:-7])
     with pytest.raises(CorruptRecord, match="2 unexpected trailing bytes"):
         decode(data + b"\x00\x00")

@@ -115,7 +115,7 @@ def test_records_written_in_registry_mode_decode_through_records_and_an_independ
     topic = kafka_topics.create("sr-records")
     mode = in_registry_mode(settings, registry_url, topic)
     codec = schemas.codec_for(mode)
-    written = [priced(2, f"sku-{n}") for n in range(3)]
+    written = [priced(3, f"sku-{n}") for n in range(3)]
 
     produce(kafka, topic, [codec.encode("page_record", record) for record in written])
     typed = list(iter_records(mode, follow=False))
@@ -207,12 +207,12 @@ def test_a_registry_outage_is_a_clear_error_and_cached_ids_keep_decoding(
 ) -> None:
     topic = kafka_topics.create("sr-outage")
     working = schemas.codec_for(in_registry_mode(settings, registry_url, topic))
-    value = working.encode("page_record", priced(2, "a"))
+    value = working.encode("page_record", priced(3, "a"))
     working.decode(value)  # caches the writer schema by id
     down = schemas.codec_for(in_registry_mode(settings, CLOSED_URL, topic))
 
     with pytest.raises(RegistryUnavailable) as encoding:
-        down.encode("page_record", priced(2, "b"))
+        down.encode("page_record", priced(3, "b"))
     with pytest.raises(RegistryUnavailable) as decoding:
         down.decode(value)
 

@@ -42,12 +42,13 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
         ("fetch_event", 1),
         ("page_record", 1),
         ("page_record", 2),
+        ("page_record", 3),
         ("raw_page", 1),
         ("raw_page", 2),
         ("throttle_command", 1),
     ]
-    assert schemas.latest_version("page_record") == 2
-    assert schemas.fingerprint("page_record") == schemas.fingerprint("page_record", 2)
+    assert schemas.latest_version("page_record") == 3
+    assert schemas.fingerprint("page_record") == schemas.fingerprint("page_record", 3)
 
 
 def test_schema_errors_are_dualplane_errors() -> None:

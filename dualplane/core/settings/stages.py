@@ -84,6 +84,9 @@ class ExtractSettings(BaseSettings):
     # Bodies larger than this are dead-lettered ("oversize: ..."), not parsed: extraction takes about
     # 1 s and 35x the body in memory per MiB of HTML, so a 20 MiB page would stall a transaction.
     max_html_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
+    # Extractor plugin by domain (a domain covers its subdomains), for pages whose job chose none:
+    # DUALPLANE_EXTRACT_EXTRACTOR_BY_DOMAIN='{"books.example.com": "reviews"}'.
+    extractor_by_domain: dict[str, str] = Field(default_factory=dict)
 
 
 class StackSettings(BaseSettings):

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
+import schemas
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.markup import Markup
+from data_plane.extract.offline import raw_page
 from data_plane.extract.product import extract_product
+from data_plane.extract.record import extract_record
 from data_plane.extract.structured import read_structured
 
 pytestmark = pytest.mark.unit
@@ -78,3 +82,15 @@ def test_a_page_with_a_price_but_no_sign_of_selling_it_is_no_product() -> None:
     html = """<html><body><main><h1>Our prices went up</h1><p class="price">From $9.99 a month</p>
     <p>Read why.</p></main></body></html>"""
     assert product_of(html) is None
+
+
+def test_page_record_v3_names_each_product_fields_source() -> None:
+    html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <p class="stock">Sold out</p></main></body></html>"""
+    page = raw_page(html.encode(), URL, fetched_at=datetime(2024, 6, 1, tzinfo=UTC))
+    record = extract_record(page, schema_version=3)
+    product = record["product"]
+    assert (product["price_source"], product["availability_source"]) == ("json-ld", "markup")
+    assert (product["sku_source"], product["gtin_source"]) == ("json-ld", None)
+    schemas.encode("page_record", record, 3)
+    assert "price_source" not in extract_record(page, schema_version=2)["product"]

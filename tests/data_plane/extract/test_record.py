@@ -168,6 +168,6 @@ def test_unusable_pages_fail_with_a_reason(fields: dict[str, Any], reason: str) 
 
 
 def test_an_unknown_schema_version_is_a_caller_error_not_a_bad_page() -> None:
-    with pytest.raises(ExtractError, match="not 3") as failure:
-        extract_record(page(), schema_version=3)
+    with pytest.raises(ExtractError, match="not 4") as failure:
+        extract_record(page(), schema_version=4)
     assert not isinstance(failure.value, ExtractionFailed)
