@@ -50,6 +50,9 @@ class AttemptRecord(BaseModel):
     detail: str = ""
 
 
+EXTRACTOR_NAME = r"^[A-Za-z0-9][\w.-]{0,99}$"
+
+
 class JobSpec(ControlMessage):
     """A crawl job's rules, sent to the frontier before its seeds."""
 
@@ -64,6 +67,8 @@ class JobSpec(ControlMessage):
     priority: Priority = "normal"
     obey_robots: bool = True
     created_at: datetime = Field(default_factory=utc_now)
+    # The extractor plugin (entry point name, group dualplane.extractors) for the job's pages.
+    extractor: str | None = Field(default=None, pattern=EXTRACTOR_NAME)
 
 
 class DiscoveredUrl(ControlMessage):
@@ -121,6 +126,7 @@ class CrawlTask(ControlMessage):
     created_at: datetime = Field(default_factory=utc_now)
     not_before: datetime | None = None
     crawl_delay_ms: int | None = Field(default=None, ge=0)  # robots.txt Crawl-delay, when stricter
+    extractor: str | None = None  # the job's extractor plugin, carried to the raw page
     history: tuple[AttemptRecord, ...] = ()
 
     def next_attempt(self, outcome: str, detail: str, not_before: datetime | None) -> CrawlTask:

@@ -161,6 +161,7 @@ def raw_page(task: CrawlTask, response: FetchResponse, fetched_at: datetime) -> 
         "body": response.body,
         "body_truncated": response.truncated,
         "claim_check": None,
+        "extractor": task.extractor,
     }
 
 

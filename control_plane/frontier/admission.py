@@ -148,6 +148,7 @@ class Admission:
             priority=batch.priority or job.priority,
             max_attempts=self.max_attempts,
             crawl_delay_ms=delay_ms,
+            extractor=job.extractor,
         )
 
     def _safe(self, url: str) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 import time
 import uuid
 from typing import Annotated, Any
@@ -13,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from connectors.seeds import SeedList, open_seed_list, seed_domains
 from control_plane import amqp
-from control_plane.amqp.messages import JobSpec, Priority
+from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule, finished_count, read_progress
@@ -41,6 +42,9 @@ def crawl(
     any_domain: Annotated[bool, typer.Option(help="Follow links to any domain.")] = False,
     deny: Annotated[list[str] | None, typer.Option(help="Regex; matching URLs are skipped.")] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
+    extractor: Annotated[
+        str | None, typer.Option(help="Extractor plugin for the job's pages (entry point name).")
+    ] = None,
     wait: Annotated[bool, typer.Option(help="Follow the job until nothing is left to do.")] = False,
     timeout_s: Annotated[float, typer.Option(help="Give up waiting after this long.")] = 3600,
     as_json: JsonOption = False,
@@ -53,6 +57,11 @@ def crawl(
         raise typer.BadParameter(
             f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
         )
+    if extractor is not None and not re.match(EXTRACTOR_NAME, extractor):
+        raise typer.BadParameter(
+            f"{extractor!r} is no extractor plugin name (an entry point name of dualplane.extractors)",
+            param_hint="--extractor",
+        )
     domains = () if any_domain else tuple(allow_domain or _seed_domains(seeds, seed_list, settings))
     spec = JobSpec(
         job_id=job or f"job-{uuid.uuid4().hex[:12]}",
@@ -62,6 +71,7 @@ def crawl(
         max_pages=max_pages,
         priority=_lane(priority),
         obey_robots=not ignore_robots,
+        extractor=extractor,
     )
     connection = amqp.connect(settings.amqp)
     try:

@@ -78,6 +78,11 @@ def raw_page_v2() -> dict[str, Any]:
     }
 
 
+def raw_page_v3() -> dict[str, Any]:
+    """A page of a job that chose an extractor plugin."""
+    return {**raw_page_v2(), "extractor": "reviews"}
+
+
 def page_record(version: int) -> dict[str, Any]:
     product: dict[str, Any] = {
         "name": "Espresso machine \u201cBarista\u201d",
@@ -166,6 +171,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
         ("fetch_event", 1): fetch_event,
         ("raw_page", 1): raw_page,
         ("raw_page", 2): raw_page_v2,
+        ("raw_page", 3): raw_page_v3,
         ("page_record", 1): lambda: page_record(1),
         ("page_record", 2): lambda: page_record(2),
         ("page_record", 3): lambda: page_record(3),

@@ -45,6 +45,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
         ("page_record", 3),
         ("raw_page", 1),
         ("raw_page", 2),
+        ("raw_page", 3),
         ("throttle_command", 1),
     ]
     assert schemas.latest_version("page_record") == 3
