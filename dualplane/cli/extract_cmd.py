@@ -20,7 +20,9 @@ import typer
 from rich.markup import escape
 
 import schemas
+from data_plane.extract.exceptions import ExtractError
 from data_plane.extract.offline import saved_page
+from data_plane.extract.plugins import Extractor, load_extractor
 from data_plane.extract.record import SCHEMA_VERSIONS, extract_record
 from dualplane.cli.output import JsonOption, stderr
 from dualplane.core.exceptions import DualplaneError
@@ -38,6 +40,12 @@ UrlMapOption = Annotated[
     ),
 ]
 SchemaVersionOption = Annotated[int, typer.Option("--schema-version", help="page_record version to write.")]
+ExtractorOption = Annotated[
+    str | None,
+    typer.Option(
+        "--extractor", help="Extractor plugin to run too (its output goes into data, v3).", show_default=False
+    ),
+]
 
 
 def extract(
@@ -45,15 +53,17 @@ def extract(
     url: UrlOption = None,
     url_map: UrlMapOption = None,
     schema_version: SchemaVersionOption = 1,
+    extractor: ExtractorOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Extract page records from saved HTML files, exactly as the extractor service would."""
     urls = _urls(files, url, url_map, schema_version)
+    plugin = _plugin(extractor)
     records: list[dict[str, Any]] = []
     failed = 0
     for path in files:
         try:
-            record = _extract(path, urls.get(str(path)) or urls.get(path.name), schema_version)
+            record = _extract(path, urls.get(str(path)) or urls.get(path.name), schema_version, plugin)
         except DualplaneError as error:  # the page could not be extracted, or its record would not encode
             stderr.print(
                 f"[red]error:[/red] {escape(str(path))}: {escape(str(error))}",
@@ -79,8 +89,15 @@ def to_json(data: Any, indent: int | None = None) -> str:
     return json.dumps(data, default=_plain, ensure_ascii=False, indent=indent)
 
 
-def _extract(path: Path, url: str | None, schema_version: int) -> dict[str, Any]:
-    record = extract_record(saved_page(path, url), schema_version=schema_version)
+def _plugin(name: str | None) -> Extractor | None:
+    try:
+        return load_extractor(name) if name else None
+    except ExtractError as error:
+        raise typer.BadParameter(str(error), param_hint="--extractor") from error
+
+
+def _extract(path: Path, url: str | None, schema_version: int, plugin: Extractor | None) -> dict[str, Any]:
+    record = extract_record(saved_page(path, url), schema_version=schema_version, extractor=plugin)
     schemas.encode("page_record", record, schema_version)  # what the service would publish must encode
     return record
 
