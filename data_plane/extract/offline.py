@@ -36,8 +36,13 @@ def raw_page(
     charset: str | None = None,
     headers: Mapping[str, str] | None = None,
     job_id: str = OFFLINE_JOB,
+    extractor: str | None = None,
 ) -> dict[str, Any]:
-    """A ``raw_page`` record for ``body`` served from ``url``; the trace id is derived from the body."""
+    """A ``raw_page`` record for ``body`` served from ``url``; the trace id is derived from the body.
+
+    Every field of the latest ``raw_page`` is present (``extractor`` names the job's plugin, or is
+    ``None``), as the fetcher writes it: a Confluent serializer takes no defaults for missing fields.
+    """
     return {
         "job_id": job_id,
         "trace_id": f"{job_id}-{hashlib.blake2b(body, digest_size=8).hexdigest()}",
@@ -56,6 +61,7 @@ def raw_page(
         "body": body,
         "body_truncated": False,
         "claim_check": None,
+        "extractor": extractor,
     }
 
 
