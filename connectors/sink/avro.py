@@ -1,9 +1,11 @@
 """``records`` to Avro object container files: the writer schema in each file's header, one schema a file.
 
 Every value on ``records`` is decoded with the schema it was written with (single-object or Confluent
-framing) and written with that same schema into a file whose header embeds it, so any Avro reader in any
-language opens the file with no dualplane code. Records written with different schema versions never
-share a file: the version is the item's ``kind``, and a change of kind ends the file. Blocks are
+framing), which proves it well-formed (one that is not is dead-lettered), and its Avro body, the datum
+bytes after the framing, is copied as it is into a file whose header embeds that same writer schema, so
+any Avro reader in any language opens the file with no dualplane code, and nothing is encoded twice.
+Records written with different schemas never share a file: the writer schema's fingerprint is the
+item's ``kind``, and a change of kind ends the file. Blocks are
 compressed with ``DUALPLANE_SINK_AVRO_CODEC`` (``deflate`` by default, which every Avro library reads).
 
 The sink reads ``records`` with ``read_committed``, so a file holds exactly the records of committed
@@ -14,7 +16,9 @@ extractor transactions. Each file's header also carries its topic, partition and
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from confluent_kafka import Message
@@ -28,7 +32,8 @@ from schemas.exceptions import RegistryError
 from schemas.wire import split
 
 SYNC_MARKER_BYTES = 16
-BLOCK_RECORDS = 1000  # records per Avro block: bigger blocks compress better; readers stream them anyway
+BLOCK_RECORDS = 1000  # a block ends after each 1000th record of the file or once it holds BLOCK_BYTES:
+BLOCK_BYTES = 16_000 * 64  # bigger blocks compress better, readers stream them anyway
 
 
 class AvroSink(Sink):
@@ -53,7 +58,8 @@ class AvroSink(Sink):
             raise SinkUnavailable(f"cannot decode a record: {error}") from error
         except Exception as error:
             raise Unwritable(f"undecodable record: {error}") from error
-        return Item(kind, str(decoded.record.get("job_id") or ""), decoded.record)
+        body = memoryview(value)[split(value).body_offset :]  # the datum as written: no copy, no re-encoding
+        return Item(kind, str(decoded.record.get("job_id") or ""), body)
 
     def open_file(self, stream: BinaryIO, start: FileStart, first: Item) -> SinkFile:
         return AvroFile(stream, start, self._schemas[first.kind], self.avro_codec)
@@ -75,7 +81,11 @@ class AvroSink(Sink):
 
 
 class AvroFile(SinkFile):
-    """One object container file with one writer schema; header and blocks go to ``stream``."""
+    """One object container file with one writer schema; header and blocks go to ``stream``.
+
+    Items are datum bytes of that schema, gathered into blocks of ``BLOCK_RECORDS`` that fastavro's
+    block writer compresses and frames (count, size, data, sync marker).
+    """
 
     def __init__(self, stream: BinaryIO, start: FileStart, parsed_schema: Any, codec: str) -> None:
         metadata = {
@@ -84,21 +94,31 @@ class AvroFile(SinkFile):
             "dualplane.kafka.first_offset": str(start.first_offset),
         }
         sync_marker = hashlib.sha256(start.key.encode()).digest()[:SYNC_MARKER_BYTES]
-        self.writer = Writer(
-            stream,
-            parsed_schema,
-            codec,
-            sync_interval=16_000 * 64,
-            metadata=metadata,
-            sync_marker=sync_marker,
-        )
+        self.writer = Writer(stream, parsed_schema, codec, metadata=metadata, sync_marker=sync_marker)
+        self.block: list[memoryview] = []
+        self.block_bytes = 0
         self.records = 0
 
     def write(self, item: Item, offset: int) -> None:
-        self.writer.write(item.payload)
+        self.block.append(item.payload)
+        self.block_bytes += len(item.payload)
         self.records += 1
-        if self.records % BLOCK_RECORDS == 0:
-            self.writer.flush()
+        if self.block_bytes >= BLOCK_BYTES or self.records % BLOCK_RECORDS == 0:
+            self._write_block()
 
     def finish(self) -> None:
+        self._write_block()
         self.writer.flush()
+
+    def _write_block(self) -> None:
+        if self.block:
+            self.writer.write_block(DatumBlock(len(self.block), io.BytesIO(b"".join(self.block))))
+            self.block, self.block_bytes = [], 0
+
+
+@dataclass(frozen=True)
+class DatumBlock:
+    """What fastavro's ``Writer.write_block`` reads of a block: its record count and its datum bytes."""
+
+    num_records: int
+    bytes_: io.BytesIO
