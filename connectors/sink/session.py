@@ -5,7 +5,9 @@ The rules that make S3 hold every record exactly once (see also :mod:`connectors
 
 - A partition has at most one open file. It is uploaded, and only then are the offsets it covers
   committed, before the next file of that partition can be uploaded: at any time at most one object
-  per partition exists that is not covered by the committed offset, and its key is that offset.
+  per partition exists that is not covered by the committed offset, and its key is that offset. The
+  upload runs on a worker thread (:mod:`connectors.sink.uploads`) while the session consumes on and
+  builds the next files; its offsets are committed here, on the session's thread, once it has ended.
 - A restart (crash, outage, rebalance) begins at the committed offset, so its first file has that same
   key. Creating it finds the key taken: the object there is adopted (its ``last-offset`` is committed)
   and the session starts over past it, instead of writing those records a second time.
@@ -31,12 +33,16 @@ from connectors.sink.exceptions import KeyTaken, SinkUnavailable, Unwritable
 from connectors.sink.layout import Layout
 from connectors.sink.spool import OpenFile
 from connectors.sink.upload import ArchiveStore
+from connectors.sink.uploads import Partition, Uploads
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 
 BATCH = 500
 POLL_S = 0.5
+SETTLE_POLL_S = 0.05  # the longest wait for records while uploads are in flight: commit soon after each
+POSITIONS_EVERY_S = 1.0
+UPLOAD_THREADS = 4
 DEAD_LETTER_FLUSH_S = 30.0
 REASON_MAX_CHARS = 2000
 
@@ -72,7 +78,8 @@ class Session:
         self.failed_deliveries: list[str] = []
         self.unconfirmed = 0  # dead letters produced since the last flush
         self.committed: dict[tuple[str, int], int] = {}
-        self._idle_checked_s = time.monotonic()
+        self.uploads = Uploads(store, threads=UPLOAD_THREADS)
+        self._positions_checked_s = time.monotonic()
         self.stats = (
             stats  # the service's, kept across sessions: files, records, bytes, dead_letters, adopted
         )
@@ -81,11 +88,20 @@ class Session:
         self.consumer.subscribe(list(self.sinks), on_revoke=self._revoked, on_lost=self._revoked)
         try:
             while not self.stopping.is_set():
-                for message in self.consumer.consume(BATCH, POLL_S):
+                for message in self.consumer.consume(BATCH, self._poll_s()):
                     if _usable(message):
                         self.handle(message)
+                for partition in self.uploads.finished():
+                    self._settle(partition)
                 self._housekeeping()
+            self._settle_all()  # stopped: commit what reached S3
+        except StartOver:
+            self._settle_all()  # Kafka answers: commit the other partitions' completed files too
+            raise
         finally:
+            # After a failure nothing more is committed: the next session adopts what was created.
+            for upload in self.uploads.close():
+                upload.file.discard()
             for open_file in self.files.values():
                 open_file.discard()  # not uploaded, not committed: the next session writes it again
             self.files.clear()
@@ -116,34 +132,45 @@ class Session:
             self.complete(topic, partition)
 
     def complete(self, topic: str, partition: int) -> None:
-        """Upload the partition's open file, then commit the offsets it covers."""
+        """Start uploading the partition's open file; its offsets are committed once it is in S3."""
         done = self.files.pop((topic, partition))
         try:
             size_bytes = done.finish()
             self._confirm_dead_letters()
+            self._settle((topic, partition))  # its previous file first: one uncommitted object a partition
+        except BaseException:
+            done.discard()
+            raise
+        self.uploads.start((topic, partition), done, size_bytes)
+
+    def _settle(self, partition: Partition) -> None:
+        """Wait for the partition's upload, if any, then commit its file's offsets (or adopt the object)."""
+        upload = self.uploads.take(partition)
+        if upload is None:
+            return
+        done = upload.file
+        try:
             try:
-                self.store.create(
-                    done.start.key,
-                    done.spool,
-                    size_bytes,
-                    content_type=done.sink.content_type,
-                    metadata=done.metadata(),
-                )
+                upload.future.result()
             except KeyTaken:
                 self._adopt(done)
-            self._commit(topic, partition, done.last_offset + 1)
+            self._commit(done.start.topic, done.start.partition, done.last_offset + 1)
         finally:
             done.discard()
         self.stats["files"] += 1
         self.stats["records"] += done.records
-        self.stats["bytes"] += size_bytes
+        self.stats["bytes"] += upload.size_bytes
         log.info(
             "s3-sink: wrote s3://%s/%s (%d records, %d bytes)",
             self.store.bucket,
             done.start.key,
             done.records,
-            size_bytes,
+            upload.size_bytes,
         )
+
+    def _settle_all(self) -> None:
+        for partition in list(self.uploads.in_flight):
+            self._settle(partition)
 
     def _adopt(self, done: OpenFile) -> None:
         metadata = self.store.metadata(done.start.key)
@@ -164,30 +191,40 @@ class Session:
         self.stats["adopted"] += 1
         raise StartOver(done.start.key)
 
+    def _poll_s(self) -> float:
+        """How long to wait for records: until an upload may have ended or an open file becomes idle."""
+        if self.uploads:
+            return SETTLE_POLL_S
+        idle_s = self.settings.sink.idle_flush_s
+        if not idle_s or not self.files:
+            return POLL_S
+        due_s = min(f.touched_s for f in self.files.values()) + idle_s - time.monotonic()
+        return min(POLL_S, max(SETTLE_POLL_S, due_s))
+
     def _housekeeping(self) -> None:
-        """Each second: write files idle for ``DUALPLANE_SINK_IDLE_FLUSH_S``, commit past txn markers."""
+        """Write files idle for ``DUALPLANE_SINK_IDLE_FLUSH_S``; each second, commit past txn markers."""
         now = time.monotonic()
-        if now - self._idle_checked_s < 1.0:
-            return
-        self._idle_checked_s = now
         idle_s = self.settings.sink.idle_flush_s
         for topic, partition in [
             tp for tp, f in self.files.items() if idle_s and now - f.touched_s >= idle_s
         ]:
             self.complete(topic, partition)
-        self._commit_positions()
+        if now - self._positions_checked_s >= POSITIONS_EVERY_S:
+            self._positions_checked_s = now
+            self._commit_positions()
 
     def _commit_positions(self) -> None:
         """Commit the position of partitions with no open file, if past the last commit.
 
         Transaction markers take offsets but are never delivered, so after the last record of a
         transactional topic (``records``) the position is ahead of ``last offset + 1``; without this the
-        group's lag would never reach zero. Safe: with no open file, everything before the position is
-        archived or dead-lettered and committed already.
+        group's lag would never reach zero. Safe: with no open file and no upload in flight, everything
+        before the position is archived or dead-lettered and committed already.
         """
         for tp in self.consumer.position(self.consumer.assignment()):
             key = (tp.topic, tp.partition)
-            if tp.offset >= 0 and key not in self.files and self.committed.get(key) != tp.offset:
+            idle = key not in self.files and key not in self.uploads
+            if tp.offset >= 0 and idle and self.committed.get(key) != tp.offset:
                 self._commit(tp.topic, tp.partition, tp.offset)
 
     def _dead_letter(self, message: Message, reason: str) -> None:
@@ -214,6 +251,7 @@ class Session:
         if current is not None:
             current.cover(offset)  # committed with the file, after the dead letter is confirmed
         else:
+            self._settle((topic, partition))  # the file before it is committed first
             self._confirm_dead_letters()
             self._commit(topic, partition, offset + 1)
 
@@ -237,6 +275,10 @@ class Session:
 
     def _revoked(self, _consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
+            try:
+                self._settle((tp.topic, tp.partition))  # still ours while revoking: commit what is in S3
+            except Exception as error:  # StartOver included (committed); else the next owner adopts it
+                log.info("s3-sink: %s[%d] handed over unsettled: %s", tp.topic, tp.partition, error)
             dropped = self.files.pop((tp.topic, tp.partition), None)
             if dropped is not None:
                 dropped.discard()  # the partition's next owner writes it from the committed offset
