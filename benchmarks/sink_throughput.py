@@ -1,34 +1,46 @@
 """S3 sink throughput (MB/s of Kafka values archived) against a plain consume of the same range.
 
-1. Fills a private ``pages.raw`` with the sample site's pages (rendered in-process, repeated to
-   ``--pages``) and a private ``records`` topic with as many records (extracted from those pages).
-2. Per round, back to back on the same topics: a plain consume (a new consumer group, subscribe,
-   read every value to the end, nothing else), then the S3 sink (a new group and key prefix, files
-   of ``--flush-records`` records, idle flush after 0.5 s so the last file of each partition does
-   not wait 30 s, otherwise the defaults: gzip level 6 per WARC record, deflate Avro blocks) from
-   its start until its lag is zero, i.e. every file complete in S3 and committed.
-3. Prints MB/s of each and the ratio sink / plain consume, per stream (warc, avro), medians over
-   ``--rounds``. Both runs include joining a consumer group. Needs the stack up (its S3 endpoint is
-   moto's in-memory server, so S3 here costs CPU on the same two cores).
+1. Fills a private ``pages.raw`` with the sample site's pages (rendered in-process, padded to about
+   ``--page-kib`` KiB of text, repeated to ``--pages``) and a private ``records`` topic with as many
+   records (extracted from those pages).
+2. Per round, per stream (warc, avro), back to back on the same topics and the same range (offset 0 to
+   the end of every partition): a plain consume (a new consumer group with the sink's consumer
+   settings: read_committed, manual commit, the sink's session timeout; subscribe, ``consume(500)``
+   until every value is read, nothing else), then the S3 sink with each of ``--processes`` (forked
+   processes in one new group and key prefix, each the service ``dualplane run s3-sink --processes N``
+   runs, files of ``--flush-records`` records, idle flush after 0.5 s so the last file of each
+   partition does not wait 30 s, otherwise the defaults: gzip level 6 per WARC record, deflate Avro
+   blocks) from its start until the group has committed the whole range, i.e. every file is complete
+   in S3 (a watcher reads the committed offsets every 20 ms).
+3. Prints seconds and MB/s of each and the ratio sink / plain consume (taken within a round), medians
+   over ``--rounds``, and when each handed over its first record (the sink's start-up: topic check,
+   schema publication, bucket housekeeping, then both join a group; librdkafka fetches ahead meanwhile,
+   so the plain consume has most of the range in memory by its first record). Needs the stack up (its
+   S3 endpoint is moto's server, so S3 here costs CPU on the same cores).
 
-    .venv/bin/python benchmarks/sink_throughput.py --pages 6000 --rounds 3 [--json]
+    .venv/bin/python benchmarks/sink_throughput.py --pages 6000 --page-kib 64 --rounds 3 --processes 1,2
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import statistics
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from confluent_kafka import TopicPartition
+
 import schemas
 from connectors.sink import S3Sink
-from connectors.sink.lag import sink_lag
+from connectors.sink.service import SESSION_TIMEOUT_MS
+from connectors.sink.session import BATCH, POLL_S, Session
 from connectors.storage import s3
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
@@ -39,6 +51,7 @@ from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 
 MB = 1_000_000
+WATCH_S = 0.02
 
 
 def sample_bodies() -> list[tuple[str, bytes]]:
@@ -90,24 +103,40 @@ def _padded(body: bytes, page_kib: int) -> bytes:
     return head + b"<div>" + head.split(b"<body", 1)[-1] * repeats + b"</div></body>" + tail
 
 
-def plain_consume(settings: Settings, topic: str, expected: int) -> float:
-    """Seconds for a new group to read every value of ``topic``: subscribe, consume, nothing else."""
-    consumer = clients.consumer(settings.kafka, f"bench-plain-{uuid.uuid4().hex[:8]}")
+@dataclass
+class Run:
+    """One timed read of the range: seconds to the end, and to the first record, from the start."""
+
+    total_s: float
+    first_record_s: float
+
+    def mb_s(self, size_bytes: int) -> float:
+        return size_bytes / MB / self.total_s
+
+
+def plain_consume(settings: Settings, topic: str, expected: int) -> Run:
+    """A new group reads every value of ``topic``: subscribe, consume, nothing else."""
+    consumer = clients.consumer(
+        settings.kafka, f"bench-plain-{uuid.uuid4().hex[:8]}", **{"session.timeout.ms": SESSION_TIMEOUT_MS}
+    )
     started = time.monotonic()
+    first = None
     consumer.subscribe([topic])
     seen = 0
     try:
         while seen < expected:
-            for message in consumer.consume(500, 0.5):
+            for message in consumer.consume(BATCH, POLL_S):
                 if message.error() is None:
                     seen += 1
+                    first = first or time.monotonic()
     finally:
         consumer.close()
-    return time.monotonic() - started
+    ended = time.monotonic()
+    return Run(ended - started, (first or ended) - started)
 
 
-def sink_run(settings: Settings, stream: str, flush_records: int) -> float:
-    """Seconds for the sink, one stream, from its start to zero lag (every file in S3 and committed)."""
+def sink_run(settings: Settings, stream: str, topic: str, flush_records: int, processes: int) -> Run:
+    """The sink in ``processes`` forked processes of one group, from their start to the range committed."""
     run = f"r{uuid.uuid4().hex[:8]}"
     settings = settings.model_copy(
         update={
@@ -124,17 +153,62 @@ def sink_run(settings: Settings, stream: str, flush_records: int) -> float:
             ),
         }
     )
-    sink = S3Sink.from_settings(settings)
+    context = multiprocessing.get_context("fork")  # the children start warm: everything is imported
+    stop, first = context.Event(), context.Value("d", 0.0)
     started = time.monotonic()
-    thread = threading.Thread(target=sink.run, daemon=True)
-    thread.start()
+    children = [context.Process(target=_sink_process, args=(settings, stop, first)) for _ in range(processes)]
+    for child in children:
+        child.start()
     try:
-        while any(sink_lag(settings).values()):
-            time.sleep(0.2)
-        return time.monotonic() - started
+        _wait_committed(settings, topic, children)
+        ended = time.monotonic()
     finally:
+        stop.set()
+        for child in children:
+            child.join(60)
+            if child.is_alive():
+                child.kill()
+    return Run(ended - started, (first.value or ended) - started)
+
+
+def _sink_process(settings: Settings, stop: Any, first: Any) -> None:
+    """One sink process: the service's own code, noting when it handled its first record."""
+    handle = Session.handle
+
+    def noting(session: Session, message: Any) -> None:
+        with first.get_lock():
+            first.value = first.value or time.monotonic()  # CLOCK_MONOTONIC: one clock for all processes
+        Session.handle = handle  # type: ignore[method-assign]
+        handle(session, message)
+
+    Session.handle = noting  # type: ignore[method-assign,assignment]
+    sink = S3Sink.from_settings(settings)
+
+    def stopper() -> None:
+        stop.wait()
         sink.stop()
-        thread.join(60)
+
+    threading.Thread(target=stopper, daemon=True).start()
+    sink.run()
+
+
+def _wait_committed(settings: Settings, topic: str, children: list[Any]) -> None:
+    """Until the sink's group has committed every partition of ``topic`` up to its end."""
+    watcher = clients.consumer(settings.kafka, settings.sink_group)  # never subscribes: joins no group
+    try:
+        partitions = [
+            TopicPartition(topic, p) for p in watcher.list_topics(topic, timeout=10).topics[topic].partitions
+        ]
+        ends = {tp.partition: watcher.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
+        while True:
+            committed = watcher.committed(partitions, timeout=10)
+            if all(tp.offset >= ends[tp.partition] for tp in committed):
+                return
+            if not any(child.is_alive() for child in children):
+                raise RuntimeError("every sink process ended before the range was committed")
+            time.sleep(WATCH_S)
+    finally:
+        watcher.close()
 
 
 def main() -> None:
@@ -142,39 +216,76 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=6000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--page-kib", type=int, default=0, help="pad pages to about this size (0: as rendered, ~5 KiB)"
+        "--page-kib", type=int, default=64, help="pad pages to about this size (0: as rendered, ~5 KiB)"
     )
     parser.add_argument("--flush-records", type=int, default=500, help="DUALPLANE_SINK_FLUSH_RECORDS")
+    parser.add_argument("--processes", default="1,2", help="sink processes to measure, comma-separated")
+    parser.add_argument("--streams", default="warc,avro")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    counts = [int(n) for n in args.processes.split(",")]
     base = Settings.from_env()
     settings = private_namespace(base, f"bench-sink-{uuid.uuid4().hex[:6]}", base.stack.data_dir / "bench")
     s3.ensure_bucket(settings.s3)
+    topics = {"warc": settings.topics.pages_raw, "avro": settings.topics.records}
     try:
         sizes = fill(settings, args.pages, args.page_kib)
-        results: dict[str, dict[str, Any]] = {}
-        for stream, topic in (("warc", settings.topics.pages_raw), ("avro", settings.topics.records)):
-            plain, sink = [], []
-            for _ in range(args.rounds):
-                plain.append(sizes[topic] / MB / plain_consume(settings, topic, args.pages))
-                sink.append(sizes[topic] / MB / sink_run(settings, stream, args.flush_records))
-            ratios = [s / p for s, p in zip(sink, plain, strict=True)]
-            results[stream] = {
-                "topic_mb": round(sizes[topic] / MB, 1),
-                "plain_mb_s": round(statistics.median(plain), 1),
-                "sink_mb_s": round(statistics.median(sink), 1),
-                "ratio": round(statistics.median(ratios), 2),
-            }
+        results = [
+            measure(settings, stream, topics[stream], sizes[topics[stream]], counts=counts, args=args)
+            for stream in args.streams.split(",")
+        ]
     finally:
         drop_namespace(settings)
     if args.json:
         print(json.dumps(results, indent=2))
         return
-    for stream, row in results.items():
-        print(
-            f"{stream:5} {row['topic_mb']:7.1f} MB   plain consume {row['plain_mb_s']:7.1f} MB/s   "
-            f"sink {row['sink_mb_s']:6.1f} MB/s   ratio {row['ratio']:.2f} (goal >= 0.8)"
-        )
+    for row in results:
+        print(f"{row['stream']}: {row['topic_mb']:.1f} MB of values, {args.pages} records")
+        _line("plain consume", row["plain"])
+        for n, sink in row["sink"].items():
+            _line(f"sink, {n} process{'es' if int(n) > 1 else ''}", sink)
+            print(f"{'':20}ratio {sink['ratio']:.2f} (goal >= 0.8)")
+
+
+def _line(label: str, run: dict[str, float]) -> None:
+    print(
+        f"  {label:18}{run['s']:6.2f} s {run['mb_s']:7.1f} MB/s"
+        f"   first record after {run['first_record_s']:.2f} s"
+    )
+
+
+def measure(
+    settings: Settings, stream: str, topic: str, size: int, *, counts: list[int], args: Any
+) -> dict[str, Any]:
+    """Rounds of plain consume, then the sink with each process count; medians of MB/s and of ratios."""
+    plain: list[Run] = []
+    sinks: dict[int, list[Run]] = {n: [] for n in counts}
+    for _ in range(args.rounds):
+        plain.append(plain_consume(settings, topic, args.pages))
+        for n in counts:
+            sinks[n].append(sink_run(settings, stream, topic, args.flush_records, n))
+    row: dict[str, Any] = {
+        "stream": stream,
+        "topic_mb": round(size / MB, 1),
+        "plain": _summary(plain, size),
+        "sink": {},
+    }
+    for n, runs in sinks.items():
+        ratios = [s.mb_s(size) / p.mb_s(size) for s, p in zip(runs, plain, strict=True)]
+        row["sink"][n] = {**_summary(runs, size), "ratio": _median(ratios, 2)}
+    return row
+
+
+def _summary(runs: list[Run], size: int) -> dict[str, float]:
+    return {
+        "s": _median([r.total_s for r in runs], 2),
+        "mb_s": _median([r.mb_s(size) for r in runs]),
+        "first_record_s": _median([r.first_record_s for r in runs], 2),
+    }
+
+
+def _median(values: list[float], digits: int = 1) -> float:
+    return round(statistics.median(values), digits)
 
 
 if __name__ == "__main__":
