@@ -18,6 +18,7 @@ from datetime import timedelta
 
 from connectors.sink.avro import AvroSink
 from connectors.sink.base import Sink
+from connectors.sink.compression import gzip_member
 from connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
 from connectors.sink.layout import Layout
 from connectors.sink.session import Session, StartOver
@@ -46,9 +47,7 @@ def build_sinks(settings: Settings) -> list[Sink]:
     for stream in settings.sink.stream_names:
         if stream == "warc":
             bodies = ClaimCheckStore.from_settings(settings.s3)
-            sinks.append(
-                WarcSink(settings.topics.pages_raw, codec, bodies, gzip_level=settings.sink.gzip_level)
-            )
+            sinks.append(WarcSink(settings.topics.pages_raw, codec, bodies, gzip=gzip_member(settings.sink)))
         else:
             sinks.append(AvroSink(settings.topics.records, codec, avro_codec=settings.sink.avro_codec))
     return sinks

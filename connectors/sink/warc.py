@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import io
 import uuid
-import zlib
 from datetime import UTC, datetime
 from typing import Any, BinaryIO
 
@@ -33,6 +32,7 @@ from warcio.warcwriter import WARCWriter
 
 import schemas
 from connectors.sink.base import FileStart, Item, Sink, SinkFile
+from connectors.sink.compression import GzipMember
 from connectors.sink.exceptions import SinkUnavailable, Unwritable
 from connectors.sink.warc_records import WARC_VERSION, request_member, response_member
 from connectors.storage.claim_check import ClaimCheckStore
@@ -49,11 +49,13 @@ class WarcSink(Sink):
     extension = "warc.gz"
     content_type = "application/warc"
 
-    def __init__(self, topic: str, codec: schemas.Codec, bodies: ClaimCheckStore, *, gzip_level: int) -> None:
+    def __init__(
+        self, topic: str, codec: schemas.Codec, bodies: ClaimCheckStore, *, gzip: GzipMember
+    ) -> None:
         self.topic = topic
         self.codec = codec
         self.bodies = bodies
-        self.gzip_level = gzip_level
+        self.gzip = gzip
 
     def prepare(self, message: Message) -> Item:
         try:
@@ -65,7 +67,7 @@ class WarcSink(Sink):
         return Item("", str(page.get("job_id") or ""), (page, self._body(page)))
 
     def open_file(self, stream: BinaryIO, start: FileStart, first: Item) -> SinkFile:
-        return WarcFile(stream, start, self.gzip_level)
+        return WarcFile(stream, start, self.gzip)
 
     def _body(self, page: dict[str, Any]) -> bytes:
         where = page.get("final_url") or page.get("url")
@@ -86,10 +88,10 @@ class WarcSink(Sink):
 class WarcFile(SinkFile):
     """One ``.warc.gz``: warcinfo first, then request and response per page, each its own gzip member."""
 
-    def __init__(self, stream: BinaryIO, start: FileStart, gzip_level: int) -> None:
+    def __init__(self, stream: BinaryIO, start: FileStart, gzip: GzipMember) -> None:
         self.stream = stream
         self.start = start
-        self.gzip_level = gzip_level
+        self.gzip = gzip
         self._write_warcinfo()
 
     def write(self, item: Item, offset: int) -> None:
@@ -102,11 +104,11 @@ class WarcFile(SinkFile):
             record_id=self._record_id(offset, "request"),
             concurrent_to=response_id,
             date=date,
-            gzip_level=self.gzip_level,
+            gzip=self.gzip,
         )
         self.stream.write(request)
         self.stream.write(
-            response_member(page, body, url=url, record_id=response_id, date=date, gzip_level=self.gzip_level)
+            response_member(page, body, url=url, record_id=response_id, date=date, gzip=self.gzip)
         )
 
     def finish(self) -> None:
@@ -129,8 +131,7 @@ class WarcFile(SinkFile):
         record.rec_headers.replace_header("WARC-Date", _warc_date_ms(self.start.record_time_ms))
         plain = io.BytesIO()
         WARCWriter(plain, gzip=False, warc_version=WARC_VERSION).write_record(record)
-        compressor = zlib.compressobj(self.gzip_level, zlib.DEFLATED, zlib.MAX_WBITS | 16)
-        self.stream.write(compressor.compress(plain.getbuffer()) + compressor.flush())
+        self.stream.write(self.gzip(plain.getvalue()))
 
     def _record_id(self, offset: int, kind: str) -> str:
         name = f"{self.start.topic}/{self.start.partition}/{offset}/{kind}"

@@ -76,6 +76,11 @@ def answers(kafka: KafkaSettings, *, timeout_s: float = 2.0) -> bool:
     return bool(metadata.brokers)
 
 
+def topic_names(kafka: KafkaSettings, *, timeout_s: float = 30.0) -> set[str]:
+    """The names of the topics the cluster has now."""
+    return set(admin(kafka).list_topics(timeout=timeout_s).topics)
+
+
 def ensure_topics(
     kafka: KafkaSettings,
     names: list[str],

@@ -49,7 +49,10 @@ def topic_configs(settings: Settings) -> dict[str, dict[str, str]]:
 def ensure_data_plane_topics(settings: Settings) -> None:
     """Create every data-plane topic that does not exist yet (existing ones are not altered)."""
     compacted_partitions = 1  # tiny, read end to end by every process: one partition suffices
+    existing = clients.topic_names(settings.kafka)  # one metadata request, not one per topic
     for name, config in topic_configs(settings).items():
+        if name in existing:
+            continue
         partitions = (
             compacted_partitions if config.get("cleanup.policy") == "compact" else settings.topics.partitions
         )

@@ -15,7 +15,9 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from connectors.sink.compression import gzip_member
 from connectors.sink.warc_records import WARC_VERSION, request_member, response_member
+from dualplane.core.settings import SinkSettings
 from tests.support.sink import page
 
 pytestmark = pytest.mark.unit
@@ -23,6 +25,7 @@ pytestmark = pytest.mark.unit
 RESPONSE_ID = "<urn:uuid:34d4c4fd-6d13-50d8-9e18-886696b5f89a>"
 REQUEST_ID = "<urn:uuid:3260550a-6692-5ce5-9f30-bfb9b59270e5>"
 DATE = "2026-11-24T12:00:01Z"
+ZLIB_6 = gzip_member(SinkSettings(gzip_engine="zlib"))
 
 
 def _digests(http: StatusAndHeaders, payload: bytes) -> dict[str, str]:
@@ -72,10 +75,8 @@ def _warcio_records(page: dict[str, Any], body: bytes, url: str) -> bytes:
 
 
 def _ours(page: dict[str, Any], body: bytes, url: str) -> bytes:
-    request = request_member(
-        url=url, record_id=REQUEST_ID, concurrent_to=RESPONSE_ID, date=DATE, gzip_level=6
-    )
-    response = response_member(page, body, url=url, record_id=RESPONSE_ID, date=DATE, gzip_level=6)
+    request = request_member(url=url, record_id=REQUEST_ID, concurrent_to=RESPONSE_ID, date=DATE, gzip=ZLIB_6)
+    response = response_member(page, body, url=url, record_id=RESPONSE_ID, date=DATE, gzip=ZLIB_6)
     return request + response
 
 
@@ -108,3 +109,22 @@ def test_each_record_is_its_own_gzip_member_and_warcio_reads_them() -> None:
 
     assert first.eof and first.unused_data  # the request member ends where the response member begins
     assert [r.rec_type for r in records] == ["request", "response"]
+
+
+def test_the_default_isal_members_hold_the_same_records_and_repeat_byte_for_byte() -> None:
+    made = page(5, b"<html><p>" + b"words and more words " * 3000 + b"</p></html>")
+    isal = gzip_member(SinkSettings())
+
+    def members(compress: Any) -> bytes:
+        body = made["body"]
+        return response_member(made, body, url=made["url"], record_id=RESPONSE_ID, date=DATE, gzip=compress)
+
+    assert gzip.decompress(members(isal)) == gzip.decompress(members(ZLIB_6))
+    assert members(isal) == members(isal)  # a re-run writes the same object
+    assert members(isal) != members(ZLIB_6)  # the engine is ISA-L, not zlib under another name
+
+
+@pytest.mark.parametrize(("engine", "level"), [("isal", 4), ("zlib", 0)])
+def test_a_level_the_engine_does_not_have_is_refused_naming_the_setting(engine: str, level: int) -> None:
+    with pytest.raises(ValueError, match="DUALPLANE_SINK_GZIP_LEVEL"):
+        SinkSettings(gzip_engine=engine, gzip_level=level)  # type: ignore[arg-type]
