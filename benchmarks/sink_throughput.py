@@ -1,8 +1,10 @@
 """S3 sink throughput (MB/s of Kafka values archived) against a plain consume of the same range.
 
-1. Fills a private ``pages.raw`` with the sample site's pages (rendered in-process, padded to about
-   ``--page-kib`` KiB of text, repeated to ``--pages``) and a private ``records`` topic with as many
-   records (extracted from those pages).
+1. Fills a private ``pages.raw`` with 40 pages repeated to ``--pages`` and a private ``records`` topic
+   with as many records (extracted from those pages). ``--corpus sample``: the sample site's pages
+   (rendered in-process) padded to about ``--page-kib`` KiB by repeating their text, which compresses
+   far better and faster than real HTML; ``--corpus articles``: real article pages from
+   ``benchmarks/data/articles.jsonl.xz`` as they are (~200 KiB on average).
 2. Per round, per stream (warc, avro), back to back on the same topics and the same range (offset 0 to
    the end of every partition): a plain consume (a new consumer group with the sink's consumer
    settings: read_committed, manual commit, the sink's session timeout; subscribe, ``consume(500)``
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import multiprocessing
 import statistics
 import threading
@@ -32,6 +35,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -65,11 +69,21 @@ def sample_bodies() -> list[tuple[str, bytes]]:
     return bodies
 
 
-def fill(settings: Settings, pages: int, page_kib: int) -> dict[str, int]:
+def article_bodies(count: int) -> list[tuple[str, bytes]]:
+    """The first ``count`` real article pages of the committed data set: URL and HTML."""
+    with lzma.open(Path(__file__).parent / "data" / "articles.jsonl.xz", "rt", encoding="utf-8") as lines:
+        pages = (json.loads(line) for line in lines)
+        return [(page["url"], page["html"].encode()) for page, _ in zip(pages, range(count), strict=False)]
+
+
+def fill(settings: Settings, pages: int, page_kib: int, corpus: str) -> dict[str, int]:
     """``pages`` raw pages and as many records; the bytes of values per topic."""
     ensure_data_plane_topics(settings)
     producer = clients.producer(settings.kafka, **{"linger.ms": 50})
-    bodies = [(url, _padded(body, page_kib)) for url, body in sample_bodies()[:40]]
+    if corpus == "articles":
+        bodies = article_bodies(40)
+    else:
+        bodies = [(url, _padded(body, page_kib)) for url, body in sample_bodies()[:40]]
     extracted = [
         extract_record(raw_page(body, url, fetched_at=datetime.now(UTC)), schema_version=2)
         for url, body in bodies
@@ -218,6 +232,7 @@ def main() -> None:
     parser.add_argument(
         "--page-kib", type=int, default=64, help="pad pages to about this size (0: as rendered, ~5 KiB)"
     )
+    parser.add_argument("--corpus", choices=("sample", "articles"), default="sample")
     parser.add_argument("--flush-records", type=int, default=500, help="DUALPLANE_SINK_FLUSH_RECORDS")
     parser.add_argument("--processes", default="1,2", help="sink processes to measure, comma-separated")
     parser.add_argument("--streams", default="warc,avro")
@@ -229,7 +244,7 @@ def main() -> None:
     s3.ensure_bucket(settings.s3)
     topics = {"warc": settings.topics.pages_raw, "avro": settings.topics.records}
     try:
-        sizes = fill(settings, args.pages, args.page_kib)
+        sizes = fill(settings, args.pages, args.page_kib, args.corpus)
         results = [
             measure(settings, stream, topics[stream], sizes[topics[stream]], counts=counts, args=args)
             for stream in args.streams.split(",")
