@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from connectors.sink.avro import AvroSink
 from connectors.sink.base import Sink
-from connectors.sink.compression import gzip_member
+from connectors.sink.compression import deflate_block, gzip_member
 from connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
 from connectors.sink.layout import Layout
 from connectors.sink.session import Session, StartOver
@@ -49,7 +49,7 @@ def build_sinks(settings: Settings) -> list[Sink]:
             bodies = ClaimCheckStore.from_settings(settings.s3)
             sinks.append(WarcSink(settings.topics.pages_raw, codec, bodies, gzip=gzip_member(settings.sink)))
         else:
-            sinks.append(AvroSink(settings.topics.records, codec, avro_codec=settings.sink.avro_codec))
+            sinks.append(AvroSink(settings.topics.records, codec, deflate=deflate_block(settings.sink)))
     return sinks
 
 
