@@ -10,7 +10,8 @@ import typer
 from rich.logging import RichHandler
 
 from dualplane.cli.output import stderr
-from dualplane.core.settings import Settings
+from dualplane.core import logs
+from dualplane.core.settings import LogFormat, Settings
 from dualplane.processes import run_processes
 from dualplane.services import SERVICE_NAMES, run_services
 
@@ -46,7 +47,7 @@ def run(
     shards = _shards(settings, shard)
     if processes > 1:
         raise typer.Exit(run_processes(names, processes, shards, log_level, heartbeat_file))
-    configure_logging(log_level)
+    configure_logging(log_level, settings.log.format)
     run_services(settings, names, shards, heartbeat=heartbeat_file)
 
 
@@ -61,15 +62,11 @@ def _shards(settings: Settings, chosen: list[int] | None) -> list[int] | None:
     return chosen or None
 
 
-def configure_logging(level: str) -> None:
-    """Rich output on a terminal; plain one-line records (with time and process) in files and compose logs."""
-    if stderr.is_terminal:
-        handler: logging.Handler = RichHandler(console=stderr, show_path=False)
+def configure_logging(level: str, log_format: LogFormat = "text") -> None:
+    """Rich output on a terminal; plain one-line records (with time and process) in files and compose
+    logs; one JSON object per line with ``DUALPLANE_LOG_FORMAT=json`` (see ``dualplane.core.logs``)."""
+    handler: logging.Handler | None = None
+    if log_format == "text" and stderr.is_terminal:
+        handler = RichHandler(console=stderr, show_path=False)
         handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    else:
-        handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level.upper(), handlers=[handler])
-    # One line per request or per AMQP frame drowns what matters; their warnings still show.
-    for noisy in ("pika", "httpx", "httpcore"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+    logs.configure(level, log_format, handler)

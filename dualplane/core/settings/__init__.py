@@ -29,6 +29,7 @@ from dualplane.core.settings.brokers import (
     TopicSettings,
 )
 from dualplane.core.settings.connectors import SeedSettings, SinkSettings
+from dualplane.core.settings.operations import LogFormat, LogSettings
 from dualplane.core.settings.stages import (
     ExtractSettings,
     FetchSettings,
@@ -46,6 +47,8 @@ __all__ = [
     "FrontierSettings",
     "KafkaSettings",
     "LimitSettings",
+    "LogFormat",
+    "LogSettings",
     "QueueSettings",
     "S3Settings",
     "SchemaRegistrySettings",
@@ -79,6 +82,7 @@ class Settings(BaseModel):
     throttle: ThrottleSettings = Field(default_factory=ThrottleSettings)
     sink: SinkSettings = Field(default_factory=SinkSettings)
     seeds: SeedSettings = Field(default_factory=SeedSettings)
+    log: LogSettings = Field(default_factory=LogSettings)
 
     @classmethod
     def from_env(cls) -> Settings:

@@ -1,0 +1,99 @@
+"""Log lines for people or for log systems, and the page a line is about.
+
+``DUALPLANE_LOG_FORMAT=json`` writes one JSON object per line (python-json-logger): ``time`` (UTC,
+ISO 8601), ``level``, ``logger``, ``message``, ``process``, ``thread``, an ``exc_info`` when there
+is one, and, on every line written while a page is being handled, ``trace_id``, ``job_id``,
+``domain`` and ``url``. A log system can then index a page's whole story by its trace id.
+
+The page comes from a context variable, not from each call: the stages wrap the handling of a task,
+message or page in :func:`page_context` (or :func:`bind_page` inside an asyncio task, where the
+variable is the task's own), and :class:`PageFilter` copies it onto every record, including those of
+libraries logging on the stage's behalf (httpx inside a fetch, for example).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from pythonjsonlogger.json import JsonFormatter
+
+from dualplane.core.settings import LogFormat
+
+PAGE_FIELDS = ("trace_id", "job_id", "domain", "url")
+NOISY_LOGGERS = ("pika", "httpx", "httpcore")  # one line per request or per AMQP frame
+
+_page: contextvars.ContextVar[Mapping[str, str] | None]
+_page = contextvars.ContextVar("dualplane_page", default=None)
+
+
+def _fields(values: Mapping[str, object]) -> dict[str, str]:
+    return {name: str(values[name]) for name in PAGE_FIELDS if values.get(name) is not None}
+
+
+@contextmanager
+def page_context(**page: object) -> Iterator[None]:
+    """Within the block, log records carry ``page``'s trace_id, job_id, domain and url (those given)."""
+    token = _page.set(_fields(page) or None)
+    try:
+        yield
+    finally:
+        _page.reset(token)
+
+
+def page_of(thing: object) -> dict[str, object]:
+    """The page fields ``thing`` has as attributes (a crawl task, a task report, a discovery batch)."""
+    return {name: getattr(thing, name, None) for name in PAGE_FIELDS}
+
+
+def bind_page(**page: object) -> None:
+    """Like :func:`page_context`, for the rest of the current asyncio task (its context is its own)."""
+    _page.set(_fields(page) or None)
+
+
+def current_page() -> Mapping[str, str] | None:
+    return _page.get()
+
+
+class PageFilter(logging.Filter):
+    """Copies the current page's fields onto each record (attributes a JSON formatter writes)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        page = _page.get()
+        if page:
+            for name, value in page.items():
+                setattr(record, name, value)
+        return True
+
+
+class _UtcJsonFormatter(JsonFormatter):
+    """JSON lines with an ISO 8601 UTC time in milliseconds."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
+        seconds = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+        return f"{seconds}.{int(record.msecs):03d}Z"
+
+
+def json_formatter() -> logging.Formatter:
+    fields = ["asctime", "levelname", "name", "message", "process", "threadName"]
+    renamed = {"asctime": "time", "levelname": "level", "name": "logger", "threadName": "thread"}
+    return _UtcJsonFormatter(fields, rename_fields=renamed, json_ensure_ascii=False)
+
+
+def configure(level: str, log_format: LogFormat, handler: logging.Handler | None = None) -> logging.Handler:
+    """Install one root handler: ``handler`` (e.g. rich, for text on a terminal) or a stream handler
+    writing plain lines (``text``) or JSON objects (``json``) to stderr. Returns the handler."""
+    if log_format == "json":
+        handler = logging.StreamHandler()
+        handler.setFormatter(json_formatter())
+    elif handler is None:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(PageFilter())
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+    for noisy in NOISY_LOGGERS:
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    return handler
