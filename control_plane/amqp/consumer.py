@@ -39,6 +39,7 @@ from control_plane.amqp.messages import ControlMessage, decode
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
+from dualplane.core.logs import page_context, page_of
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -264,7 +265,8 @@ class ControlConsumer:
             delivery.dead_letter(rejected.reason)
             return
         try:
-            binding.handler(delivery)
+            with page_context(**page_of(delivery.message)):
+                binding.handler(delivery)
         except MessageRejected as rejected:
             if not delivery.settled:
                 delivery.dead_letter(rejected.reason)

@@ -64,6 +64,7 @@ from control_plane.amqp.topology import Topology
 from control_plane.fetcher import politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
 from dualplane.core.limits import Limits, LimitsSource
+from dualplane.core.logs import bind_page, page_context
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,8 @@ class TaskRunner:
                 limits[domain] = self.view.details(domain)
             verdict = self.gate.check(domain, limits[domain].concurrency, limits[domain].paused)
             if verdict == "defer":
-                log.debug("%s is paused (%s); deferring %s", domain, limits[domain].reason, task.url)
+                with page_context(trace_id=task.trace_id, job_id=task.job_id, domain=domain, url=task.url):
+                    log.debug("%s is paused (%s); deferring %s", domain, limits[domain].reason, task.url)
                 self._defer(waiting.delivery)
                 continue
             permit = None
@@ -228,6 +230,11 @@ class TaskRunner:
         delivery.ack()
 
     def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
+        task: CrawlTask = delivery.message
+        with page_context(trace_id=task.trace_id, job_id=task.job_id, domain=task.domain, url=task.url):
+            self._finish_task(delivery, permit, result)
+
+    def _finish_task(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
         self.in_flight -= 1
         self.lane_in_flight[delivery.message.priority] -= 1
         task: CrawlTask = delivery.message
@@ -350,6 +357,7 @@ class TaskRunner:
     async def _run(self, delivery: Delivery, permit: permits.Permit) -> None:
         task: CrawlTask = delivery.message
         assert self.consumer_ is not None
+        bind_page(trace_id=task.trace_id, job_id=task.job_id, domain=task.domain, url=task.url)
         try:
             result = await self.work(task)
         except HandOffFailed as error:

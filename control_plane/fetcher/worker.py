@@ -7,6 +7,7 @@ it returns a :class:`FetchResult` for the retry policy only after Kafka confirme
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import time
@@ -26,6 +27,8 @@ from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, HandOffFailed
 from dualplane.core.settings import Settings
 from dualplane.core.web.ssrf import SsrfGuard
+
+log = logging.getLogger(__name__)
 
 # Response headers worth keeping with a raw page (for extraction, caching and debugging).
 KEPT_HEADERS = (
@@ -73,6 +76,7 @@ class Fetcher:
         except Exception as error:  # e.g. a schema error: the outputs were not handed on
             raise HandOffFailed(f"could not produce outputs for {task.url}: {error}") from error
         status = response.status if response else None
+        log.debug("fetched %s: %s, HTTP %s, %d ms", task.url, verdict.outcome, status, latency_ms)
         redirect_to = _location(response) if verdict.outcome is Outcome.REDIRECT else None
         return FetchResult(verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to)
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from contextlib import AbstractContextManager
 
 from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.amqp.exceptions import MessageRejected
@@ -48,6 +49,7 @@ from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.seen import SeenSet
 from control_plane.frontier.store import FrontierState
 from dualplane.core.limits import Limits, LimitsSource
+from dualplane.core.logs import page_context, page_of
 from dualplane.core.settings import Settings
 from dualplane.core.web.ssrf import SsrfGuard
 from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS
@@ -202,7 +204,8 @@ class Frontier:
         outbox_mark, keys_before, known_mark = len(self._outbox), dict(self._pass_keys), len(self._pass_known)
         db.execute("SAVEPOINT message")
         try:
-            self._handle(delivery.message)
+            with _message_context(delivery.message):
+                self._handle(delivery.message)
         except Exception as error:  # rejected (dead letter) or a bug (retried): undo this message alone
             db.execute("ROLLBACK TO message")
             db.execute("RELEASE message")
@@ -365,14 +368,21 @@ class Frontier:
     def _settle(self, consumer: ControlConsumer, delivery: Delivery, error: Exception | None) -> None:
         if error is None:
             delivery.ack()
-        elif isinstance(error, MessageRejected):
-            log.warning("frontier shard %d: dead-lettering a message: %s", self.shard, error.reason)
-            delivery.dead_letter(error.reason)
-        else:
-            consumer.handler_failed(delivery, error)
+            return
+        with _message_context(delivery.message):
+            if isinstance(error, MessageRejected):
+                log.warning("frontier shard %d: dead-lettering a message: %s", self.shard, error.reason)
+                delivery.dead_letter(error.reason)
+            else:
+                consumer.handler_failed(delivery, error)
 
     def _due(self, what: str, every_s: float, now: float) -> bool:
         if now - self._last[what] < every_s:
             return False
         self._last[what] = now
         return True
+
+
+def _message_context(message: object) -> AbstractContextManager[None]:
+    """Log lines written about ``message`` carry its job, trace, domain and URL (those it has)."""
+    return page_context(**page_of(message))

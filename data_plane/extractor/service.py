@@ -54,6 +54,7 @@ from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
+from dualplane.core.logs import page_context
 from dualplane.core.settings import ExtractSettings, Settings
 from schemas.exceptions import RegistryError, RegistryUnavailable
 
@@ -234,6 +235,12 @@ class Extractor:
         except Exception as error:  # bad bytes must not stop the service: dead-letter them
             self._dead_letter(message, producer, f"undecodable raw page: {error}", "decode", None)
             return
+        with page_context(**raw):
+            self._handle_page(message, raw, producer, links)
+
+    def _handle_page(
+        self, message: Message, raw: Mapping[str, Any], producer: Producer, links: TxChannel
+    ) -> None:
         try:
             page = resolve_body(raw, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
         except ClaimCheckUnavailable:
