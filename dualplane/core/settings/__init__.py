@@ -29,7 +29,7 @@ from dualplane.core.settings.brokers import (
     TopicSettings,
 )
 from dualplane.core.settings.connectors import SeedSettings, SinkSettings
-from dualplane.core.settings.operations import LogFormat, LogSettings
+from dualplane.core.settings.operations import LogFormat, LogSettings, MetricsSettings
 from dualplane.core.settings.stages import (
     ExtractSettings,
     FetchSettings,
@@ -49,6 +49,7 @@ __all__ = [
     "LimitSettings",
     "LogFormat",
     "LogSettings",
+    "MetricsSettings",
     "QueueSettings",
     "S3Settings",
     "SchemaRegistrySettings",
@@ -82,6 +83,7 @@ class Settings(BaseModel):
     throttle: ThrottleSettings = Field(default_factory=ThrottleSettings)
     sink: SinkSettings = Field(default_factory=SinkSettings)
     seeds: SeedSettings = Field(default_factory=SeedSettings)
+    metrics: MetricsSettings = Field(default_factory=MetricsSettings)
     log: LogSettings = Field(default_factory=LogSettings)
 
     @classmethod
