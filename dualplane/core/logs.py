@@ -16,8 +16,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 
 from pythonjsonlogger.json import JsonFormatter
 
@@ -26,22 +25,24 @@ from dualplane.core.settings import LogFormat
 PAGE_FIELDS = ("trace_id", "job_id", "domain", "url")
 NOISY_LOGGERS = ("pika", "httpx", "httpcore")  # one line per request or per AMQP frame
 
-_page: contextvars.ContextVar[Mapping[str, str] | None]
+_page: contextvars.ContextVar[Mapping[str, object] | None]
 _page = contextvars.ContextVar("dualplane_page", default=None)
 
 
-def _fields(values: Mapping[str, object]) -> dict[str, str]:
-    return {name: str(values[name]) for name in PAGE_FIELDS if values.get(name) is not None}
+class page_context:
+    """Within the block, log records carry ``page``'s trace_id, job_id, domain and url (those given;
+    other keys are ignored, so a raw page record can be passed whole)."""
 
+    __slots__ = ("_page", "_token")
 
-@contextmanager
-def page_context(**page: object) -> Iterator[None]:
-    """Within the block, log records carry ``page``'s trace_id, job_id, domain and url (those given)."""
-    token = _page.set(_fields(page) or None)
-    try:
-        yield
-    finally:
-        _page.reset(token)
+    def __init__(self, **page: object) -> None:
+        self._page = page  # picked apart only when a line is written (PageFilter)
+
+    def __enter__(self) -> None:
+        self._token = _page.set(self._page)
+
+    def __exit__(self, *exc_info: object) -> None:
+        _page.reset(self._token)
 
 
 def page_of(thing: object) -> dict[str, object]:
@@ -51,21 +52,23 @@ def page_of(thing: object) -> dict[str, object]:
 
 def bind_page(**page: object) -> None:
     """Like :func:`page_context`, for the rest of the current asyncio task (its context is its own)."""
-    _page.set(_fields(page) or None)
+    _page.set(page)
 
 
-def current_page() -> Mapping[str, str] | None:
-    return _page.get()
+def current_page() -> dict[str, str]:
+    """The page fields of the current context (those set and not None), as strings."""
+    page = _page.get()
+    if not page:
+        return {}
+    return {name: str(page[name]) for name in PAGE_FIELDS if page.get(name) is not None}
 
 
 class PageFilter(logging.Filter):
     """Copies the current page's fields onto each record (attributes a JSON formatter writes)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        page = _page.get()
-        if page:
-            for name, value in page.items():
-                setattr(record, name, value)
+        for name, value in current_page().items():
+            setattr(record, name, value)
         return True
 
 
