@@ -41,6 +41,7 @@ from connectors.storage.exceptions import ClaimCheckUnavailable
 from control_plane.fetcher.runner import HandOffFailed
 from data_plane.kafka import clients
 from data_plane.kafka.topics import raw_page_max_message_bytes
+from dualplane.core import metrics
 from dualplane.core.settings import Settings
 from schemas.exceptions import RegistryUnavailable
 
@@ -68,6 +69,8 @@ class KafkaOutputs:
         self._fatal: KafkaError | None = None
         self._swap_lock = threading.Lock()
         self.producers_replaced = 0
+        self._produced_pages = metrics.PRODUCED.labels(self.topics.pages_raw)
+        self._produced_events = metrics.PRODUCED.labels(self.topics.fetch_events)
         self.producer = self._create_producer()
         self._running = True
         self._poller = threading.Thread(target=self._poll, name="kafka-poll", daemon=True)
@@ -86,6 +89,9 @@ class KafkaOutputs:
         value = self._encode("fetch_event", event, self.topics.fetch_events)
         deliveries.append(await self._produce(self.topics.fetch_events, str(event["domain"]), value, trace))
         await asyncio.gather(*deliveries)
+        if page is not None:
+            self._produced_pages.inc()
+        self._produced_events.inc()
 
     def _encode(self, name: str, record: Mapping[str, Any], topic: str) -> bytes:
         # In registry mode only the first value per subject asks the registry; later ones use its cache.

@@ -61,8 +61,9 @@ from control_plane.amqp.messages import (
     new_id,
 )
 from control_plane.amqp.topology import Topology
-from control_plane.fetcher import politeness
+from control_plane.fetcher import metrics, politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
+from dualplane.core import metrics as core_metrics
 from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.logs import bind_page, page_context
 from dualplane.core.settings import Settings
@@ -228,6 +229,7 @@ class TaskRunner:
         task: CrawlTask = delivery.message
         self._consumer().publish(self.topology.tier_name(self.tiers.names[0]), task.priority, task)
         delivery.ack()
+        metrics.RESULTS["deferred"].inc()
 
     def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
         task: CrawlTask = delivery.message
@@ -286,11 +288,15 @@ class TaskRunner:
             stage: ReportStage = "done" if decision.action == "done" else "failed"
             self._report(delivery, task, stage, result, decision.reason)
         delivery.ack()
+        metrics.RESULTS[decision.action].inc()
+        if decision.action == "dead_letter":
+            core_metrics.DEAD_LETTERS.labels("fetcher", str(result.outcome)).inc()
 
     def _requeue(self, delivery: Delivery, permit: permits.Permit) -> None:
         self.in_flight -= 1
         self.lane_in_flight[delivery.message.priority] -= 1
         delivery.requeue()
+        metrics.RESULTS["requeued"].inc()
         self._hold_then_release(permit, delivery.message)
 
     def _hold_then_release(self, permit: permits.Permit, task: CrawlTask, *, at_least_s: float = 0.0) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 from control_plane.amqp.messages import CrawlTask
+from control_plane.fetcher import metrics
 from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.backends.proxies import ProxyPool
@@ -60,6 +61,7 @@ class Fetcher:
         except FetchFailed as failure:
             verdict = Classification(failure.outcome, None, str(failure))
         latency_ms = int((time.monotonic() - started) * 1000)
+        metrics.fetched(verdict.outcome, latency_ms, len(response.body) if response else 0)
         event = fetch_event(
             task,
             response,

@@ -1,0 +1,65 @@
+"""The fetcher's Prometheus metrics: outcomes by class, latency, bytes, tasks, requests in flight.
+
+Counted in the fetch (:mod:`.worker`) and when a task is settled (:mod:`.runner`); requests in
+flight and tasks waiting for a permit are read from the runner when scraped (see
+``dualplane.core.metrics``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prometheus_client import Counter, Histogram
+
+from control_plane.fetcher.retry_policy import Outcome
+from dualplane.core import metrics
+
+if TYPE_CHECKING:
+    from control_plane.fetcher.runner import TaskRunner
+
+FETCHES = Counter("dualplane_fetches", "Fetch attempts, by outcome class", ["outcome"])
+FETCH_SECONDS = Histogram(
+    "dualplane_fetch_duration_seconds",
+    "Time from request to classified response (or failure)",
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+FETCHED_BYTES = Counter("dualplane_fetched_bytes", "Body bytes fetched (decoded)")
+TASKS = Counter(
+    "dualplane_fetch_tasks",
+    "Tasks the fetcher settled: done, failed, retry, dead_letter; deferred (no permit or paused) and "
+    "requeued (the hand-off to Kafka failed) are not attempts",
+    ["result"],
+)
+
+OUTCOMES = {outcome: FETCHES.labels(str(outcome)) for outcome in Outcome}
+# Keyed by the retry policy's action (plus the two non-attempts); ``give_up`` is reported as failed.
+RESULTS = {
+    action: TASKS.labels(label)
+    for action, label in (
+        ("done", "done"), ("give_up", "failed"), ("retry", "retry"), ("dead_letter", "dead_letter"),
+        ("deferred", "deferred"), ("requeued", "requeued"),
+    )
+}  # fmt: skip
+
+
+def fetched(outcome: Outcome, latency_ms: int, size_bytes: int) -> None:
+    """Count one fetch attempt."""
+    OUTCOMES[outcome].inc()
+    FETCH_SECONDS.observe(latency_ms / 1000)
+    if size_bytes:
+        FETCHED_BYTES.inc(size_bytes)
+
+
+def watch(runner: TaskRunner) -> None:
+    """Export the runner's requests in flight (per lane) and the tasks waiting for a permit."""
+    metrics.probe(
+        "dualplane_fetch_in_flight",
+        "Requests in flight in this fetcher, by lane",
+        lambda: [({"lane": lane}, float(n)) for lane, n in runner.lane_in_flight.items()],
+        labels=("lane",),
+    )
+    metrics.probe(
+        "dualplane_fetch_waiting_tasks",
+        "Tasks received and waiting for capacity or a domain permit",
+        metrics.value(lambda: len(runner.waiting)),
+    )
