@@ -39,6 +39,7 @@ from control_plane.amqp.messages import ControlMessage, decode
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
+from dualplane.core import metrics
 from dualplane.core.logs import page_context, page_of
 from dualplane.core.settings import Settings
 
@@ -118,6 +119,7 @@ class ControlConsumer:
 
     def __post_init__(self) -> None:
         self.topology = Topology(self.settings.queues)
+        self._consumed = {queue: metrics.AMQP_CONSUMED.labels(queue) for queue in self.bindings}
 
     def run(self) -> None:
         """Consume until stopped, reconnecting after every connection loss."""
@@ -257,6 +259,7 @@ class ControlConsumer:
         body: bytes,
     ) -> None:
         binding = self.bindings[queue]
+        self._consumed[queue].inc()
         delivery = Delivery(queue, method, properties, body, None, self, self.generation)
         try:
             delivery.message = decode(body, binding.accepts)
@@ -308,6 +311,7 @@ class ControlConsumer:
             self.tx.mark()
 
     def _publish_dead_letter(self, channel: BlockingChannel, delivery: Delivery, reason: str) -> None:
+        metrics.DEAD_LETTERS.labels(self.name, "control").inc()
         dead_letter(
             channel,
             self.topology,

@@ -39,6 +39,7 @@ from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.amqp.exceptions import MessageRejected
 from control_plane.amqp.messages import CrawlTask, DiscoveredBatch, DiscoveredUrl, JobSpec, TaskReport
 from control_plane.amqp.topology import Topology
+from control_plane.frontier import metrics
 from control_plane.frontier.admission import Admission, Batch
 from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
 from control_plane.frontier.domain_permits import DomainPermits
@@ -249,6 +250,7 @@ class Frontier:
             if not self._admit(task):
                 counts["backlog"] += 1
         self.state.count(job.job_id, **counts)
+        metrics.judged(counts)
         self.snapshots.mark(job.job_id)
 
     def _report(self, report: TaskReport) -> None:
@@ -274,6 +276,7 @@ class Frontier:
         self.permits.ensure(task.domain)
         self.state.task_issued(task.task_id, task.job_id, task.domain)
         self._outbox.append(task)
+        metrics.TASKS_ISSUED.inc()
 
     def _release_backlog(self, domain: str) -> None:
         limits = self.view.details(domain)
