@@ -35,6 +35,7 @@ from typing import Any
 from confluent_kafka import Message, TopicPartition
 
 import schemas
+from data_plane.extractor import metrics
 from data_plane.kafka import clients
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
@@ -134,8 +135,9 @@ def replay(
     started = time.monotonic()
     job = _Job(schema_version, to_topic)
     workers = min(max(1, processes), len(ranges))
+    on_progress = metrics.replay_progress(to_topic, sum(r.size for r in ranges), on_progress)
     if workers <= 1:
-        totals = _replay_here(settings, ranges, job, on_progress or (lambda _count: None))
+        totals = _replay_here(settings, ranges, job, on_progress)
     else:
         totals = _replay_forked(settings, ranges, job, workers, on_progress)
     return ReplayResult(

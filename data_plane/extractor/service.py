@@ -51,9 +51,11 @@ from control_plane.amqp.messages import new_id
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
 from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from data_plane.extractor import metrics
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
+from dualplane.core import metrics as core_metrics
 from dualplane.core.logs import page_context
 from dualplane.core.settings import ExtractSettings, Settings
 from schemas.exceptions import RegistryError, RegistryUnavailable
@@ -112,6 +114,8 @@ class Extractor:
         self.pages = 0
         self.records = 0
         self.dead_lettered = 0
+        self._dead_letter_stages: list[str] = []  # of the open transaction, counted once it commits
+        self._consumed = core_metrics.CONSUMED.labels(settings.topics.pages_raw)
 
     def stop(self) -> None:
         self._stop.set()
@@ -165,6 +169,7 @@ class Extractor:
                 ]
                 connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
                 if batch:
+                    self._consumed.inc(len(batch))
                     self._transact(batch, consumer, producer, links, connection)
         finally:
             faulthandler.cancel_dump_traceback_later()
@@ -190,6 +195,7 @@ class Extractor:
             faulthandler.dump_traceback_later(STALL_REPORT_S)
             producer.begin_transaction()
             started = time.monotonic()
+            records_before, self._dead_letter_stages = self.records, []
             waiting: ClaimCheckUnavailable | None = None
             try:
                 part = []
@@ -211,6 +217,7 @@ class Extractor:
                     clients.within(send, CALL_BOUND_S, "send_offsets")
                     commit = functools.partial(producer.commit_transaction, 60)
                     clients.within(commit, COMMIT_BOUND_S, "commit_transaction")
+                    self._committed(records_before)
                 else:
                     _abort(producer)
             except clients.ClientWedged:
@@ -250,6 +257,7 @@ class Extractor:
             reason = failure.reason if isinstance(failure, ExtractionFailed) else repr(failure)
             self._dead_letter(message, producer, reason, stage, raw)
             return
+        started = time.perf_counter()
         try:
             record = self.extract(page, schema_version=self.schema_version)
             value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
@@ -259,6 +267,7 @@ class Extractor:
             self._dead_letter(message, producer, f"{type(error).__name__}: {error}", "extract", page)
             return
         producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
+        metrics.EXTRACT_SECONDS.observe(time.perf_counter() - started)
         self.records += 1
         self._publish_links(page, record, links)
 
@@ -300,6 +309,15 @@ class Extractor:
         topic = self.settings.topics.dead_letters
         producer.produce(topic, self.codec.encode("dead_letter", record, topic=topic), message.key())
         self.dead_lettered += 1
+        self._dead_letter_stages.append(stage)
+
+    def _committed(self, records_before: int) -> None:
+        """Count what the transaction just committed (the shared produce and dead-letter counters)."""
+        core_metrics.PRODUCED.labels(self.records_topic).inc(self.records - records_before)
+        if self._dead_letter_stages:
+            core_metrics.PRODUCED.labels(self.settings.topics.dead_letters).inc(len(self._dead_letter_stages))
+        for stage in self._dead_letter_stages:
+            core_metrics.DEAD_LETTERS.labels("extractor", stage).inc()
 
     def _max_dead_letter_bytes(self) -> int:
         """The dead-letter topic's message limit (a raw page, unchanged, plus the letter around it)."""

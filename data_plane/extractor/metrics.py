@@ -1,0 +1,59 @@
+"""The extractor's Prometheus metrics: extraction time, pages read, records produced; replay progress.
+
+Pages, records and dead letters are the counts the extractor keeps anyway, read when scraped;
+records and dead letters are added to the shared produce counters once their transaction commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from prometheus_client import Gauge, Histogram
+
+from data_plane.kafka.metrics import watch_lag
+from dualplane.core import metrics
+
+if TYPE_CHECKING:
+    from data_plane.extractor.service import Extractor
+
+EXTRACT_SECONDS = Histogram(
+    "dualplane_extract_duration_seconds",
+    "Time to extract one raw page into a record and encode it",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10),
+)
+
+
+def watch(extractor: Extractor) -> None:
+    """Export the extractor's counts and its consumer group's lag on ``pages.raw``."""
+    metrics.probe(
+        "dualplane_extractor_pages",
+        "Raw pages handled (a batch redone after an abort counts again)",
+        metrics.value(lambda: extractor.pages),
+        kind="counter",
+    )
+    metrics.probe(
+        "dualplane_extractor_records",
+        "Records produced (a batch redone after an abort counts again)",
+        metrics.value(lambda: extractor.records),
+        kind="counter",
+    )
+    watch_lag(extractor.settings.kafka, extractor.group_id, [extractor.settings.topics.pages_raw])
+
+
+REPLAY_PLANNED = Gauge("dualplane_replay_pages_planned", "Pages in the range being replayed", ["to_topic"])
+REPLAY_DONE = Gauge("dualplane_replay_pages_done", "Pages of that range replayed so far", ["to_topic"])
+
+
+def replay_progress(to_topic: str, planned: int, then: Callable[[int], None] | None) -> Callable[[int], None]:
+    """A replay's progress callback that also moves the replay gauges (then calls ``then``)."""
+    REPLAY_PLANNED.labels(to_topic).set(planned)
+    done = REPLAY_DONE.labels(to_topic)
+    done.set(0)
+
+    def advance(count: int) -> None:
+        done.inc(count)
+        if then is not None:
+            then(count)
+
+    return advance
