@@ -1,6 +1,7 @@
 """``dualplane run --processes N``: the same services in N child processes, so one machine uses all
 its cores (one Python process uses one core).
 
+Child ``i`` serves its metrics on ``DUALPLANE_METRICS_PORT + i`` (each process has its own registry).
 Fetchers and extractors simply run N times (tasks and ``pages.raw`` partitions are shared out by
 the brokers). Frontier shards are divided among the children, so each shard has one process; run
 the same command on another machine for standbys. The parent forwards SIGINT/SIGTERM and waits; a
@@ -10,6 +11,7 @@ child that dies on its own stops the others and the parent exits 1, so a supervi
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -19,6 +21,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_S = 2.0  # as dualplane.services (kept apart: the parent imports no service)
+METRICS_PORT = "DUALPLANE_METRICS_PORT"
 
 
 def child_commands(
@@ -39,6 +42,15 @@ def child_commands(
     return commands
 
 
+def child_env(index: int) -> dict[str, str]:
+    """Child ``index``'s environment: its own metrics port, ``DUALPLANE_METRICS_PORT`` + ``index``."""
+    env = dict(os.environ)
+    port = int(env.get(METRICS_PORT, "0") or 0)
+    if port:
+        env[METRICS_PORT] = str(port + index)
+    return env
+
+
 def run_processes(
     names: list[str], processes: int, shards: list[int] | None, log_level: str, heartbeat: Path | None = None
 ) -> int:
@@ -48,7 +60,8 @@ def run_processes(
 
     if "frontier" in names and shards is None:
         shards = list(range(Settings.from_env().queues.frontier_shards))
-    children = [subprocess.Popen(command) for command in child_commands(names, processes, shards, log_level)]
+    commands = child_commands(names, processes, shards, log_level)
+    children = [subprocess.Popen(command, env=child_env(index)) for index, command in enumerate(commands)]
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:

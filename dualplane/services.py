@@ -20,12 +20,19 @@ from pathlib import Path
 from typing import Protocol
 
 from connectors.sink import S3Sink
+from connectors.sink import metrics as sink_metrics
+from control_plane.amqp import metrics as amqp_metrics
+from control_plane.fetcher import metrics as fetcher_metrics
 from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
+from control_plane.frontier import metrics as frontier_metrics
+from data_plane.extractor import metrics as extractor_metrics
 from data_plane.extractor.service import Extractor
 from data_plane.kafka.topics import prepare_data_plane
+from data_plane.throttle import metrics as throttle_metrics
 from data_plane.throttle.view import ThrottleView
+from dualplane.core import metrics
 from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -63,7 +70,9 @@ def frontier_services(settings: Settings, shards: list[int] | None = None) -> li
     for shard in served:
         frontier = Frontier(settings, view, shard=shard)
         consumer = frontier.consumer()
+        frontier_metrics.watch(frontier)
         services.append(ConsumerService(f"frontier-{shard}", consumer.run, consumer.stop, frontier.close))
+    amqp_metrics.watch_queues(settings)
     return services
 
 
@@ -72,6 +81,7 @@ def fetcher_service(settings: Settings) -> Service:
     fetcher = Fetcher.from_settings(settings)
     runner = TaskRunner(settings, fetcher, ThrottleView(settings))
     consumer = runner.consumer()
+    fetcher_metrics.watch(runner)
 
     def close() -> None:
         asyncio.run_coroutine_threadsafe(fetcher.aclose(), runner.loop).result(timeout=60)
@@ -82,6 +92,7 @@ def fetcher_service(settings: Settings) -> Service:
 
 def extractor_service(settings: Settings) -> Service:
     extractor = Extractor(settings)
+    extractor_metrics.watch(extractor)
     return ConsumerService("extractor", extractor.run, extractor.stop, extractor.close)
 
 
@@ -94,6 +105,9 @@ class ThrottleService:
         self.settings = settings
         self.process: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
+        snapshot = settings.throttle_snapshot_path
+        if snapshot is not None:
+            throttle_metrics.watch_snapshot(snapshot, settings.metrics.max_domains)
 
     def run(self) -> None:
         datadir = self.settings.stack.data_dir / "throttle" / "faust"
@@ -128,11 +142,17 @@ class ThrottleService:
                 self.process.kill()
 
 
+def sink_service(settings: Settings) -> Service:
+    sink = S3Sink.from_settings(settings)
+    sink_metrics.watch(sink)
+    return sink
+
+
 REGISTRY: dict[str, Callable[[Settings], Service]] = {
     "fetcher": fetcher_service,
     "extractor": extractor_service,
     "throttle": ThrottleService,
-    "s3-sink": S3Sink.from_settings,
+    "s3-sink": sink_service,
 }
 SERVICE_NAMES = ("frontier", *REGISTRY)
 
@@ -156,6 +176,7 @@ def run_services(
     supervisor's healthcheck reads its age without starting a Python of ours.
     """
     services = [service for name in names for service in build(settings, name, shards)]
+    metrics.serve(settings.metrics)
     threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
     stopping = threading.Event()
 

@@ -18,6 +18,7 @@ from rich.progress import (
 import schemas
 from data_plane.extractor.replay import plan, replay
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
+from dualplane.core import metrics
 from dualplane.core.settings import Settings
 
 
@@ -48,6 +49,7 @@ def replay_command(
         to_offsets=_offsets(to_offset, "--to-offset"),
     )
     target = to_topic or settings.topics.records
+    metrics.serve(settings.metrics)  # replay progress, when DUALPLANE_METRICS_PORT is set
     total = sum(r.size for r in ranges)
     columns = (
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

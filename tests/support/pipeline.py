@@ -30,11 +30,13 @@ class Pipeline:
         self.tmp_path = tmp_path
         self.processes: list[tuple[str, subprocess.Popen[bytes]]] = []
 
-    def start(self, service: str, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def start(
+        self, service: str, *args: str, env: dict[str, str] | None = None, log_level: str = "info"
+    ) -> subprocess.Popen[bytes]:
         """``dualplane run SERVICE ARGS…`` with the test's settings (and ``env`` on top)."""
         log = (self.tmp_path / f"{service}-{len(self.processes)}.log").open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "dualplane", "run", service, *args, "--log-level", "info"],
+            [sys.executable, "-m", "dualplane", "run", service, *args, "--log-level", log_level],
             env={**os.environ, **self.settings.to_env(), **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
