@@ -44,7 +44,8 @@ from control_plane import amqp
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import FinishRule, read_progress
+from control_plane.frontier.jobs import FinishRule
+from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from data_plane.kafka.reader import read_to_end
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
@@ -295,11 +296,8 @@ def _submit(settings: Settings, job: str, seeds: list[str]) -> None:
 
 
 def _progress(settings: Settings, job: str) -> dict[str, Any] | None:
-    connection = amqp.connect(settings.amqp)
-    try:
-        return read_progress(connection.channel(), Topology(settings.queues), job)
-    finally:
-        connection.close()
+    with ProgressReader(settings) as reader:
+        return reader.job(job)
 
 
 # -- report -----------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from control_plane import amqp
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import read_progress
+from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from data_plane.kafka.reader import read_to_end
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
@@ -67,21 +67,17 @@ def fetch_span_s(settings: Settings) -> tuple[int, float]:
 
 
 def wait_finished(settings: Settings, job_id: str, timeout_s: float = 600) -> None:
-    connection = amqp.connect(settings.amqp)
-    topology = Topology(settings.queues)
     last: dict[str, object] | None = None
     stable_since = time.monotonic()
     deadline = time.monotonic() + timeout_s
-    try:
+    with ProgressReader(settings) as reader:
         while time.monotonic() < deadline:
-            now = read_progress(connection.channel(), topology, job_id)
+            now = reader.job(job_id)
             if now != last:
                 last, stable_since = now, time.monotonic()
             elif now and now.get("idle") and time.monotonic() - stable_since > 3:
                 return
             time.sleep(0.5)
-    finally:
-        connection.close()
     raise TimeoutError(f"job {job_id} did not finish: {last}")
 
 

@@ -35,7 +35,7 @@ from control_plane.amqp.discovery import discovery_batches
 from control_plane.amqp.messages import DiscoveredUrl, JobSpec, new_id
 from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import read_progress
+from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from dualplane.core.settings import LimitSettings, Settings
 from dualplane.namespaces import drop_namespace, private_namespace
@@ -89,11 +89,8 @@ def fill(settings: Settings, job_id: str, batched: bool, args: argparse.Namespac
 
 
 def counted(settings: Settings, job_id: str) -> int:
-    connection = amqp.connect(settings.amqp)
-    try:
-        progress = read_progress(connection.channel(), Topology(settings.queues), job_id) or {}
-    finally:
-        connection.close()
+    with ProgressReader(settings) as reader:
+        progress = reader.job(job_id) or {}
     return sum(int(progress.get(name, 0)) for name in COUNTED)
 
 

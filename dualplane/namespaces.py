@@ -27,6 +27,7 @@ NAMESPACED_TOPICS = (
     "schemas",
     "throttle_state",
     "frontier_changelog",
+    "job_progress",
 )
 
 
@@ -42,7 +43,6 @@ def private_namespace(settings: Settings, prefix: str, data_dir: Path) -> Settin
             "reports": f"{prefix}.reports",
             "retry_prefix": f"{prefix}.retry",
             "permits_prefix": f"{prefix}.permits",
-            "jobs_prefix": f"{prefix}.jobs",
         }
     )
     topics = settings.topics.model_copy(
@@ -71,8 +71,7 @@ def _drop_rabbitmq(settings: Settings) -> None:
     tiers = [topology.tier_name(tier) for tier, _ in topology.tiers]
     queues = [*topology.frontier_queues, topology.dead_queue, *tiers]
     queues += [topology.lane_queue(priority) for priority in PRIORITIES]
-    for prefix in (settings.queues.permits_prefix, settings.queues.jobs_prefix):
-        queues += [stats.name for stats in queue_stats(settings.amqp, prefix)]
+    queues += [stats.name for stats in queue_stats(settings.amqp, settings.queues.permits_prefix)]
     exchanges = [topology.discovery_exchange, topology.tasks_exchange, topology.dead_exchange]
     exchanges += [topology.reports_exchange, topology.throttle_exchange, *tiers]
     connection = amqp.connect(settings.amqp)

@@ -175,17 +175,19 @@ def run_services(
     While every service runs, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``: a
     supervisor's healthcheck reads its age without starting a Python of ours.
     """
-    services = [service for name in names for service in build(settings, name, shards)]
-    metrics.serve(settings.metrics)
-    threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:
         log.info("received %s; stopping %s", signal.Signals(signum).name, ", ".join(names))
         stopping.set()
 
+    # Before building: a signal while the services start (reading a changelog can take a while)
+    # must still end in a clean stop and exit 0, not in Python's default death by signal.
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
+    services = [service for name in names for service in build(settings, name, shards)]
+    metrics.serve(settings.metrics)
+    threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
     for thread in threads:
         thread.start()
     beaten = 0.0

@@ -11,7 +11,9 @@
     dead (fanout) ───────► <dead>                 quorum; readable reason in the headers
     throttle (fanout) ───► one exclusive queue per listening process
     <permits>.<domain>                            per-domain permits (see control_plane.amqp.permits)
-    <jobs>.<job_id>.<shard>                       a shard's latest progress snapshot of a job (max-length 1)
+
+Job progress is not here: frontier shards write it to a compacted Kafka topic
+(``control_plane.frontier.jobs``), so finished jobs leave no queue behind.
 
 Discovery and the fetchers' reports about a site go to the same shard queue, so one consumer (the
 shard's active frontier) sees all of it, in order; a standby frontier of the shard takes over when
@@ -72,8 +74,12 @@ class Topology:
     def permits_queue(self, domain: str) -> str:
         return f"{self.queues.permits_prefix}.{domain}"
 
-    def job_queue(self, job_id: str, shard: int) -> str:
-        return f"{self.queues.jobs_prefix}.{job_id}.{shard}"
+    def control_queues(self) -> list[str]:
+        """The queues an operator watches: lanes, retry tiers, dead letters and frontier shards (not
+        the per-domain permit queues, one per domain ever crawled)."""
+        lanes = [self.lane_queue(priority) for priority in PRIORITIES]
+        tiers = [self.tier_name(tier) for tier, _ in self.tiers]
+        return [*lanes, *tiers, self.dead_queue, *self.frontier_queues]
 
     def declare(self, channel: BlockingChannel) -> None:
         """Declare everything; safe to call from every process on every start."""
@@ -126,10 +132,3 @@ class Topology:
         }
         channel.queue_declare(name, durable=True, arguments=arguments)
         channel.queue_bind(name, name)
-
-    def declare_job_queue(self, channel: BlockingChannel, job_id: str, shard: int) -> str:
-        """A one-slot queue holding shard ``shard``'s newest progress of ``job_id`` (kept 7 idle days)."""
-        name = self.job_queue(job_id, shard)
-        arguments = {"x-max-length": 1, "x-overflow": "drop-head", "x-expires": 7 * 86_400_000}
-        channel.queue_declare(name, durable=True, arguments=arguments)
-        return name

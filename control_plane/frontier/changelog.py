@@ -24,7 +24,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -80,15 +80,17 @@ class Changelog:
             raise ChangelogUnavailable(f"cannot open {self.topic}[{self.shard}]: {error}") from error
         self.producer = producer
 
-    def write(self, records: list[Record]) -> int:
-        """Write ``records`` in one transaction; the offset of the last one once committed."""
+    def write(self, records: list[Record], also: Sequence[tuple[str, str, bytes]] = ()) -> int:
+        """Write ``records`` in one transaction, with ``also``'s (topic, key, value) records to the
+        shard's partition of their topics; the offset of the last changelog record once committed
+        (-1: none)."""
         producer = self.producer
         if producer is None:
             raise ChangelogUnavailable("the changelog is not open: this frontier is not the shard's owner")
         offsets: list[int] = []
 
         def delivered(error: KafkaError | None, message: Any) -> None:
-            if error is None:
+            if error is None and message.topic() == self.topic:
                 offsets.append(message.offset())
 
         try:
@@ -97,6 +99,8 @@ class Changelog:
                 producer.produce(
                     self.topic, encode(value), key.encode(), partition=self.shard, on_delivery=delivered
                 )
+            for topic, key, value in also:
+                producer.produce(topic, value, key.encode(), partition=self.shard)
             clients.within(lambda: producer.commit_transaction(30), CALL_BOUND_S, "commit_transaction")
         except Exception as error:
             # Fenced (another frontier took the shard over), Kafka away, or a wedged call: this

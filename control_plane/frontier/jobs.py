@@ -1,35 +1,59 @@
 """Job progress: each frontier shard publishes snapshots, anyone reads them, one rule says "done".
 
-Each job has a one-slot queue per shard (``x-max-length: 1``, drop-head) holding that shard's
-newest progress as JSON. Reading is a ``basic.get`` followed by a requeue per shard, so any number
-of readers (``dualplane status``, ``crawl --wait``) can look without a frontier having to answer;
-:func:`read_progress` adds the shards' counters up.
+Snapshots live in the compacted Kafka topic ``DUALPLANE_TOPIC_JOB_PROGRESS`` (``jobs.progress``):
+partition ``i`` holds shard ``i``'s newest snapshot of each job, keyed by job id, as JSON. A shard
+writes the snapshots of the jobs that changed (at most every ``DUALPLANE_FRONTIER_SNAPSHOT_INTERVAL_S``)
+in the same Kafka transaction as its changelog, so they are fenced with it and never run ahead of
+the state. Compaction keeps one record per job and shard however long a job runs, and nothing is
+left to clean up when it ends: a thousand finished jobs are a thousand small records, not a
+thousand queues (the one-slot RabbitMQ queue per job and shard this replaced piled up).
+
+A snapshot carries the shard's counters (:class:`~control_plane.frontier.store.JobProgress`) and
+``rate_per_s`` (tasks finished per second over the last ``RATE_WINDOW_S``), ``changed_at`` (when a
+counter last moved) and ``published_at``. :class:`~control_plane.frontier.progress.ProgressReader`
+follows the topic and adds the shards up; :func:`eta_s` and :class:`FinishRule` answer the
+questions the CLI, the demo and the tests ask, so none of them decides for itself.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from pika.adapters.blocking_connection import BlockingChannel
-
-from control_plane.amqp.consumer import ControlConsumer
-from control_plane.amqp.topology import Topology
+from control_plane.frontier.changelog import ensure_changelog
 from control_plane.frontier.store import FrontierState
+from data_plane.kafka import clients
 from data_plane.kafka.lag import extractor_lag
 from dualplane.core.settings import Settings
 
+RATE_WINDOW_S = 30.0
+# Compaction only cleans closed segments: roll them hourly so the topic stays near one record per job.
+TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": "3600000", "min.cleanable.dirty.ratio": "0.1"}
+
+SideRecord = tuple[str, str, bytes]
+"""A record for another topic in a changelog transaction: (topic, key, value)."""
+
+
+def ensure_progress_topic(settings: Settings) -> None:
+    """Create the compacted progress topic with a partition per frontier shard (or add the missing ones)."""
+    topic, shards = settings.topics.job_progress, settings.queues.frontier_shards
+    clients.ensure_topics(settings.kafka, [topic], partitions=shards, config=TOPIC_CONFIG)
+    ensure_changelog(settings.kafka, topic, shards)
+
 
 class JobSnapshots:
-    """Remembers which jobs changed on one shard and publishes their progress when asked."""
+    """Remembers which jobs changed on one shard and gives their snapshots when asked."""
 
-    def __init__(self, topology: Topology, shard: int) -> None:
-        self.topology = topology
+    def __init__(self, topic: str, shard: int, clock: Callable[[], float] = time.time) -> None:
+        self.topic = topic
         self.shard = shard
+        self.clock = clock
         self.marked: set[str] = set()
-        self.declared: set[str] = set()
+        self._finished: dict[str, deque[tuple[float, int]]] = {}  # job -> (time, finished tasks)
+        self._last: dict[str, dict[str, Any]] = {}  # job -> counters last published, and when they moved
 
     def mark(self, job_id: str) -> None:
         self.marked.add(job_id)
@@ -37,54 +61,39 @@ class JobSnapshots:
     def mark_all(self, job_ids: list[str]) -> None:
         self.marked.update(job_ids)
 
-    def reset(self) -> None:
-        """A new connection: queues declared on the old one are declared again when next used."""
-        self.declared.clear()
-
-    def publish_marked(self, consumer: ControlConsumer, state: FrontierState) -> None:
-        assert consumer.channel is not None
+    def due(self, state: FrontierState) -> list[SideRecord]:
+        """The marked jobs' snapshots, to write with the next changelog transaction (marks stay until
+        :meth:`published`, so a failed transaction is made good by the next)."""
+        now = self.clock()
+        records = []
         for job_id in sorted(self.marked):
             progress = state.progress(job_id)
-            if progress is None:
-                continue
-            queue = self.topology.job_queue(job_id, self.shard)
-            if queue not in self.declared:
-                self.topology.declare_job_queue(consumer.channel, job_id, self.shard)
-                self.declared.add(queue)
-            consumer.publish("", queue, json.dumps(progress.as_dict()).encode())
+            if progress is not None:
+                snapshot = {**progress.as_dict(), **self._extra(job_id, progress.as_dict(), now)}
+                records.append((self.topic, job_id, json.dumps(snapshot).encode()))
+        return records
+
+    def published(self) -> None:
         self.marked.clear()
 
+    def reset(self) -> None:
+        """This process no longer owns the shard: the next owner publishes what changed."""
+        self.marked.clear()
 
-def read_progress(channel: BlockingChannel, topology: Topology, job_id: str) -> dict[str, Any] | None:
-    """A job's progress over every shard (counters added up), or None if no shard published any.
-
-    ``idle`` holds only when every shard has published and is idle.
-    """
-    snapshots = [_read_one(channel, topology, job_id, shard) for shard in range(topology.shards)]
-    known = [snapshot for snapshot in snapshots if snapshot is not None]
-    if not known:
-        return None
-    total: dict[str, Any] = {"job_id": job_id}
-    for name, value in known[0].items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            continue
-        values = [snapshot.get(name, 0) for snapshot in known]
-        total[name] = (
-            min(values) if name == "created_at" else max(values) if name == "updated_at" else sum(values)
-        )
-    total["idle"] = len(known) == len(snapshots) and all(snapshot.get("idle") for snapshot in known)
-    total["shards_reporting"] = len(known)
-    return total
-
-
-def _read_one(channel: BlockingChannel, topology: Topology, job_id: str, shard: int) -> dict[str, Any] | None:
-    topology.declare_job_queue(channel, job_id, shard)
-    method, _properties, body = channel.basic_get(topology.job_queue(job_id, shard), auto_ack=False)
-    if method is None:
-        return None
-    channel.basic_nack(method.delivery_tag, requeue=True)
-    snapshot: dict[str, Any] = json.loads(body)
-    return snapshot
+    def _extra(self, job_id: str, counters: dict[str, Any], now: float) -> dict[str, Any]:
+        finished = finished_count(counters)
+        history = self._finished.setdefault(job_id, deque())
+        history.append((now, finished))
+        while len(history) > 2 and now - history[1][0] >= RATE_WINDOW_S:
+            history.popleft()
+        elapsed = now - history[0][0]
+        rate = (finished - history[0][1]) / elapsed if elapsed > 0 else 0.0
+        moved = {key: value for key, value in counters.items() if key != "updated_at"}
+        last = self._last.get(job_id)
+        changed_at = now if last is None or last["counters"] != moved else last["changed_at"]
+        self._last[job_id] = {"counters": moved, "changed_at": changed_at}
+        return {"rate_per_s": round(rate, 3), "changed_at": changed_at, "published_at": now,
+                "shard": self.shard}  # fmt: skip
 
 
 FINISHED_STAGES = ("done", "failed", "dead_lettered")
@@ -96,14 +105,30 @@ def finished_count(snapshot: dict[str, Any]) -> int:
     return sum(int(snapshot.get(key, 0)) for key in FINISHED_STAGES)
 
 
-class FinishRule:
-    """When a followed job is finished: the one rule ``crawl --wait``, the demo and the tests use.
+def remaining(snapshot: dict[str, Any]) -> int:
+    """Tasks known and not finished: queued, in flight, retrying, or waiting in the backlog."""
+    return int(snapshot.get("outstanding", 0)) + int(snapshot.get("backlog", 0))
 
-    Feed it every progress snapshot you read (:meth:`finished`). A job is finished when the
-    frontier calls it idle (nothing queued, in flight, retrying or in the backlog), at least one
-    task reached an end, its counters have not moved for ``quiet_s``, and the extractor has caught
-    up: idle at the frontier is not enough, since pages not yet extracted may hold links that start
-    new tasks. ``extractor_lag`` is asked only once the rest holds (it queries Kafka).
+
+def eta_s(snapshot: dict[str, Any]) -> float | None:
+    """Seconds until the tasks known now are finished, at the current rate (links found meanwhile
+    add work, so it is a lower bound); None while nothing finishes."""
+    rate = float(snapshot.get("rate_per_s", 0.0))
+    left = remaining(snapshot)
+    if left == 0:
+        return 0.0
+    return left / rate if rate > 0 else None
+
+
+class FinishRule:
+    """When a job is finished: the one rule ``crawl --wait``, ``status``, the demo and the tests use.
+
+    A job is finished when the frontier calls it idle (nothing queued, in flight, retrying or in the
+    backlog), at least one task reached an end, its counters have not moved for ``quiet_s``, and the
+    extractor has caught up: idle at the frontier is not enough, since pages not yet extracted may
+    hold links that start new tasks. ``extractor_lag`` is asked only once the rest holds (it queries
+    Kafka). Followers feed it every snapshot (:meth:`finished`); a one-off look (``status``) asks
+    :meth:`finished_at`, which reads "not moved for ``quiet_s``" from the snapshot's ``changed_at``.
     """
 
     def __init__(
@@ -129,9 +154,10 @@ class FinishRule:
     def finished(self, snapshot: dict[str, Any] | None) -> bool:
         """Whether the job is finished, given its newest snapshot (None: not published yet)."""
         now = self.clock()
-        if snapshot != self.last:
+        if _moved(snapshot, self.last):
             self.last, self.changed_at, self._since = snapshot, now, now
             return False
+        self.last = snapshot
         if snapshot is None or not snapshot.get("idle") or finished_count(snapshot) == 0:
             return False
         if now - self._since < self.quiet_s:
@@ -142,6 +168,23 @@ class FinishRule:
             return False
         return True
 
+    def finished_at(self, snapshot: dict[str, Any], now_s: float, lag: int | None = None) -> bool:
+        """Whether a job whose snapshot this is was finished at wall-clock time ``now_s`` (``lag``: the
+        extractor's, if already known; asked otherwise)."""
+        if not snapshot.get("idle") or finished_count(snapshot) == 0:
+            return False
+        if now_s - float(snapshot.get("changed_at", now_s)) < self.quiet_s:
+            return False
+        return (self.extractor_lag() if lag is None else lag) == 0
+
     def unchanged_for_s(self) -> float:
         """How long the snapshot has not changed (a stalled job's counters stop moving)."""
         return self.clock() - self.changed_at
+
+
+def _moved(snapshot: dict[str, Any] | None, last: dict[str, Any] | None) -> bool:
+    """Whether the counters moved (the times a shard stamps on each publication do not count)."""
+    if snapshot is None or last is None:
+        return snapshot is not last
+    keys = (snapshot.keys() | last.keys()) - {"published_at", "updated_at", "rate_per_s"}
+    return any(snapshot.get(key) != last.get(key) for key in keys)

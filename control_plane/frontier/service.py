@@ -44,7 +44,7 @@ from control_plane.frontier.admission import Admission, Batch
 from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
 from control_plane.frontier.domain_permits import DomainPermits
 from control_plane.frontier.exceptions import ChangelogUnavailable
-from control_plane.frontier.jobs import JobSnapshots
+from control_plane.frontier.jobs import JobSnapshots, SideRecord, ensure_progress_topic
 from control_plane.frontier.restore import catch_up
 from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.seen import SeenSet
@@ -97,7 +97,7 @@ class Frontier:
         )
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
-        self.snapshots = JobSnapshots(self.topology, shard)
+        self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
         self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
         self.consumer_: ControlConsumer | None = None
         self.active = False
@@ -115,6 +115,7 @@ class Frontier:
         """The shard's consumer; first starts the limits view and warms the state from the changelog."""
         self.view.start()
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
+        ensure_progress_topic(self.settings)
         self._warm()
         kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport)
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
@@ -325,7 +326,8 @@ class Frontier:
             self.state.forget_handled(self._committed_messages)
             self._committed_messages = []
             settles = self._handle_inbox(consumer)
-            self._write_changelog()
+            due = self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic())
+            self._write_changelog(self.snapshots.due(self.state) if due else [])
         except ChangelogUnavailable as unavailable:
             log.warning("frontier shard %d: %s; holding %d messages and retrying", self.shard, unavailable,
                         len(self._inbox))  # fmt: skip
@@ -337,22 +339,24 @@ class Frontier:
             consumer.publish(self.topology.tasks_exchange, task.priority, task)
         self._inbox, self._outbox = [], []
         self._committed_messages, self._pass_messages = self._pass_messages, []
-        if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
-            self.snapshots.publish_marked(consumer, self.state)
         return True
 
-    def _write_changelog(self) -> None:
-        """Write the pass's changed rows and new seen keys to the changelog, then locally."""
+    def _write_changelog(self, progress: list[SideRecord]) -> None:
+        """Write the pass's changed rows and new seen keys to the changelog (with the jobs' progress
+        snapshots that are due, in the same transaction), then locally."""
         records = self.state.changes()
-        if not records and not self._pass_keys:
+        if not records and not self._pass_keys and not progress:
             return
         keys_by_bucket: dict[int, list[bytes]] = {}
         for key, bucket in self._pass_keys.items():
             keys_by_bucket.setdefault(bucket, []).append(key)
-        offset = self.changelog.write([*records, *seen_records(keys_by_bucket)])
+        offset = self.changelog.write([*records, *seen_records(keys_by_bucket)], also=progress)
+        if progress:  # marks made since the last snapshots were written wait for the next ones
+            self.snapshots.published()
         self.seen.add_many(self._pass_keys)
         self.seen.flush()  # before the state: a crash between the two replays these keys again
-        self.state.set_meta("changelog_offset", str(offset))
+        if offset >= 0:  # else only progress was written
+            self.state.set_meta("changelog_offset", str(offset))
         self.state.commit()
         self._pass_keys = {}
         self.admission.remember(self._pass_known)

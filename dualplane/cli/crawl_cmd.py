@@ -9,7 +9,6 @@ import uuid
 from typing import Annotated, Any
 
 import typer
-from pika.adapters.blocking_connection import BlockingChannel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from connectors.seeds import SeedList, open_seed_list, seed_domains
@@ -17,7 +16,8 @@ from control_plane import amqp
 from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import FinishRule, finished_count, read_progress
+from control_plane.frontier.jobs import FinishRule, finished_count, remaining
+from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import report_bad_lines, seeding_progress
@@ -81,9 +81,9 @@ def crawl(
             count = submit_job(channel, topology, spec, itertools.chain(seeds, seed_list or ()), on_seed)
         report_bad_lines(seed_list)
         stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
-        result = _follow(channel, topology, settings, spec.job_id, timeout_s) if wait else None
     finally:
-        connection.close()
+        connection.close()  # following reads Kafka: an idle AMQP connection would miss its heartbeats
+    result = _follow(settings, spec.job_id, timeout_s) if wait else None
     _report(spec, count, seed_list.bad if seed_list else 0, result, as_json)
     if wait and (result is None or not result.get("idle")):
         raise typer.Exit(1)
@@ -115,22 +115,19 @@ def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settin
     return sorted(domains)
 
 
-def _follow(
-    channel: BlockingChannel, topology: Topology, settings: Settings, job_id: str, timeout_s: float
-) -> dict[str, Any] | None:
+def _follow(settings: Settings, job_id: str, timeout_s: float) -> dict[str, Any] | None:
     """Show progress until the job is finished (:class:`FinishRule`) or ``timeout_s`` passes."""
     deadline = time.monotonic() + timeout_s
     rule = FinishRule.from_settings(settings)
     snapshot: dict[str, Any] | None = None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=stderr, transient=True) as progress:
+    with ProgressReader(settings) as reader, Progress(*columns, console=stderr, transient=True) as progress:
         bar = progress.add_task(f"crawling {job_id}", total=None)
         while time.monotonic() < deadline:
-            snapshot = read_progress(channel, topology, job_id)
+            snapshot = reader.job(job_id)
             if snapshot:
                 finished = finished_count(snapshot)
-                left = int(snapshot["outstanding"]) + int(snapshot["backlog"])
-                progress.update(bar, completed=finished, total=finished + left)
+                progress.update(bar, completed=finished, total=finished + remaining(snapshot))
             if rule.finished(snapshot):
                 break
             time.sleep(1.0)

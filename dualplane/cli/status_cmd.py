@@ -1,68 +1,116 @@
-"""``dualplane status``: queue depths of the control plane, the data plane's consumer lag and, with
-``--job``, a job's progress."""
+"""``dualplane status [--job ID] [--jobs N] [--watch] [--json]``: jobs with rate and ETA, the control
+plane's queues, consumer lag and throttled domains (gathered by :mod:`dualplane.status`)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import time
+from typing import Annotated, Any
 
 import typer
+from rich.console import Group
+from rich.live import Live
+from rich.table import Table
 
-from connectors.sink.lag import sink_lag
-from control_plane import amqp
-from control_plane.amqp.management import queue_stats
-from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import read_progress
-from data_plane.kafka.lag import extractor_lag
+from control_plane.frontier.progress import ProgressReader
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
+from dualplane.status import gather
 
 
 def status(
     job: Annotated[str | None, typer.Option("--job", help="Show this job's progress counters.")] = None,
+    jobs: Annotated[int, typer.Option("--jobs", min=0, help="Show this many jobs, running first.")] = 10,
+    watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval-s until Ctrl-C.")] = False,
+    interval_s: Annotated[float, typer.Option("--interval-s", min=0.5, help="Redraw period.")] = 2.0,
     as_json: JsonOption = False,
 ) -> None:
-    """Queue depths and consumers of the control plane, consumer lag; a job's counters with --job."""
+    """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
     settings = Settings.from_env()
-    prefix = settings.queues.crawl_tasks.split(".")[0]
-    queues = queue_stats(settings.amqp, prefix)
-    lag = _lag(settings)
-    progress = _job_progress(settings, job) if job else None
-    if as_json:
-        print_json({"queues": queues, "lag": lag, "job": progress})
+    with ProgressReader(settings) as reader:
+        if watch:
+            _watch(settings, reader, job, jobs, interval_s)
+            return
+        view = _view(settings, reader, job, jobs)
+        if as_json:
+            print_json(view)
+        else:
+            stdout.print(render(view))
+
+
+def _watch(settings: Settings, reader: ProgressReader, job: str | None, jobs: int, interval_s: float) -> None:
+    """Redraw in place every ``interval_s`` until Ctrl-C (which ends it with status 0)."""
+    try:
+        with Live(console=stdout, refresh_per_second=1) as live:
+            while True:
+                live.update(render(_view(settings, reader, job, jobs)))
+                time.sleep(interval_s)
+    except KeyboardInterrupt:
         return
+
+
+def _view(settings: Settings, reader: ProgressReader, job: str | None, jobs: int) -> dict[str, Any]:
+    view = gather(settings, reader, max_jobs=jobs)
+    if job is not None:
+        snapshot = reader.job(job)
+        if snapshot is None:
+            raise DualplaneError(
+                f"no progress for job {job!r} yet: is the frontier running (`dualplane run frontier`) "
+                "and was the job submitted with `dualplane crawl`?"
+            )
+        view["job"] = snapshot
+    return view
+
+
+def render(view: dict[str, Any]) -> Group:
+    """The view as rich tables (a part that could not be read says so in its title)."""
+    errors = view["errors"]
+    parts: list[Any] = [_jobs_table(view["jobs"], errors), _queues_table(view, errors)]
+    parts.append(_lag_table(view["lag"], errors))
+    if view["throttled"] or "throttled" in errors:
+        parts.append(_throttled_table(view["throttled"], errors))
+    if "job" in view:
+        rows = [[key, str(value)] for key, value in view["job"].items()]
+        parts.append(table(f"job {view['job']['job_id']}", ["counter", "value"], rows))
+    return Group(*parts)
+
+
+def _jobs_table(jobs: list[dict[str, Any]], errors: dict[str, str]) -> Table:
     rows = [
-        [q.name, str(q.ready), str(q.unacked), str(q.consumers), f"{q.deliver_rate:.1f}/s"] for q in queues
-    ]
-    stdout.print(table("queues", ["queue", "ready", "in flight", "consumers", "delivered"], rows))
-    lag_rows = [[str(row["consumer"]), str(row["topic"]), str(row["lag"])] for row in lag]
-    stdout.print(table("consumer lag (records not committed yet)", ["consumer", "topic", "lag"], lag_rows))
-    if progress is not None:
-        stdout.print(table(f"job {job}", ["counter", "value"], [[k, str(v)] for k, v in progress.items()]))
+        [r["job_id"], r["state"], str(r["done"]), str(r["failed"]), str(r["dead_lettered"]), str(r["queued"]),
+         f"{r['rate_per_s']:.1f}/s", _eta(r["eta_s"])]
+        for r in jobs
+    ]  # fmt: skip
+    columns = ["job", "state", "done", "failed", "dead-lettered", "queued", "rate", "ETA"]
+    return table(_title("jobs", "jobs", errors), columns, rows)
 
 
-def _lag(settings: Settings) -> list[dict[str, object]]:
-    """The extractor's lag on pages.raw and the S3 sink's per topic; ``None`` where Kafka did not answer."""
-    rows: list[dict[str, object]] = []
-    try:
-        rows.append(
-            {"consumer": "extractor", "topic": settings.topics.pages_raw, "lag": extractor_lag(settings)}
-        )
-        rows += [{"consumer": "s3-sink", "topic": t, "lag": n} for t, n in sink_lag(settings).items()]
-    except Exception as error:  # status must still show the control plane when Kafka is away
-        rows.append({"consumer": "(kafka)", "topic": "-", "lag": None, "error": str(error)})
-    return rows
+def _queues_table(view: dict[str, Any], errors: dict[str, str]) -> Table:
+    rows = [[q["name"], str(q["ready"]), str(q["unacked"]), str(q["consumers"]), f"{q['deliver_rate']:.1f}/s"]
+            for q in view["queues"]]  # fmt: skip
+    title = _title(f"queues (and {view['permit_queues']} per-domain permit queues)", "queues", errors)
+    return table(title, ["queue", "ready", "in flight", "consumers", "delivered"], rows)
 
 
-def _job_progress(settings: Settings, job_id: str) -> dict[str, object]:
-    connection = amqp.connect(settings.amqp)
-    try:
-        snapshot = read_progress(connection.channel(), Topology(settings.queues), job_id)
-    finally:
-        connection.close()
-    if snapshot is None:
-        raise DualplaneError(
-            f"no progress for job {job_id!r} yet: is the frontier running (`dualplane run frontier`) "
-            "and was the job submitted with `dualplane crawl`?"
-        )
-    return snapshot
+def _lag_table(lag: list[dict[str, Any]], errors: dict[str, str]) -> Table:
+    rows = [[str(row["consumer"]), str(row["topic"]), str(row["lag"])] for row in lag]
+    title = _title("consumer lag (records not committed yet)", "lag", errors)
+    return table(title, ["consumer", "topic", "lag"], rows)
+
+
+def _throttled_table(throttled: list[dict[str, Any]], errors: dict[str, str]) -> Table:
+    rows = [[r["domain"], str(r["concurrency"]), f"{r['delay_ms']} ms", str(r["paused"]),
+             f"{r['blocked_ratio']:.1%}"] for r in throttled]  # fmt: skip
+    title = _title("throttled domains", "throttled", errors)
+    return table(title, ["domain", "P_d", "delay", "paused", "block ratio"], rows)
+
+
+def _title(title: str, part: str, errors: dict[str, str]) -> str:
+    return f"{title} [red](unavailable: {errors[part]})[/red]" if part in errors else title
+
+
+def _eta(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, secs = divmod(round(seconds), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -21,7 +21,8 @@ from control_plane import amqp
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import FinishRule, read_progress
+from control_plane.frontier.jobs import FinishRule
+from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from data_plane.extractor.records import PageRecord, iter_records
 from data_plane.kafka.reader import read_to_end
@@ -105,7 +106,7 @@ def crawl_sample_site(
         try:
             submit_job(confirmed_channel(connection), Topology(settings.queues), spec_, site.seeds)
             progress = _follow(
-                connection, settings, job_id=job_id, site=site, on_progress=on_progress, timeout_s=timeout_s
+                settings, job_id=job_id, site=site, on_progress=on_progress, timeout_s=timeout_s
             )
         finally:
             connection.close()
@@ -136,7 +137,6 @@ def crawl_sample_site(
 
 
 def _follow(
-    connection: Any,
     settings: Settings,
     *,
     job_id: str,
@@ -145,17 +145,19 @@ def _follow(
     timeout_s: float,
 ) -> dict[str, Any]:
     """Report progress each half second until the job is finished (:class:`FinishRule`)."""
-    topology = Topology(settings.queues)
     rule = FinishRule.from_settings(settings)
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        now = read_progress(connection.channel(), topology, job_id) or {}
-        on_progress(now, site)
-        if rule.finished(now):
-            return now
-        if rule.unchanged_for_s() > STALL_S:
-            raise TimeoutError(f"the demo crawl made no progress for {STALL_S:.0f} s; last progress {now}")
-        connection.process_data_events(0.5)
+    with ProgressReader(settings) as reader:
+        while time.monotonic() < deadline:
+            now = reader.job(job_id) or {}
+            on_progress(now, site)
+            if rule.finished(now):
+                return now
+            if rule.unchanged_for_s() > STALL_S:
+                raise TimeoutError(
+                    f"the demo crawl made no progress for {STALL_S:.0f} s; last progress {now}"
+                )
+            time.sleep(0.5)
     raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {rule.last}")
 
 

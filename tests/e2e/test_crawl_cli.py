@@ -71,6 +71,7 @@ def test_crawl_wait_reports_the_finished_job(env: dict[str, str], services: None
     status = run_cli("status", "--job", "e2e-job", "--json", env=env)
     assert status.exit_code == 0
     assert status.json()["job"]["done"] == 2
+    assert status.json()["jobs"][0]["job_id"] == "e2e-job"
     lanes = {q["name"]: q for q in status.json()["queues"]}
     assert any(name.endswith(".tasks.normal") for name in lanes)
 

@@ -13,7 +13,8 @@ from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier import Frontier
-from control_plane.frontier.jobs import FinishRule, read_progress
+from control_plane.frontier.jobs import FinishRule
+from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import Settings
@@ -34,21 +35,19 @@ class JobProbe:
             connection.close()
 
     def progress(self, job_id: str) -> dict[str, object]:
-        connection = amqp.connect(self.settings.amqp)
-        try:
-            return read_progress(connection.channel(), self.topology, job_id) or {}
-        finally:
-            connection.close()
+        with ProgressReader(self.settings) as reader:
+            return reader.job(job_id) or {}
 
     def wait_progress(self, job_id: str, timeout_s: float = 60, **expected: int) -> dict[str, object]:
         seen: dict[str, object] = {}
+        with ProgressReader(self.settings) as reader:
 
-        def matches() -> bool:
-            nonlocal seen
-            seen = self.progress(job_id)
-            return all(seen.get(key) == value for key, value in expected.items())
+            def matches() -> bool:
+                nonlocal seen
+                seen = reader.job(job_id) or {}
+                return all(seen.get(key) == value for key, value in expected.items())
 
-        wait_for(matches, timeout_s, interval_s=0.5)
+            wait_for(matches, timeout_s, interval_s=0.5)
         assert {key: seen.get(key) for key in expected} == expected, seen
         return seen
 
@@ -56,10 +55,11 @@ class JobProbe:
         """Wait until the job is finished by the one rule everyone uses (:class:`FinishRule`)."""
         rule = FinishRule.from_settings(self.settings, quiet_s=quiet_s)
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if rule.finished(self.progress(job_id)):
-                return rule.last or {}
-            time.sleep(0.5)
+        with ProgressReader(self.settings) as reader:
+            while time.monotonic() < deadline:
+                if rule.finished(reader.job(job_id)):
+                    return rule.last or {}
+                time.sleep(0.5)
         raise AssertionError(
             f"job {job_id} did not finish within {timeout_s} s: {rule.last}; "
             f"extractor lag when last idle: {rule.last_lag}"

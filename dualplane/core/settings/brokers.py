@@ -83,6 +83,7 @@ class TopicSettings(BaseSettings):
     schemas: str = "_dualplane.schemas"
     throttle_state: str = "throttle.state"
     frontier_changelog: str = "frontier.changelog"  # compacted; partition i is frontier shard i's state
+    job_progress: str = "jobs.progress"  # compacted; partition i holds shard i's latest snapshot per job
     partitions: int = Field(default=6, ge=1)
     # Raw pages are the replay source: keep them long (default 30 days).
     pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)
@@ -111,7 +112,6 @@ class QueueSettings(BaseSettings):
     reports: str = "dualplane.reports"
     retry_prefix: str = "dualplane.retry"
     permits_prefix: str = "dualplane.permits"
-    jobs_prefix: str = "dualplane.jobs"
     # Frontier shards: discovery and reports are routed by site to this many queues, each owned by
     # one active frontier (see dualplane.core.web.domains). Every process must agree on it.
     frontier_shards: int = Field(default=1, ge=1, le=1024)

@@ -1,0 +1,118 @@
+"""What ``dualplane status`` shows: jobs with rate and ETA, control queues, consumer lag, throttled domains.
+
+One :func:`gather` call reads everything once and returns plain data (what ``--json`` prints); the
+CLI draws it, again and again with ``--watch``. Each part is read on its own, so a broker that is
+away costs its part (with the error) and not the whole view.
+
+Only the queues an operator watches are listed (lanes, retry tiers, dead letters, frontier shards);
+the per-domain permit queues are counted, not listed. Job progress comes from the compacted
+``jobs.progress`` topic, so finished jobs leave no queue behind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Any
+
+from connectors.sink.lag import sink_lag
+from control_plane.amqp.management import queue_stats
+from control_plane.amqp.topology import Topology
+from control_plane.frontier.jobs import FinishRule, eta_s, finished_count, remaining
+from control_plane.frontier.progress import ProgressReader
+from data_plane.kafka.lag import extractor_lag
+from data_plane.throttle.snapshot import read_snapshot
+from dualplane.core.settings import Settings
+
+MAX_THROTTLED = 20
+
+
+def gather(settings: Settings, reader: ProgressReader, *, max_jobs: int = 10) -> dict[str, Any]:
+    """Everything the status view shows, as JSON-ready data; ``errors`` names the parts that failed."""
+    errors: dict[str, str] = {}
+    lag = _part(errors, "lag", lambda: _lag(settings), [])
+    extractor = next((row["lag"] for row in lag if row["consumer"] == "extractor"), None)
+    queues = _part(errors, "queues", lambda: _queues(settings), {"queues": [], "permit_queues": 0})
+    return {
+        "at": time.time(),
+        "jobs": _part(errors, "jobs", lambda: _jobs(settings, reader, extractor, max_jobs), []),
+        **queues,
+        "lag": lag,
+        "throttled": _part(errors, "throttled", lambda: _throttled(settings), []),
+        "errors": errors,
+    }
+
+
+def job_row(snapshot: dict[str, Any], finished: bool) -> dict[str, Any]:
+    """One job's line: its counters, rate, ETA and state."""
+    return {
+        "job_id": snapshot["job_id"],
+        "state": "finished" if finished else "running",
+        "done": int(snapshot.get("done", 0)),
+        "failed": int(snapshot.get("failed", 0)),
+        "dead_lettered": int(snapshot.get("dead_lettered", 0)),
+        "queued": remaining(snapshot),
+        "finished_tasks": finished_count(snapshot),
+        "rate_per_s": 0.0 if finished else float(snapshot.get("rate_per_s", 0.0)),
+        "eta_s": 0.0 if finished else eta_s(snapshot),
+        "created_at": snapshot.get("created_at"),
+    }
+
+
+def _part(errors: dict[str, str], name: str, read: Callable[[], Any], empty: Any) -> Any:
+    try:
+        return read()
+    except Exception as error:  # the other parts must still show when one broker is away
+        errors[name] = f"{type(error).__name__}: {error}"
+        return empty
+
+
+def _jobs(settings: Settings, reader: ProgressReader, lag: int | None, max_jobs: int) -> list[dict[str, Any]]:
+    """The newest ``max_jobs`` jobs (running ones first), each finished or not by :class:`FinishRule`."""
+    rule = FinishRule.from_settings(settings)
+    now_s = time.time()
+    rows = []
+    for snapshot in reader.jobs().values():
+        finished = lag is not None and rule.finished_at(snapshot, now_s, lag=lag)
+        rows.append(job_row(snapshot, finished))
+    rows.sort(key=lambda row: (row["state"] != "running", -float(row["created_at"] or 0)))
+    return rows[:max_jobs]
+
+
+def _queues(settings: Settings) -> dict[str, Any]:
+    topology = Topology(settings.queues)
+    watched = topology.control_queues()
+    prefix = settings.queues.crawl_tasks.split(".")[0]
+    stats = {queue.name: queue for queue in queue_stats(settings.amqp, prefix)}
+    permits = sum(1 for name in stats if name.startswith(settings.queues.permits_prefix + "."))
+    return {"queues": [asdict(stats[name]) for name in watched if name in stats], "permit_queues": permits}
+
+
+def _lag(settings: Settings) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = [
+        {"consumer": "extractor", "topic": settings.topics.pages_raw, "lag": extractor_lag(settings)}
+    ]
+    rows += [{"consumer": "s3-sink", "topic": t, "lag": n} for t, n in sink_lag(settings).items()]
+    return rows
+
+
+def _throttled(settings: Settings) -> list[dict[str, Any]]:
+    """Domains the throttle holds below the configured P_d or above the delay, or paused."""
+    path = settings.throttle_snapshot_path
+    snapshot = read_snapshot(path) if path is not None and path.exists() else None
+    limits = settings.limits
+    rows = []
+    for domain, state in (snapshot or {}).get("domains", {}).items():
+        concurrency, delay_ms = int(state.get("concurrency", 0)), int(state.get("delay_ms", 0))
+        if (
+            concurrency < limits.domain_concurrency
+            or delay_ms > limits.domain_delay_ms
+            or state.get("paused")
+        ):
+            window = state.get("window") or {}
+            rows.append({"domain": domain, "concurrency": concurrency, "delay_ms": delay_ms,
+                         "paused": bool(state.get("paused")),
+                         "blocked_ratio": float(window.get("blocked_ratio", 0.0))})  # fmt: skip
+    rows.sort(key=lambda row: (row["concurrency"], -row["delay_ms"]))
+    return rows[:MAX_THROTTLED]
