@@ -26,6 +26,7 @@ from data_plane.throttle.snapshot import read_snapshot
 from dualplane.core.settings import Settings
 
 MAX_THROTTLED = 20
+STALLED_AFTER_S = 300.0
 
 
 def gather(settings: Settings, reader: ProgressReader, *, max_jobs: int = 10) -> dict[str, Any]:
@@ -44,18 +45,21 @@ def gather(settings: Settings, reader: ProgressReader, *, max_jobs: int = 10) ->
     }
 
 
-def job_row(snapshot: dict[str, Any], finished: bool) -> dict[str, Any]:
-    """One job's line: its counters, rate, ETA and state."""
+def job_row(snapshot: dict[str, Any], finished: bool, now_s: float) -> dict[str, Any]:
+    """One job's line: its counters, rate, ETA and state (running, finished, or stalled: not finished
+    and no counter moved for ``STALLED_AFTER_S``, e.g. its frontier state was lost)."""
+    quiet_s = now_s - float(snapshot.get("changed_at") or snapshot.get("updated_at") or now_s)
+    state = "finished" if finished else "stalled" if quiet_s > STALLED_AFTER_S else "running"
     return {
         "job_id": snapshot["job_id"],
-        "state": "finished" if finished else "running",
+        "state": state,
         "done": int(snapshot.get("done", 0)),
         "failed": int(snapshot.get("failed", 0)),
         "dead_lettered": int(snapshot.get("dead_lettered", 0)),
         "queued": remaining(snapshot),
         "finished_tasks": finished_count(snapshot),
-        "rate_per_s": 0.0 if finished else float(snapshot.get("rate_per_s", 0.0)),
-        "eta_s": 0.0 if finished else eta_s(snapshot),
+        "rate_per_s": float(snapshot.get("rate_per_s", 0.0)) if state == "running" else 0.0,
+        "eta_s": {"finished": 0.0, "stalled": None}.get(state, eta_s(snapshot)),
         "created_at": snapshot.get("created_at"),
     }
 
@@ -75,7 +79,7 @@ def _jobs(settings: Settings, reader: ProgressReader, lag: int | None, max_jobs:
     rows = []
     for snapshot in reader.jobs().values():
         finished = lag is not None and rule.finished_at(snapshot, now_s, lag=lag)
-        rows.append(job_row(snapshot, finished))
+        rows.append(job_row(snapshot, finished, now_s))
     rows.sort(key=lambda row: (row["state"] != "running", -float(row["created_at"] or 0)))
     return rows[:max_jobs]
 

@@ -52,6 +52,7 @@ class JobSnapshots:
         self.shard = shard
         self.clock = clock
         self.marked: set[str] = set()
+        self.pending: set[str] = set()  # given by due(), not yet committed
         self._finished: dict[str, deque[tuple[float, int]]] = {}  # job -> (time, finished tasks)
         self._last: dict[str, dict[str, Any]] = {}  # job -> counters last published, and when they moved
 
@@ -62,11 +63,13 @@ class JobSnapshots:
         self.marked.update(job_ids)
 
     def due(self, state: FrontierState) -> list[SideRecord]:
-        """The marked jobs' snapshots, to write with the next changelog transaction (marks stay until
-        :meth:`published`, so a failed transaction is made good by the next)."""
+        """The snapshots of the jobs marked since the last :meth:`published` (state as of now), to
+        write with a changelog transaction; jobs marked later wait for the next call."""
+        self.pending |= self.marked
+        self.marked = set()
         now = self.clock()
         records = []
-        for job_id in sorted(self.marked):
+        for job_id in sorted(self.pending):
             progress = state.progress(job_id)
             if progress is not None:
                 snapshot = {**progress.as_dict(), **self._extra(job_id, progress.as_dict(), now)}
@@ -74,11 +77,13 @@ class JobSnapshots:
         return records
 
     def published(self) -> None:
-        self.marked.clear()
+        """The snapshots :meth:`due` gave are committed."""
+        self.pending.clear()
 
     def reset(self) -> None:
         """This process no longer owns the shard: the next owner publishes what changed."""
         self.marked.clear()
+        self.pending.clear()
 
     def _extra(self, job_id: str, counters: dict[str, Any], now: float) -> dict[str, Any]:
         finished = finished_count(counters)

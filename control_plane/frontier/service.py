@@ -98,6 +98,7 @@ class Frontier:
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
         self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
+        self._held_snapshots: list[SideRecord] = []
         self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
         self.consumer_: ControlConsumer | None = None
         self.active = False
@@ -326,8 +327,8 @@ class Frontier:
             self.state.forget_handled(self._committed_messages)
             self._committed_messages = []
             settles = self._handle_inbox(consumer)
-            due = self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic())
-            self._write_changelog(self.snapshots.due(self.state) if due else [])
+            self._write_changelog(self._held_snapshots)
+            self._held_snapshots = []
         except ChangelogUnavailable as unavailable:
             log.warning("frontier shard %d: %s; holding %d messages and retrying", self.shard, unavailable,
                         len(self._inbox))  # fmt: skip
@@ -339,6 +340,10 @@ class Frontier:
             consumer.publish(self.topology.tasks_exchange, task.priority, task)
         self._inbox, self._outbox = [], []
         self._committed_messages, self._pass_messages = self._pass_messages, []
+        # Progress as of this pass is written with the next pass's changelog, once RabbitMQ has
+        # this pass's tasks: a snapshot never counts as queued a task the lanes do not hold yet.
+        if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
+            self._held_snapshots = self.snapshots.due(self.state)
         return True
 
     def _write_changelog(self, progress: list[SideRecord]) -> None:
@@ -351,7 +356,7 @@ class Frontier:
         for key, bucket in self._pass_keys.items():
             keys_by_bucket.setdefault(bucket, []).append(key)
         offset = self.changelog.write([*records, *seen_records(keys_by_bucket)], also=progress)
-        if progress:  # marks made since the last snapshots were written wait for the next ones
+        if progress:
             self.snapshots.published()
         self.seen.add_many(self._pass_keys)
         self.seen.flush()  # before the state: a crash between the two replays these keys again
@@ -368,6 +373,7 @@ class Frontier:
         self.changelog.close()
         self.state.rollback()
         self._outbox.clear()
+        self._held_snapshots = []  # the next owner (or this one, activated again) marks every job
         self._pass_keys = {}
         self._pass_known = []
         self._pass_messages.clear()
