@@ -98,13 +98,18 @@ def subprocess_runs(args: argparse.Namespace) -> dict[str, dict[str, Output]]:
         command += ["--schema-version", str(args.schema_version)]
         command += ["--limit", str(args.limit)] if args.limit else []
         command += ["--only", args.only] if args.only else []
-        running = {
-            name: subprocess.Popen(
-                command, env={**os.environ, "PYTHONPATH": path}, stdout=subprocess.PIPE, text=True
-            )
-            for name, path in trees.items()
-        }
-        outputs = {name: process.communicate()[0] for name, process in running.items()}
+        # Each writes to a file, not a pipe: a pipe read only after the other's is drained fills up and
+        # stalls its writer, so the two ran one after the other (the same code timed 40% apart).
+        files = {name: Path(tree, f"{name}.jsonl") for name in trees}
+        running: dict[str, subprocess.Popen[str]] = {}
+        for name, path in trees.items():
+            with files[name].open("w", encoding="utf-8") as out:
+                env = {**os.environ, "PYTHONPATH": path}
+                running[name] = subprocess.Popen(command, env=env, stdout=out, text=True)
+        for name, process in running.items():
+            if process.wait() != 0:
+                raise SystemExit(f"extract_pages.py failed for {name} (exit status {process.returncode})")
+        outputs = {name: file.read_text(encoding="utf-8") for name, file in files.items()}
     return {
         name: {item["id"]: _from_record(_decimals(item)) for item in map(json.loads, lines.splitlines())}
         for name, lines in outputs.items()
