@@ -29,7 +29,7 @@ from data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
 from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
-from data_plane.extract.text import MAX_TEXT_CHARS, main_text
+from data_plane.extract.text import clip_text, main_text
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
@@ -139,7 +139,7 @@ def read_content(page: Mapping[str, Any], final_url: str) -> Content:
     if source.kind == "other":
         return Content(language=language_of(None, headers))
     if source.kind == "text":
-        text = source.text.strip()[:MAX_TEXT_CHARS] or None
+        text = clip_text(source.text.strip()) or None
         return Content(text=text, language=language_of(None, headers) or detect_language(text))
     depth = nesting_depth(source.text)
     if depth > MAX_NESTING:

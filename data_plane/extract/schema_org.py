@@ -20,7 +20,7 @@ from data_plane.extract.fields import ArticleFields, ProductFields
 from data_plane.extract.identifiers import gtin_of, sku_of
 from data_plane.extract.prices import amount_of, currency_code
 from data_plane.extract.structured import SOURCE_KEY, Node, Structured
-from data_plane.extract.text import MAX_TEXT_CHARS
+from data_plane.extract.text import clip_text
 
 _TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
 _BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|blockquote|pre|tr|figcaption)\s*>|<br\s*/?>", re.I)
@@ -116,7 +116,7 @@ def body_text(value: Any) -> str | None:
     if _TAG.search(value):
         value = _TAG.sub("", _BLOCK_END.sub("\n\n", value))
     lines = (" ".join(line.split()) for line in html.unescape(value).splitlines())
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()[:MAX_TEXT_CHARS] or None
+    return clip_text(re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()) or None
 
 
 def absolute_urls(value: Any, base_url: str) -> Iterator[str]:

@@ -13,12 +13,16 @@ from collections.abc import Iterable
 
 import trafilatura
 
-MAX_TEXT_CHARS = 100_000
-"""Main text (and article body) longer than this is cut, so that a record fits a default 1 MB Kafka
-message even in a three-byte script; the raw page keeps the whole HTML."""
+from data_plane.extract.boilerplate import trim_boilerplate
+
+MAX_TEXT_BYTES = 300_000
+"""Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
+default 1 MB Kafka message; the raw page keeps the whole HTML. Counted in bytes, not characters, so
+that a long article in a one-byte script is not cut at a third of what a three-byte script may hold
+(a 100,000-character cut lost the references of a long Wikipedia page)."""
 MAX_HTML_CHARS = 3_000_000
 """trafilatura reads at most this much HTML (after scripts, styles and comments are cut from larger
-pages): its time grows faster than linearly, and the first megabytes hold far more than MAX_TEXT_CHARS."""
+pages): its time grows faster than linearly, and the first megabytes hold far more than MAX_TEXT_BYTES."""
 KICKER_WORDS = 4
 KICKER_CHARS = 40
 """A leading line is a kicker ("Culture", "24 July 2015") when it has at most KICKER_WORDS words in at
@@ -33,7 +37,11 @@ logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page i
 
 
 def main_text(html: str, url: str | None) -> str | None:
-    """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty."""
+    """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty.
+
+    Related-content tails, teaser lines and copyright lines that trafilatura keeps are cut by their
+    wording (:mod:`~data_plane.extract.boilerplate`).
+    """
     if len(html) > MAX_HTML_CHARS:
         html = _BULK.sub("", html)[:MAX_HTML_CHARS]
     try:
@@ -43,8 +51,8 @@ def main_text(html: str, url: str | None) -> str | None:
     except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
         logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
         return None
-    text = (text or "").strip()
-    return text[:MAX_TEXT_CHARS] or None
+    text = trim_boilerplate(text or "").strip()
+    return clip_text(text) or None
 
 
 def article_body(text: str, *, headline: str | None, standfirsts: Iterable[str] = ()) -> str | None:
@@ -60,7 +68,14 @@ def article_body(text: str, *, headline: str | None, standfirsts: Iterable[str] 
     start = 0
     while start < len(lines) - 1 and _is_preamble(lines[start], skip):
         start += 1
-    return "\n\n".join(lines[start:])[:MAX_TEXT_CHARS] or None
+    return clip_text("\n\n".join(lines[start:])) or None
+
+
+def clip_text(text: str) -> str:
+    """``text`` cut to at most ``MAX_TEXT_BYTES`` of UTF-8, at a character boundary."""
+    if len(text) <= MAX_TEXT_BYTES // 4:  # no character takes more than four bytes
+        return text
+    return text.encode("utf-8")[:MAX_TEXT_BYTES].decode("utf-8", "ignore")
 
 
 def _is_preamble(line: str, skip: set[str]) -> bool:

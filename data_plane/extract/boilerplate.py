@@ -1,0 +1,86 @@
+"""Boilerplate that survives main-text extraction, cut from the text by its wording.
+
+trafilatura drops navigation and related-content boxes by their markup, but many sites put them in
+the article's own container, so the main text ends with "You might also like", "Contenido
+relacionado", "Das könnte Sie auch interessieren" and their links, or with a copyright line. These are
+recognised by their wording, in the languages of the development set and their neighbours, never by
+a site:
+
+- a tail heading (a line that is only such a phrase) in the second half of the text cuts it there;
+- copyright lines at the very end are dropped.
+
+One-line teasers inside the body ("Lea también: …", "Related: …") are kept: one reference set counts
+them as boilerplate, the other (readability's curated bodies) as part of the article.
+"""
+
+from __future__ import annotations
+
+import re
+
+TAIL_START_SHARE = 0.5
+"""A tail heading cuts the text only when at least this share of its characters comes before it: a
+heading early on is more likely a section of the article than the start of its footer."""
+MAX_COPYRIGHT_WORDS = 30
+MAX_HEADING_CHARS = 60
+
+_TAIL_PHRASES = (
+    # English
+    "you might also like|you may also like|you might be interested in|related|related articles|"
+    "related stories|related posts|related content|related news|related coverage|read next|recommended|"
+    "recommended for you|recommended stories|more stories|more from this author|more on this story|"
+    "most popular|most read|trending now|share this|share this article|share this story|leave a comment|"
+    "leave a reply|comments|tags|topics|about the author|sign up for our newsletter|"
+    "subscribe to our newsletter",
+    # German
+    "weitere artikel|weitere beiträge|ähnliche artikel|ähnliche beiträge|verwandte artikel|verwandte themen|"
+    "das könnte sie auch interessieren|das könnte dich auch interessieren|"
+    "das thema könnte dich auch interessieren|das könnte ihnen auch gefallen|mehr zum thema|"
+    "empfohlene beiträge|empfohlene artikel|zum weiterlesen|auch interessant|meistgelesen|"
+    "meistgelesene artikel|keine kommentare|kommentare|beitrag teilen|artikel teilen|schlagworte|"
+    "schlagwörter",
+    # French
+    "à lire aussi|sur le même sujet|articles similaires|articles liés|vous aimerez aussi|à voir aussi|"
+    "les plus lus|commentaires|dans la même rubrique",
+    # Spanish, Portuguese, Italian
+    "contenido relacionado|notas relacionadas|noticias relacionadas|artículos relacionados|"
+    "te puede interesar|también te puede interesar|te recomendamos|más noticias|lo más leído|etiquetas|temas",
+    "leia também|veja também|notícias relacionadas|conteúdo relacionado|mais lidas|você também pode gostar",
+    "leggi anche|articoli correlati|potrebbe interessarti anche|i più letti",
+    # Dutch, Polish
+    "lees ook|gerelateerde artikelen|meer nieuws",
+    "czytaj także|czytaj też|zobacz także|powiązane artykuły|najczęściej czytane",
+)
+_TAIL_HEADINGS = frozenset(phrase for group in _TAIL_PHRASES for phrase in group.split("|"))
+_HEADING_ENDS = " :>\u00bb\u203a"  # a colon or an arrow (guillemets) after it
+_COPYRIGHT = re.compile(r"^(?:©|\(c\)|copyright\b)", re.I)
+
+
+def trim_boilerplate(text: str) -> str:
+    """``text`` (lines of main text) without its related-content tail and closing copyright lines."""
+    lines = text.splitlines()
+    lines = _cut_tail(lines)
+    while len(lines) > 1 and _is_copyright(lines[-1]):
+        lines.pop()
+    return "\n".join(lines)
+
+
+def _cut_tail(lines: list[str]) -> list[str]:
+    total = sum(len(line) + 1 for line in lines)
+    before = 0
+    for index, line in enumerate(lines):
+        if index and before >= TAIL_START_SHARE * total and _is_tail_heading(line):
+            return lines[:index]
+        before += len(line) + 1
+    return lines
+
+
+def _is_tail_heading(line: str) -> bool:
+    """The line is only a tail phrase (any case and spacing, maybe with a trailing colon or arrow)."""
+    if len(line) > MAX_HEADING_CHARS:
+        return False
+    return " ".join(line.lower().split()).strip(_HEADING_ENDS) in _TAIL_HEADINGS
+
+
+def _is_copyright(line: str) -> bool:
+    stripped = line.strip()
+    return bool(_COPYRIGHT.match(stripped)) and len(stripped.split()) <= MAX_COPYRIGHT_WORDS

@@ -1,0 +1,77 @@
+"""Boilerplate cut from the main text by its wording (related-content tails, copyright); the text limit."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from data_plane.extract.boilerplate import trim_boilerplate
+from data_plane.extract.offline import raw_page
+from data_plane.extract.record import extract_record
+from data_plane.extract.text import MAX_TEXT_BYTES, clip_text
+
+pytestmark = pytest.mark.unit
+
+BODY = [
+    "Die Stadt hat am Dienstag den Bau der neuen Straßenbahnlinie beschlossen, nach einer langen Debatte.",
+    "Der erste Abschnitt soll im Frühjahr begonnen werden; die ganze Linie ist in vier Jahren fertig.",
+    "Gegner sagten, das Geld wäre für Busse besser ausgegeben, die die Dörfer früher erreichen könnten.",
+]
+
+
+@pytest.mark.parametrize(
+    "heading",
+    [
+        "Das könnte Sie auch interessieren:",
+        "YOU MIGHT ALSO LIKE",
+        "Contenido  relacionado",
+        "À lire aussi \u00bb",
+    ],
+)
+def test_a_tail_heading_in_the_second_half_cuts_the_text_there(heading: str) -> None:
+    text = "\n".join([*BODY, heading, "Zweiter Artikel über etwas anderes", "Dritter Artikel"])
+
+    assert trim_boilerplate(text) == "\n".join(BODY)
+
+
+def test_a_tail_heading_in_the_first_half_is_a_section_of_the_article() -> None:
+    text = "\n".join([BODY[0], "Related", *BODY[1:], BODY[0], BODY[1]])
+
+    assert trim_boilerplate(text) == text
+
+
+def test_a_heading_must_be_the_whole_line() -> None:
+    text = "\n".join([*BODY, "Comments on the plan came from every party in the council.", BODY[0]])
+
+    assert trim_boilerplate(text) == text
+
+
+def test_closing_copyright_lines_are_dropped_but_never_the_only_line() -> None:
+    text = "\n".join([*BODY, "© 2022 Example News. All rights reserved.", "Copyright 2022 Example"])
+
+    assert trim_boilerplate(text) == "\n".join(BODY)
+    assert trim_boilerplate("© 2022 Example News") == "© 2022 Example News"
+
+
+def test_the_record_text_ends_before_the_related_articles() -> None:
+    paragraphs = "".join(f"<p>{line}</p>" for line in BODY)
+    html = (
+        f"<html><body><article><h1>Straßenbahn</h1>{paragraphs}<h3>Ähnliche Artikel</h3>"
+        "<p>Neue Buslinien für die Dörfer im Norden des Kreises beschlossen</p></article></body></html>"
+    )
+    raw = raw_page(html.encode(), "https://news.example/bahn", fetched_at=datetime(2024, 6, 1, tzinfo=UTC))
+
+    text = extract_record(raw, schema_version=3)["text"]
+
+    assert text is not None and text.endswith(BODY[-1])
+    assert "Buslinien" not in text
+
+
+@pytest.mark.parametrize("char", ["a", "é", "語", "😀"])
+def test_text_is_clipped_in_utf8_bytes_at_a_character_boundary(char: str) -> None:
+    clipped = clip_text(char * MAX_TEXT_BYTES)
+
+    assert len(clipped.encode("utf-8")) <= MAX_TEXT_BYTES
+    assert len(clipped) == MAX_TEXT_BYTES // len(char.encode("utf-8"))
+    assert clip_text("short") == "short"
