@@ -108,6 +108,11 @@ class ControlConsumer:
     # before the acks (the frontier's changelog) is written, and outputs added. False: hold the
     # commit (nothing is sent; what is unacked stays with us) and ask again after the next pass.
     before_commit: Callable[[ControlConsumer], bool] | None = None
+    # Graceful stop: once stopped, the consumer cancels its subscriptions (nothing new arrives) and
+    # goes on handling callbacks, ticks and commits until ``drained`` says nothing is in flight, or
+    # ``drain_timeout_s`` passes; then it closes (the broker requeues whatever is still unacked).
+    drained: Callable[[ControlConsumer], bool] | None = None
+    drain_timeout_s: float = 20.0
     topology: Topology = field(init=False)
     connection: pika.BlockingConnection | None = field(init=False, default=None)
     channel: BlockingChannel | None = field(init=False, default=None)
@@ -200,11 +205,32 @@ class ControlConsumer:
                 self._subscribe(channel, queue)
         log.info("%s: consuming %s", self.name, ", ".join(self.bindings))
         while not self._stop.is_set():
-            self.connection.process_data_events(time_limit=0.2)
-            if self.on_tick is not None:
-                self.on_tick(self)
-            if self.tx is not None:
-                self.commit()
+            self._pass()
+        if self.drained is not None:
+            self._drain(channel)
+
+    def _pass(self) -> None:
+        assert self.connection is not None
+        self.connection.process_data_events(time_limit=0.2)
+        if self.on_tick is not None:
+            self.on_tick(self)
+        if self.tx is not None:
+            self.commit()
+
+    def _drain(self, channel: BlockingChannel) -> None:
+        """Stop pulling, then finish what is in flight (bounded by ``drain_timeout_s``)."""
+        assert self.drained is not None
+        for tag in self._tags.values():
+            channel.basic_cancel(tag)
+        self._tags = {}
+        deadline = time.monotonic() + self.drain_timeout_s
+        started = time.monotonic()
+        while not self.drained(self) and time.monotonic() < deadline:
+            self._pass()
+        self._pass()  # settle and commit what the last callbacks did
+        outcome = "finished" if self.drained(self) else "left to the broker (requeued)"
+        log.info("%s: stopped pulling; in-flight work %s after %.1f s", self.name, outcome,
+                 time.monotonic() - started)  # fmt: skip
 
     def publish(
         self, exchange: str, routing_key: str, message: ControlMessage | bytes, **options: Any

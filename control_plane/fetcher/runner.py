@@ -144,6 +144,8 @@ class TaskRunner:
             on_tick=self._on_tick,
             name="fetcher",
             transactional=True,
+            drained=self._drained,
+            drain_timeout_s=self.settings.fetch.drain_timeout_s,
         )
         return self.consumer_
 
@@ -172,6 +174,14 @@ class TaskRunner:
 
     def _on_tick(self, consumer: ControlConsumer) -> None:
         self._start_waiting()
+
+    def _drained(self, consumer: ControlConsumer) -> bool:
+        """Graceful stop: tasks still waiting for a permit go back to their lane at once; True once
+        no task runs (each running one is settled when Kafka has its page, as always)."""
+        for waiting in self.waiting:
+            waiting.delivery.requeue()
+        self.waiting.clear()
+        return self.in_flight == 0
 
     def _start_waiting(self) -> None:
         still_waiting = []

@@ -51,6 +51,14 @@ class JobProbe:
         assert {key: seen.get(key) for key in expected} == expected, seen
         return seen
 
+    def wait_progress_at_least(self, job_id: str, counter: str, least: int, timeout_s: float = 60) -> None:
+        """Wait until the job's ``counter`` reaches ``least``."""
+        with ProgressReader(self.settings) as reader:
+            reached = wait_for(
+                lambda: int((reader.job(job_id) or {}).get(counter, 0)) >= least, timeout_s, 0.5
+            )
+        assert reached, f"job {job_id}: {counter} did not reach {least} within {timeout_s} s"
+
     def wait_finished(self, job_id: str, timeout_s: float = 180, quiet_s: float = 4) -> dict[str, object]:
         """Wait until the job is finished by the one rule everyone uses (:class:`FinishRule`)."""
         rule = FinishRule.from_settings(self.settings, quiet_s=quiet_s)

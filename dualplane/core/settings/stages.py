@@ -54,6 +54,9 @@ class FetchSettings(BaseSettings):
     # Extra delay on top of DUALPLANE_LIMIT_DOMAIN_DELAY_MS, as a fraction: 0.5 = up to +50%.
     delay_jitter: float = Field(default=0.5, ge=0, le=2)
     permit_wait_s: float = Field(default=2.0, ge=0)
+    # On SIGTERM a fetcher stops pulling and finishes its running requests for at most this long
+    # (below the 30 s a supervisor waits); what is still running then is requeued by the broker.
+    drain_timeout_s: float = Field(default=20.0, ge=0)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     read_timeout_s: float = Field(default=30.0, gt=0)
     # Loopback and private addresses are refused unless listed here (tests, the demo).
