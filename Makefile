@@ -11,8 +11,10 @@ setup:
 demo: setup
 	$(BIN)/dualplane demo
 
-# The tests also need the optional schema registry (built once per machine, minutes on 2 cores).
-test: setup
+# The tests also need the optional schema registry (built once per machine, minutes on 2 cores)
+# and Debian's chromium (the report test renders the HTML report headless).
+test:
+	@DUALPLANE_SETUP_TEST_TOOLS=1 scripts/setup.sh
 	$(BIN)/dualplane stack install --with-registry
 	$(BIN)/pytest
 

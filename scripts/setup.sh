@@ -30,6 +30,8 @@ missing=()
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || command -v rabbitmq-server >/dev/null || missing+=(rabbitmq-server)
+# Only for `make test`: the report test renders the HTML report in a real headless browser.
+if [ "${DUALPLANE_SETUP_TEST_TOOLS:-0}" = 1 ]; then command -v chromium >/dev/null || missing+=(chromium); fi
 if [ ${#missing[@]} -gt 0 ]; then apt_install "${missing[@]}"; fi
 
 # Python environment: reinstall only when the dependency pins changed.

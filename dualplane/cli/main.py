@@ -20,6 +20,7 @@ from dualplane.cli import (
     kafka_cmd,
     records_cmd,
     replay_cmd,
+    report_cmd,
     run_cmd,
     sample_site_cmd,
     stack_cmd,
@@ -48,6 +49,7 @@ app.command("status")(status_cmd.status)
 app.command("run")(run_cmd.run)
 app.command("sample-site")(sample_site_cmd.sample_site)
 app.command("replay")(replay_cmd.replay_command)
+app.command("report")(report_cmd.report)
 app.command("extract")(extract_cmd.extract)
 app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     kafka_cmd.kafka
