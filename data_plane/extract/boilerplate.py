@@ -6,7 +6,8 @@ relacionado", "Das könnte Sie auch interessieren" and their links, or with a co
 recognised by their wording, in the languages of the development set and their neighbours, never by
 a site:
 
-- a tail heading (a line that is only such a phrase) in the second half of the text cuts it there;
+- a tail heading in the second half of the text cuts it there: a line that is only such a phrase, or
+  a short title that opens like one ("More from Opinion", "Other Opinion Columns", "Mehr aus …");
 - copyright lines at the very end are dropped.
 
 One-line teasers inside the body ("Lea también: …", "Related: …") are kept: one reference set counts
@@ -52,6 +53,14 @@ _TAIL_PHRASES = (
 )
 _TAIL_HEADINGS = frozenset(phrase for group in _TAIL_PHRASES for phrase in group.split("|"))
 _HEADING_ENDS = " :>\u00bb\u203a"  # a colon or an arrow (guillemets) after it
+_TAIL_PREFIX = re.compile(
+    r"^(?:more (?:from|in|on|stories|news|articles)|other \w+ (?:columns|stories|articles|news)"
+    r"|latest (?:news|stories|articles)|mehr (?:aus|zum|zu|von)|weitere (?:artikel|beiträge|nachrichten)"
+    r"|plus d'articles|autres articles|más (?:de|noticias|artículos)|otras noticias|altre notizie"
+    r"|outras notícias|więcej artykułów)\b",
+    re.I,
+)
+MAX_PREFIX_WORDS = 6
 _COPYRIGHT = re.compile(r"^(?:©|\(c\)|copyright\b)", re.I)
 
 
@@ -75,10 +84,19 @@ def _cut_tail(lines: list[str]) -> list[str]:
 
 
 def _is_tail_heading(line: str) -> bool:
-    """The line is only a tail phrase (any case and spacing, maybe with a trailing colon or arrow)."""
+    """The line is a tail phrase (any case and spacing, maybe with a trailing colon or arrow), or a short
+    title that opens like one."""
     if len(line) > MAX_HEADING_CHARS:
         return False
-    return " ".join(line.lower().split()).strip(_HEADING_ENDS) in _TAIL_HEADINGS
+    heading = " ".join(line.lower().split()).strip(_HEADING_ENDS)
+    if heading in _TAIL_HEADINGS:
+        return True
+    # "More from Opinion", "Other Opinion Columns", "Mehr aus dem Ressort": a short title, no sentence
+    return (
+        len(heading.split()) <= MAX_PREFIX_WORDS
+        and not heading.endswith(".")
+        and bool(_TAIL_PREFIX.match(heading))
+    )
 
 
 def _is_copyright(line: str) -> bool:

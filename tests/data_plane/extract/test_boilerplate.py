@@ -35,6 +35,19 @@ def test_a_tail_heading_in_the_second_half_cuts_the_text_there(heading: str) -> 
     assert trim_boilerplate(text) == "\n".join(BODY)
 
 
+@pytest.mark.parametrize("heading", ["Other Opinion Columns", "More from Business", "Mehr aus dem Ressort"])
+def test_a_short_title_that_opens_like_a_tail_heading_cuts_too(heading: str) -> None:
+    text = "\n".join([*BODY, heading, "Zweiter Artikel über etwas anderes"])
+
+    assert trim_boilerplate(text) == "\n".join(BODY)
+
+
+def test_a_sentence_that_opens_like_a_tail_heading_stays() -> None:
+    text = "\n".join([*BODY, "More from the council next week.", BODY[0]])
+
+    assert trim_boilerplate(text) == text
+
+
 def test_a_tail_heading_in_the_first_half_is_a_section_of_the_article() -> None:
     text = "\n".join([BODY[0], "Related", *BODY[1:], BODY[0], BODY[1]])
 
