@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 # How often a running process touches its heartbeat file (``dualplane run --heartbeat-file``).
 HEARTBEAT_EVERY_S = 2.0
+# Faust's --loglevel names for Python's levels.
+FAUST_LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error",
+                logging.CRITICAL: "crit"}  # fmt: skip
 
 
 class Service(Protocol):
@@ -121,9 +124,13 @@ class ThrottleService:
             if port
             else ["--without-web"]
         )
-        command = [sys.executable, *app, "worker", "--loglevel", "info", *web]
+        # Faust logs at this process's level (the demo keeps it quiet), its banner goes to stderr:
+        # stdout is for results (`dualplane demo --json` prints its report there).
+        level = FAUST_LEVELS.get(logging.getLogger().getEffectiveLevel(), "info")
+        command = [sys.executable, *app, "worker", "--loglevel", level, *web]
         while not self._stopping.is_set():
-            self.process = subprocess.Popen(command, env={**os.environ, **self.settings.to_env()})
+            env = {**os.environ, **self.settings.to_env()}
+            self.process = subprocess.Popen(command, env=env, stdout=sys.stderr.fileno())
             code = self.process.wait()
             if not self._stopping.is_set():
                 log.error("throttle processor exited with %s; restarting in 5 s", code)

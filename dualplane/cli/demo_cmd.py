@@ -8,81 +8,77 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 
 from dualplane.cli.output import JsonOption, mark, print_json, progress, stderr, stdout, table
 from dualplane.core.settings import Settings
 from dualplane.demo.crawl import CrawlSummary, crawl_sample_site
+from dualplane.demo.live import LiveView
 from dualplane.demo.roundtrip import run_demo
-from dualplane.sample_site import SampleSite, SiteSpec
+from dualplane.sample_site import SiteSpec
 from dualplane.stack import LocalStack
-
-COUNTERS = (
-    "seeded",
-    "discovered",
-    "duplicates",
-    "queued",
-    "in_flight",
-    "retrying",
-    "done",
-    "failed",
-    "backlog",
-)
 
 
 def demo(
     hosts: Annotated[int, typer.Option(help="Hosts of the sample site.")] = 3,
-    pages: Annotated[int, typer.Option(help="Pages per host.")] = 40,
+    pages: Annotated[int, typer.Option(help="Pages per host.")] = 60,
+    live: Annotated[
+        bool, typer.Option("--live/--no-live", help="Live view; --no-live for scripts and CI.")
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
-    """Start the embedded stack, prove every plane answers, then crawl a sample site end to end."""
+    """Start the embedded stack, prove every plane answers, crawl a sample site whose first host fights
+    back (the throttle halves it and recovers), replay the crawl into v2 records, write its report."""
     settings = Settings.from_env()
     services = LocalStack(settings).up(progress)
     progress("demo", "round trips through Kafka, RabbitMQ and S3")
     round_trips = run_demo(settings)
     wired = all(step.ok for step in round_trips)
-    summary = _crawl(settings, hosts, pages) if wired else None
+    summary = _crawl(settings, hosts, pages, live and not as_json) if wired else None
     ok = wired and summary is not None and summary.ok
     if as_json:
-        crawl = {**vars(summary), "ok": summary.ok} if summary else None
+        crawl = {**vars(summary), "ok": summary.ok, "commands": _commands(summary)} if summary else None
         print_json({"ok": ok, "services": services, "round_trips": round_trips, "crawl": crawl})
     else:
         rows = [[r.plane, r.path, mark(r.ok), f"{r.latency_ms:.0f} ms", r.detail] for r in round_trips]
         stdout.print(table("round trips", ["plane", "path", "result", "latency", "detail"], rows))
         if summary is not None:
             stdout.print(_summary_table(summary))
+            stdout.print("[bold]Look further:[/bold]\n" + "\n".join(f"  {c}" for c in _commands(summary)))
         stdout.print("[green]Demo passed.[/green]" if ok else "[red]Demo failed; see the tables above.[/red]")
     if not ok:
         raise typer.Exit(1)
 
 
-def _crawl(settings: Settings, hosts: int, pages: int) -> CrawlSummary:
-    progress("demo", f"crawling a {hosts}-host sample site ({pages} pages per host) with the real services")
-    with Live(console=stderr, refresh_per_second=4, transient=True) as live:
-        return crawl_sample_site(
-            settings,
-            SiteSpec(seed=7, hosts=hosts, pages_per_host=pages, latency_ms=20),
-            lambda snapshot, site: live.update(_live_view(snapshot, site)),
-        )
+def _crawl(settings: Settings, hosts: int, pages: int, live: bool) -> CrawlSummary:
+    progress("demo", f"crawling a {hosts}-host sample site ({pages} pages per host, the first one blocking "
+             "beyond 4 requests/s) with the real frontier, fetcher, extractor and throttle")  # fmt: skip
+    spec = SiteSpec(seed=7, hosts=hosts, pages_per_host=pages, latency_ms=20)
+    if not live:
+        return crawl_sample_site(settings, spec, _log_line())
+    with Live(console=stderr, refresh_per_second=4, transient=True) as view:
+        return crawl_sample_site(settings, spec, lambda snapshot, state: view.update(state.render(snapshot)))
 
 
-def _live_view(snapshot: dict[str, Any], site: SampleSite) -> Group:
-    counters = Table(title="job", title_justify="left")
-    for name in COUNTERS:
-        counters.add_column(name.replace("_", " "), justify="right")
-    counters.add_row(*(str(snapshot.get(name, 0)) for name in COUNTERS))
-    hosts = Table(title="the site's view", title_justify="left")
-    for column in ("host", "requests", "req/s (10 s)", "in flight", "max in flight"):
-        hosts.add_column(column, justify="right")
-    for host in site.stats().hosts:
-        hosts.add_row(host.url, str(host.total_requests), f"{host.rate_10s:.1f}", str(host.in_flight),
-                      str(host.max_in_flight))  # fmt: skip
-    return Group(counters, hosts)
+def _log_line() -> Callable[[dict[str, Any], LiveView], None]:
+    """--no-live: one progress line every 5 s."""
+    last = [0.0]
+
+    def line(snapshot: dict[str, Any], state: LiveView) -> None:
+        state.render(snapshot)  # keeps the rates current
+        if time.monotonic() - last[0] >= 5.0:
+            last[0] = time.monotonic()
+            limits = ", ".join(f"{h}: P_d {p}" for h, p in state.limits().items())
+            progress("demo", f"{snapshot.get('done', 0)} done, {snapshot.get('queued', 0)} queued, "
+                     f"{state.pages_per_s:.1f} fetches/s; {limits}")  # fmt: skip
+
+    return line
 
 
 def _summary_table(summary: CrawlSummary) -> Table:
@@ -98,9 +94,34 @@ def _summary_table(summary: CrawlSummary) -> Table:
         ["raw pages topic", summary.topics["pages_raw"]],
         ["fetch events topic", summary.topics["fetch_events"]],
         ["records topic", summary.topics["records"]],
+        ["throttle (anti-bot host)", f"{summary.throttle} {mark(summary.throttled_and_recovered)}"],
+        ["replay (no refetch)", _replay_line(summary)],
+        ["report", summary.report],
     ]
     for product in summary.sample_products:
         rows.append(["product record", f"{product['name']}: {product['price']}, {product['availability']}"])
     if summary.missing:
         rows.append(["missing (first 20)", ", ".join(summary.missing)])
     return table("crawl of the sample site", ["", ""], rows)
+
+
+def _replay_line(summary: CrawlSummary) -> str:
+    replayed = summary.replay
+    return (
+        f"{replayed['pages']} raw pages -> {replayed['records']} records v{replayed['schema_version']} in "
+        f"{replayed['to_topic']} ({replayed['duration_s']} s) {mark(replayed['records'] == summary.records)}"
+    )
+
+
+def _commands(summary: CrawlSummary) -> list[str]:
+    """The exact commands to look further: the demo's topics have names of their own."""
+    topics = summary.topics
+    since = summary.replay["from_time_ms"]
+    return [
+        f"DUALPLANE_TOPIC_RECORDS={topics['records']} dualplane records tail --from-beginning "
+        f"--job {summary.job_id}",
+        f"DUALPLANE_TOPIC_RECORDS={summary.replay['to_topic']} dualplane records export -o records-v2.jsonl",
+        f"DUALPLANE_TOPIC_PAGES_RAW={topics['pages_raw']} dualplane replay --from-time {since} "
+        f"--schema-version 3 --to-topic {topics['records']}.v3",
+        f"xdg-open {summary.report}",
+    ]

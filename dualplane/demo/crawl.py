@@ -25,15 +25,21 @@ from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from data_plane.extractor.records import PageRecord, iter_records
+from data_plane.extractor.replay import plan, replay
 from data_plane.kafka.reader import read_to_end
+from data_plane.throttle.view import ThrottleView
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize, domain_of
+from dualplane.demo.antibot import ANTI_BOT, PROTECTED_HOST, ThrottleWatch, throttle_tuning
+from dualplane.demo.live import LiveView
 from dualplane.namespaces import private_namespace
+from dualplane.report import read_job, write_report
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.services import Service, build
 
 DEMO_PREFIX = "dualplane-demo"
-SERVICES = ("frontier", "fetcher", "extractor")
+SERVICES = ("frontier", "fetcher", "extractor", "throttle")
+REPLAY_SCHEMA_VERSION = 2
 STALL_S = 90.0  # no counter moved for this long: something is broken, say so instead of waiting
 
 
@@ -54,12 +60,17 @@ class CrawlSummary:
     topics: dict[str, str]
     records: int
     sample_products: list[dict[str, str]]
+    throttle: str  # the protected host's story: halved when, recovered when
+    throttled_and_recovered: bool
+    replay: dict[str, Any]  # pages, records, to_topic, schema_version, duration_s
+    report: str  # path of the job's HTML report
 
     @property
     def ok(self) -> bool:
         polite = all(n <= self.domain_concurrency for n in self.max_concurrency_per_host.values())
         complete = self.fetched == self.reachable and self.records == self.fetched
-        return not self.missing and complete and polite
+        replayed = self.replay["records"] == self.records
+        return not self.missing and complete and polite and replayed and self.throttled_and_recovered
 
 
 def demo_settings(settings: Settings) -> Settings:
@@ -69,6 +80,7 @@ def demo_settings(settings: Settings) -> Settings:
         update={
             "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=50, fetch_concurrency=16),
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
+            "throttle": throttle_tuning(private.throttle),
         }
     )
 
@@ -93,28 +105,31 @@ def running_services(settings: Settings, names: tuple[str, ...] = SERVICES) -> I
 def crawl_sample_site(
     settings: Settings,
     spec: SiteSpec,
-    on_progress: Callable[[dict[str, Any], SampleSite], None],
+    on_progress: Callable[[dict[str, Any], LiveView], None],
     timeout_s: float = 600,
 ) -> CrawlSummary:
-    """Crawl a fresh sample site end to end and summarise it against the site's ground truth."""
+    """Crawl a fresh sample site (its first host blocking beyond a few requests/s) end to end, replay
+    it into v2 records, write its report, and summarise it against the site's ground truth."""
     settings = demo_settings(settings)
     job_id = f"demo-{uuid.uuid4().hex[:8]}"
-    with SampleSite(spec) as site, running_services(settings):
+    started_ms = int(time.time() * 1000)
+    with SampleSite(spec) as site, running_services(settings), ThrottleView(settings) as view:
+        site.set_anti_bot(PROTECTED_HOST, ANTI_BOT)
+        watch = ThrottleWatch(domain_of(site.seeds[PROTECTED_HOST]), settings.limits.domain_concurrency)
+        live = LiveView(site, view.start())
         started = time.monotonic()
-        spec_ = JobSpec(job_id=job_id, allowed_domains=tuple(domain_of(seed) for seed in site.seeds))
-        connection = amqp.connect(settings.amqp)
-        try:
-            submit_job(confirmed_channel(connection), Topology(settings.queues), spec_, site.seeds)
-            progress = _follow(
-                settings, job_id=job_id, site=site, on_progress=on_progress, timeout_s=timeout_s
-            )
-        finally:
-            connection.close()
+        _submit(settings, job_id, site)
+        progress = _follow(settings, job_id=job_id, live=live, watch=watch, on_progress=on_progress,
+                           timeout_s=timeout_s)  # fmt: skip
         duration_s = time.monotonic() - started
         reachable = {canonicalize(url) for url in site.reachable_urls()}
         fetched = _pages_of_job(settings, job_id)
         records = _records_of_job(settings, job_id, expected=len(fetched))
         stats = site.stats()
+    replayed = _replay(settings, started_ms)
+    report = write_report(
+        settings, read_job(settings, job_id), settings.stack.data_dir / "demo" / f"report-{job_id}"
+    )
     return CrawlSummary(
         job_id=job_id,
         reachable=len(reachable),
@@ -133,15 +148,29 @@ def crawl_sample_site(
         },
         records=len(records),
         sample_products=[_product_row(r) for r in records if r.product and r.product.price is not None][:3],
+        throttle=watch.story(),
+        throttled_and_recovered=watch.done,
+        replay=replayed,
+        report=str(report),
     )
+
+
+def _submit(settings: Settings, job_id: str, site: SampleSite) -> None:
+    spec = JobSpec(job_id=job_id, allowed_domains=tuple(domain_of(seed) for seed in site.seeds))
+    connection = amqp.connect(settings.amqp)
+    try:
+        submit_job(confirmed_channel(connection), Topology(settings.queues), spec, site.seeds)
+    finally:
+        connection.close()
 
 
 def _follow(
     settings: Settings,
     *,
     job_id: str,
-    site: SampleSite,
-    on_progress: Callable[[dict[str, Any], SampleSite], None],
+    live: LiveView,
+    watch: ThrottleWatch,
+    on_progress: Callable[[dict[str, Any], LiveView], None],
     timeout_s: float,
 ) -> dict[str, Any]:
     """Report progress each half second until the job is finished (:class:`FinishRule`)."""
@@ -150,7 +179,8 @@ def _follow(
     with ProgressReader(settings) as reader:
         while time.monotonic() < deadline:
             now = reader.job(job_id) or {}
-            on_progress(now, site)
+            watch.observe(live.view, live.site)
+            on_progress(now, live)
             if rule.finished(now):
                 return now
             if rule.unchanged_for_s() > STALL_S:
@@ -159,6 +189,16 @@ def _follow(
                 )
             time.sleep(0.5)
     raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {rule.last}")
+
+
+def _replay(settings: Settings, from_time_ms: int) -> dict[str, Any]:
+    """Re-extract the crawl's raw pages (from ``pages.raw``, no refetch) into a v2 records topic."""
+    to_topic = f"{settings.topics.records}.v{REPLAY_SCHEMA_VERSION}"
+    ranges = plan(settings, from_time_ms=from_time_ms)
+    result = replay(settings, ranges, schema_version=REPLAY_SCHEMA_VERSION, to_topic=to_topic, processes=1)
+    return {"pages": result.pages, "records": result.records, "to_topic": to_topic,
+            "schema_version": REPLAY_SCHEMA_VERSION, "duration_s": result.duration_s,
+            "from_time_ms": from_time_ms}  # fmt: skip
 
 
 def _pages_of_job(settings: Settings, job_id: str) -> set[str]:

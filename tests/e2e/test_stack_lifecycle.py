@@ -76,6 +76,11 @@ def test_up_twice_status_demo_and_down_leaves_nothing(private_stack_env: dict[st
     demo = run_cli("demo", "--json", env=env)
     assert demo.exit_code == 0, demo.stdout + demo.stderr
     assert [step["ok"] for step in demo.json()["round_trips"]] == [True, True, True]
+    crawl = demo.json()["crawl"]
+    assert crawl["ok"] and crawl["records"] == crawl["reachable"] > 100
+    assert crawl["throttled_and_recovered"], crawl["throttle"]  # the anti-bot host: halved, then recovered
+    assert crawl["replay"]["records"] == crawl["records"] and crawl["replay"]["to_topic"].endswith(".v2")
+    assert Path(crawl["report"]).is_file()
 
     down = run_cli("stack", "down", "--json", env=env)
     assert down.exit_code == 0
