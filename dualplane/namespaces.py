@@ -28,6 +28,7 @@ NAMESPACED_TOPICS = (
     "throttle_state",
     "frontier_changelog",
     "job_progress",
+    "extracted",
 )
 
 

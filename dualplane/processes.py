@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_S = 2.0  # as dualplane.services (kept apart: the parent imports no service)
 METRICS_PORT = "DUALPLANE_METRICS_PORT"
+INSTANCE_ID_ENV = "DUALPLANE_EXTRACT_INSTANCE_ID"  # each extractor child needs its own
 
 
 def child_commands(
@@ -43,11 +44,15 @@ def child_commands(
 
 
 def child_env(index: int) -> dict[str, str]:
-    """Child ``index``'s environment: its own metrics port, ``DUALPLANE_METRICS_PORT`` + ``index``."""
+    """Child ``index``'s environment: its own metrics port (``DUALPLANE_METRICS_PORT`` + ``index``)
+    and, if set, its own extractor slot identity (``DUALPLANE_EXTRACT_INSTANCE_ID``-``index``)."""
     env = dict(os.environ)
     port = int(env.get(METRICS_PORT, "0") or 0)
     if port:
         env[METRICS_PORT] = str(port + index)
+    instance = env.get(INSTANCE_ID_ENV)
+    if instance:
+        env[INSTANCE_ID_ENV] = f"{instance}-{index}"
     return env
 
 

@@ -6,7 +6,9 @@ so downstream can upsert) or a dead letter (with the reason and the source topic
 to the dead-letter topic, adds the consumed offsets to the same transaction and commits. A
 ``read_committed`` consumer of ``records`` therefore sees exactly one record per page, even when
 an extractor is killed mid-batch: the open transaction is aborted (or fenced) and the batch is
-redone from the committed offsets.
+redone from the committed offsets. A page that reached ``pages.raw`` twice (a fetcher died between
+Kafka's confirm and its ack) yields one record: the keys of handled pages are written in the same
+transaction (:mod:`~data_plane.extractor.handled`) and a second copy is skipped.
 
 Links go to the frontier over RabbitMQ, one message per page and frontier shard, in an AMQP
 transaction committed just before the Kafka one (one round trip per batch, not one per link);
@@ -53,6 +55,7 @@ from control_plane.amqp.transactions import TxChannel
 from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor import metrics
 from data_plane.extractor.body import BodyStore, resolve_body
+from data_plane.extractor.handled import HandledPages, page_key
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from dualplane.core import metrics as core_metrics
@@ -110,12 +113,20 @@ class Extractor:
         # to the process, since offsets are committed with the consumer group's metadata (KIP-447),
         # which fences a zombie of another process without a shared transactional id.
         self.transactional_id = f"{self.group_id}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        # A stable slot identity instead (DUALPLANE_EXTRACT_INSTANCE_ID): the same transactional id and
+        # a static group membership let a restarted extractor take over from its killed predecessor
+        # at once. Two running extractors must never share it (each would fence the other).
+        self.instance_id = settings.extract.instance_id
+        if self.instance_id:
+            self.transactional_id = f"{self.group_id}-{self.instance_id}"
         self._stop = threading.Event()
+        self.handled = HandledPages(settings)
         self.pages = 0
         self.records = 0
         self.dead_lettered = 0
         self._dead_letter_stages: list[str] = []  # of the open transaction, counted once it commits
         self._consumed = core_metrics.CONSUMED.labels(settings.topics.pages_raw)
+        self.duplicates = 0
 
     def stop(self) -> None:
         self._stop.set()
@@ -130,6 +141,7 @@ class Extractor:
             try:
                 if not prepared:  # inside the loop: Kafka may still be starting, or a topic be brand new
                     prepare_data_plane(self.settings)
+                    self.handled.prepare()
                     prepared = True
                 self._run_once()
             except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
@@ -153,13 +165,16 @@ class Extractor:
             },
         )
         clients.within(lambda: producer.init_transactions(30), CALL_BOUND_S, "init_transactions")
-        consumer = clients.consumer(self.settings.kafka, self.group_id)
+        membership = {"group.instance.id": self.instance_id} if self.instance_id else {}
+        consumer = clients.consumer(self.settings.kafka, self.group_id, **membership)
+        self.handled.forget()  # a new consumer, a new assignment: read what was handled anew
         connection = amqp.connect(self.settings.amqp)
         try:
             channel = connection.channel()
             self.topology.declare(channel)
             links = TxChannel(channel)
-            consumer.subscribe([self.settings.topics.pages_raw])
+            forget = lambda _consumer, parts: self.handled.forget(p.partition for p in parts)  # noqa: E731
+            consumer.subscribe([self.settings.topics.pages_raw], on_revoke=forget, on_lost=forget)
             while not self._stop.is_set():
                 faulthandler.dump_traceback_later(STALL_REPORT_S)  # re-armed on every pass
                 batch = [
@@ -190,6 +205,7 @@ class Extractor:
         :class:`ClaimCheckUnavailable` once the pages before the one whose body S3 did not serve
         are committed: the caller waits and resumes at that page.
         """
+        self.handled.load({message.partition() or 0 for message in batch})
         done = 0
         while done < len(batch):
             faulthandler.dump_traceback_later(STALL_REPORT_S)
@@ -218,14 +234,18 @@ class Extractor:
                     commit = functools.partial(producer.commit_transaction, 60)
                     clients.within(commit, COMMIT_BOUND_S, "commit_transaction")
                     self._committed(records_before)
+                    self.handled.committed()
                 else:
                     _abort(producer)
+                    self.handled.aborted()
             except clients.ClientWedged:
                 # Abandon the producer: its successor, with the same transactional id, fences it and
                 # aborts its open transaction when it initialises (the broker would after the timeout),
                 # so nothing of it can become visible later.
+                self.handled.aborted()
                 raise
             except Exception:
+                self.handled.aborted()
                 _abort(producer)
                 raise  # the caller rebuilds the consumer, which resumes at the committed offsets
             if waiting is not None:
@@ -246,6 +266,20 @@ class Extractor:
             self._handle_page(message, raw, producer, links)
 
     def _handle_page(
+        self, message: Message, raw: Mapping[str, Any], producer: Producer, links: TxChannel
+    ) -> None:
+        partition, key = message.partition() or 0, page_key(str(raw["job_id"]), str(raw["url"]))
+        if self.handled.seen(partition, key):
+            self.duplicates += 1
+            log.info("extractor: %s (job %s) was handled before; skipping its copy at %s[%s]@%s",
+                     raw["url"], raw["job_id"], message.topic(), partition, message.offset())  # fmt: skip
+            return
+        self._extract(message, raw, producer, links)
+        # Only once the page has its record or dead letter: a page left for later (S3 did not
+        # answer) must not count as handled when the transaction commits the pages before it.
+        self.handled.add(producer, partition, key, message.offset() or 0)
+
+    def _extract(
         self, message: Message, raw: Mapping[str, Any], producer: Producer, links: TxChannel
     ) -> None:
         try:

@@ -7,7 +7,7 @@ the end offsets are fixed first, so the read always terminates even while produc
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from confluent_kafka import Message, TopicPartition
 
@@ -15,10 +15,13 @@ from data_plane.kafka import clients
 from dualplane.core.settings import KafkaSettings
 
 
-def read_to_end(kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0) -> Iterator[Message]:
-    """Every message of ``topic`` up to the end offsets at the time of the call.
+def read_to_end(
+    kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0, partitions: Collection[int] | None = None
+) -> Iterator[Message]:
+    """Every message of ``topic`` (or of its ``partitions``) up to the end offsets at the time of the call.
 
-    Only committed messages of transactional producers are returned (``read_committed``).
+    Only committed messages of transactional producers are returned (``read_committed``), so an open
+    transaction holds the read back until it ends; ``timeout_s`` is how long it may make no progress.
     """
     consumer = clients.consumer(kafka, f"{kafka.group_prefix}-reader", **{"enable.partition.eof": True})
     try:
@@ -26,6 +29,8 @@ def read_to_end(kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0) ->
         ends: dict[int, int] = {}
         starts = []
         for partition in metadata.partitions:
+            if partitions is not None and partition not in partitions:
+                continue
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
             if high > low:
                 ends[partition] = high

@@ -41,6 +41,11 @@ def topic_configs(settings: Settings) -> dict[str, dict[str, str]]:
             "retention.ms": str(30 * 86_400_000),
             "max.message.bytes": str(max_raw + ENVELOPE_HEADROOM_BYTES),
         },
+        # Like pages.raw's partitions (ensure_data_plane_topics), so a page's copies meet in one.
+        topics.extracted: {
+            "cleanup.policy": "compact,delete",
+            "retention.ms": str(topics.extracted_retention_ms),
+        },
         topics.throttle_state: {"cleanup.policy": "compact"},
         topics.schemas: {"cleanup.policy": "compact"},
     }

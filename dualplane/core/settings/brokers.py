@@ -84,6 +84,11 @@ class TopicSettings(BaseSettings):
     throttle_state: str = "throttle.state"
     frontier_changelog: str = "frontier.changelog"  # compacted; partition i is frontier shard i's state
     job_progress: str = "jobs.progress"  # compacted; partition i holds shard i's latest snapshot per job
+    # The (job, URL) keys of the pages the extractor has handled, partitioned like pages.raw and written
+    # in its transactions: a page fetched twice (a fetcher died between Kafka's confirm and its ack)
+    # yields one record. Compacted, and kept this long: a copy arriving later is extracted again.
+    extracted: str = "pages.extracted"
+    extracted_retention_ms: int = Field(default=7 * 86_400_000, ge=3_600_000)
     partitions: int = Field(default=6, ge=1)
     # Raw pages are the replay source: keep them long (default 30 days).
     pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)

@@ -90,6 +90,11 @@ class ExtractSettings(BaseSettings):
     # Extractor plugin by domain (a domain covers its subdomains), for pages whose job chose none:
     # DUALPLANE_EXTRACT_EXTRACTOR_BY_DOMAIN='{"books.example.com": "reviews"}'.
     extractor_by_domain: dict[str, str] = Field(default_factory=dict)
+    # A stable identity per extractor slot (a StatefulSet's pod name, a systemd instance), unique among
+    # the running extractors: a restarted extractor then gets its partitions back at once (Kafka static
+    # membership) and aborts its predecessor's open transaction at once (same transactional id),
+    # instead of both waiting out timeouts (~45-60 s). With --processes N each child adds -<i>.
+    instance_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,100}$")
 
 
 class StackSettings(BaseSettings):
