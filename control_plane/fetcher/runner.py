@@ -74,7 +74,7 @@ LANE_WEIGHTS: dict[Priority, float] = {"high": 0.5, "normal": 0.3, "bulk": 0.2}
 
 
 class HandOffFailed(Exception):
-    """Raised by ``FetchWork`` when the next stage did not confirm its outputs: requeue, no attempt."""
+    """Raised by ``FetchWork`` when the next stage did not confirm its outputs: deferred, no attempt."""
 
 
 @dataclass(frozen=True)
@@ -233,13 +233,13 @@ class TaskRunner:
         self.gate.acquired(task.domain)
         asyncio.run_coroutine_threadsafe(self._run(delivery, permit), self.loop)
 
-    def _defer(self, delivery: Delivery) -> None:
+    def _defer(self, delivery: Delivery, counted_as: str = "deferred") -> None:
         """No permit came free in time, or the domain is paused: send the task round the shortest
         delay tier, unchanged (its attempt is not counted)."""
         task: CrawlTask = delivery.message
         self._consumer().publish(self.topology.tier_name(self.tiers.names[0]), task.priority, task)
         delivery.ack()
-        metrics.RESULTS["deferred"].inc()
+        metrics.RESULTS[counted_as].inc()
 
     def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
         task: CrawlTask = delivery.message
@@ -303,10 +303,15 @@ class TaskRunner:
             core_metrics.DEAD_LETTERS.labels("fetcher", str(result.outcome)).inc()
 
     def _requeue(self, delivery: Delivery, permit: permits.Permit) -> None:
+        """The next stage did not take the outputs: the task goes round the shortest delay tier.
+
+        Not ``basic_nack(requeue=True)``: the quorum queue counts that as a delivery, so an S3 or
+        Kafka outage longer than ``DUALPLANE_QUEUE_DELIVERY_LIMIT`` hand-offs would dead-letter
+        good tasks; and a requeued task comes straight back, refetching the page in a tight loop.
+        """
         self.in_flight -= 1
         self.lane_in_flight[delivery.message.priority] -= 1
-        delivery.requeue()
-        metrics.RESULTS["requeued"].inc()
+        self._defer(delivery, counted_as="requeued")
         self._hold_then_release(permit, delivery.message)
 
     def _hold_then_release(self, permit: permits.Permit, task: CrawlTask, *, at_least_s: float = 0.0) -> None:
@@ -379,7 +384,7 @@ class TaskRunner:
         except HandOffFailed as error:
             # The next stage (Kafka) did not take the outputs: not the site's fault, so no attempt
             # is counted. Requeue the task; the permit is held for the delay as usual.
-            log.warning("%s: %s; requeueing the task", task.url, error)
+            log.warning("%s: %s; the task goes round the shortest delay tier", task.url, error)
             self.consumer_.call_threadsafe(delivery.generation, lambda: self._requeue(delivery, permit))
             return
         except Exception as error:  # a bug in the work must not lose the task: retry it
