@@ -16,8 +16,9 @@ from typing import Any
 
 
 class RecordingHost:
-    def __init__(self, latency_s: float = 0.1) -> None:
+    def __init__(self, latency_s: float = 0.1, pad_bytes: int = 0) -> None:
         self.latency_s = latency_s
+        self.pad_bytes = pad_bytes  # filler in every page, to make pages of a size
         self.lock = threading.Lock()
         self.current = 0
         self.max_concurrent = 0
@@ -52,7 +53,8 @@ class RecordingHost:
                     host.requests[self.path] += 1
                 try:
                     time.sleep(host.latency_s)
-                    body = f"<html><body>page {self.path}</body></html>".encode()
+                    filler = "x" * host.pad_bytes
+                    body = f"<html><body>page {self.path}<!-- {filler} --></body></html>".encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "text/html")
                     self.send_header("Content-Length", str(len(body)))
