@@ -9,7 +9,6 @@ only then removes the dead letter.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
+from dualplane.core.json_bounds import loads_bounded
 
 REASON = "x-dualplane-reason"
 SOURCE_QUEUE = "x-dualplane-source-queue"
@@ -155,7 +155,7 @@ def _first(value: Any) -> str | None:
 
 def _json_fields(body: bytes) -> dict[str, Any]:
     try:
-        fields = json.loads(body)
+        fields = loads_bounded(body)  # a dead letter may be the deeply nested poison that got it there
     except (UnicodeDecodeError, ValueError):
         return {}
     return fields if isinstance(fields, dict) else {}

@@ -8,14 +8,16 @@ dead-letter such messages at once instead of retrying them.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from control_plane.amqp.exceptions import MessageRejected
 from dualplane.core.clock import utc_now
+from dualplane.core.json_bounds import JsonTooDeep, loads_bounded
 
 Priority = Literal["high", "normal", "bulk"]
 PRIORITIES: tuple[Priority, ...] = ("high", "normal", "bulk")
@@ -69,6 +71,18 @@ class JobSpec(ControlMessage):
     created_at: datetime = Field(default_factory=utc_now)
     # The extractor plugin (entry point name, group dualplane.extractors) for the job's pages.
     extractor: str | None = Field(default=None, pattern=EXTRACTOR_NAME)
+
+    @field_validator("allow_patterns", "deny_patterns")
+    @classmethod
+    def _regexes(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        # Checked where the job is made and where it is read: a bad one used to be accepted by
+        # ``crawl`` and the job then rejected by the frontier, silently.
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"{pattern!r} is not a regular expression: {error}") from error
+        return patterns
 
 
 class DiscoveredUrl(ControlMessage):
@@ -194,7 +208,9 @@ def decode(body: bytes, expected: type[M] | tuple[type[ControlMessage], ...] | N
 
 def _json_object(body: bytes) -> dict[str, Any]:
     try:
-        fields = json.loads(body)
+        fields = loads_bounded(body)
+    except JsonTooDeep as error:  # refused before parsing: deep nesting raises RecursionError there
+        raise MessageRejected(f"{error}; body starts {body[:40].decode('utf-8', 'replace')!r}") from error
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         preview = body[:80].decode("utf-8", "replace")
         raise MessageRejected(f"malformed JSON ({error}); body starts {preview!r}") from error

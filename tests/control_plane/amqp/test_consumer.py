@@ -112,3 +112,24 @@ def test_handler_that_keeps_raising_is_dead_lettered_then_redriven_once_fixed(
     time.sleep(0.5)
     remaining = _dead_letters(settings, 1)
     assert [letter.job_id for letter in remaining] == ["job-8"]
+
+
+def test_deeply_nested_json_is_dead_lettered_and_dlq_list_and_redrive_survive_it(
+    control_plane: ControlPlaneFactory,
+) -> None:
+    """A probe's finding: 100,000 nested arrays raised RecursionError in the consumer (a reconnect
+    loop until the delivery limit), then in ``dlq list`` and ``dlq redrive``."""
+    settings = control_plane.settings()
+    recorder = Recorder()
+    nested = b'{"kind":"discovered","job_id":"deep","url":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with running(_consumer(settings, recorder)):
+        _send(settings, nested)
+        _send(settings, DiscoveredUrl(job_id="j", url="http://after.example/").encode())
+        [letter] = _dead_letters(settings, 1)
+        assert wait_for(lambda: recorder.handled == ["http://after.example/"], 10)
+        connection = amqp.connect(settings.amqp)
+        redriven, left = redrive(confirmed_channel(connection), Topology(settings.queues), lambda _: False)
+        connection.close()
+
+    assert letter.reason.startswith("JSON nested 100001 levels deep (at most 32 are accepted)")
+    assert (redriven, left) == (0, 1)
