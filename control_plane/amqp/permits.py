@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass
 
 from pika.adapters.blocking_connection import BlockingChannel
+from pika.exceptions import ChannelClosedByBroker
 
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
@@ -152,3 +153,38 @@ def try_acquire(channel: BlockingChannel, topology: Topology, domain: str) -> Pe
 def release(channel: BlockingChannel, permit: Permit) -> None:
     """Give the permit back to its queue for the next request to the domain."""
     channel.basic_reject(permit.delivery_tag, requeue=True)
+
+
+class PermitQueues:
+    """Which domains have a permit queue, as a fetcher must know before it takes a permit.
+
+    ``basic.get`` on a missing queue closes its channel (404), and a fetcher's permit channel holds
+    the permits of every task it runs: closing it gives them all back at once, and their later
+    releases fail. So a domain is checked once, by a passive declare on a probe channel of its
+    own, before its first permit is taken; a missing queue closes only the probe channel.
+    """
+
+    def __init__(self, topology: Topology) -> None:
+        self.topology = topology
+        self.channel: BlockingChannel | None = None
+        self.known: set[str] = set()
+
+    def reset(self, channel: BlockingChannel) -> None:
+        """A new connection: probe on ``channel``, forget what was known (queues may have gone)."""
+        self.channel = channel
+        self.known.clear()
+
+    def exists(self, domain: str) -> bool:
+        """True if ``domain``'s permit queue exists (a missing one is asked again next time)."""
+        if domain in self.known:
+            return True
+        assert self.channel is not None
+        try:
+            self.channel.queue_declare(self.topology.permits_queue(domain), passive=True)
+        except ChannelClosedByBroker as closed:
+            if closed.reply_code != 404:
+                raise
+            self.channel = self.channel.connection.channel()
+            return False
+        self.known.add(domain)
+        return True

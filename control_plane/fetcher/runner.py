@@ -67,6 +67,8 @@ from dualplane.core import metrics as core_metrics
 from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.logs import bind_page, page_context
 from dualplane.core.settings import Settings
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +125,7 @@ class TaskRunner:
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="fetch-loop", daemon=True)
         self._loop_thread.start()
         self.permit_channel: BlockingChannel | None = None
+        self.permit_queues = permits.PermitQueues(self.topology)
         self.waiting: list[_Waiting] = []
         self.in_flight = 0
         self.lane_shares = lane_shares(self.capacity)
@@ -171,6 +174,7 @@ class TaskRunner:
         self.lane_in_flight = dict.fromkeys(PRIORITIES, 0)
         self.gate.reset()  # and the permits held on it went back with it
         self.permit_channel = consumer.connection.channel()
+        self.permit_queues.reset(consumer.connection.channel())
 
     def _on_tick(self, consumer: ControlConsumer) -> None:
         self._start_waiting()
@@ -205,6 +209,10 @@ class TaskRunner:
                 continue
             permit = None
             if verdict == "go" and domain not in exhausted:
+                problem = self._unrunnable(task)
+                if problem is not None:
+                    self._reject(waiting.delivery, problem)
+                    continue
                 permit = self._try_permit(domain)
             if permit is None:
                 exhausted.add(domain)
@@ -220,6 +228,39 @@ class TaskRunner:
         """Lanes below their share of the capacity first, then higher lanes before lower ones."""
         lane: Priority = waiting.delivery.message.priority
         return self.lane_in_flight[lane] >= self.lane_shares[lane], PRIORITIES.index(lane)
+
+    def _unrunnable(self, task: CrawlTask) -> str | None:
+        """Why ``task`` can never run (a poison task, not made by the frontier), or None."""
+        try:
+            host = domain_of(task.url)
+        except InvalidUrl as error:
+            return f"the task's URL cannot be fetched: {error}"
+        if host != task.domain:
+            # Its permits would be another site's: politeness would be kept for the wrong site.
+            return f"the task's domain {task.domain!r} is not its URL's ({host!r})"
+        if not self.permit_queues.exists(task.domain):
+            return (
+                f"no permit queue {self.topology.permits_queue(task.domain)!r}: the frontier makes it with "
+                "a domain's first task; submit the URL through the frontier, or redrive once it exists"
+            )
+        return None
+
+    def _reject(self, delivery: Delivery, reason: str) -> None:
+        """Dead-letter a task that can never run, with ``reason``, and tell its frontier."""
+        task: CrawlTask = delivery.message
+        log.warning("%s: dead-lettering the task: %s", task.url, reason)
+        dead_letter(
+            self._channel(),
+            self.topology,
+            delivery.body,
+            delivery.properties,
+            reason=reason,
+            source_queue=delivery.queue,
+            exchange=self.topology.tasks_exchange,
+            routing_key=task.priority,
+        )
+        self._report(delivery, task, "dead_lettered", None, reason)
+        delivery.ack()
 
     def _try_permit(self, domain: str) -> permits.Permit | None:
         assert self.permit_channel is not None
