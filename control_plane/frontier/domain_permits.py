@@ -43,13 +43,20 @@ class DomainPermits:
         channel = self._channel()
         _, count, declared_at = self.state.domain(domain)
         now = time.time()
+        wanted = self.view.details(domain).concurrency
         if declared_at is None or now - declared_at > permits.REFILL_AFTER_S:
-            wanted = self.view.details(domain).concurrency
             permits.refill(channel, self.topology, domain, wanted)
             self.state.set_permits(domain, wanted, now)
-        elif now - declared_at > permits.REFRESH_AFTER_S:
+            return
+        if count != wanted:
+            # P_d changed while no command said so: DUALPLANE_LIMIT_DOMAIN_CONCURRENCY was changed
+            # and the frontier restarted (its state still holds the old size), or a throttle
+            # command was missed while it was down.
+            self._resize(domain)
+        if now - declared_at > permits.REFRESH_AFTER_S:
             permits.declare(channel, self.topology, domain)
-            self.state.set_permits(domain, count, now, self.state.permit_ledger(domain).debt)
+            ledger = self.state.permit_ledger(domain)
+            self.state.set_permits(domain, ledger.target, now, ledger.debt)
 
     def on_limits_changed(self, domain: str, limits: Limits) -> None:
         """The view's callback, on its own thread: note the domain for the consumer thread."""

@@ -6,7 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
+from control_plane.amqp.topology import Topology
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 
@@ -112,3 +114,33 @@ def test_past_the_shard_limit_admitted_urls_wait_in_the_backlog(control_plane: C
         running.stop()
 
     assert running.lane_depth() == 5  # D_max holds; the other 295 wait in the backlog, none is lost
+
+
+def test_permits_are_resized_when_a_restarted_frontier_has_a_lower_p_d(
+    control_plane: ControlPlaneFactory,
+) -> None:
+    """A probe's finding: DUALPLANE_LIMIT_DOMAIN_CONCURRENCY lowered from 8 to 1 and the frontier
+    restarted left 8 permits in a known domain's queue (its state still said 8, and no throttle
+    command came to change it)."""
+    base = control_plane.settings()
+    spec = JobSpec(job_id="resized", obey_robots=False)
+    queue = Topology(base.queues).permits_queue("resize.example")
+
+    def frontier_with(concurrency: int) -> RunningFrontier:
+        limits = base.limits.model_copy(update={"domain_concurrency": concurrency})
+        return RunningFrontier(base.model_copy(update={"limits": limits})).start()
+
+    first = frontier_with(8)
+    try:
+        first.submit(spec, ["http://resize.example/a"])
+        first.wait_progress("resized", queued=1)
+        assert first.queue_depth(queue) == 8
+    finally:
+        first.stop()
+    restarted = frontier_with(1)
+    try:
+        restarted.submit(spec, ["http://resize.example/b"])
+        restarted.wait_progress("resized", queued=2)
+        assert wait_for(lambda: restarted.queue_depth(queue) == 1, 10), restarted.queue_depth(queue)
+    finally:
+        restarted.stop()
