@@ -95,6 +95,7 @@ class Fetcher:
             read_timeout_s=fetch.read_timeout_s,
             max_bytes=self.settings.limits.max_page_bytes,
             max_redirects=fetch.max_redirects,
+            total_timeout_s=fetch.total_timeout_s,
         )
 
 

@@ -25,8 +25,9 @@ from control_plane.fetcher.exceptions import (
     InvalidTarget,
     SsrfRefused,
 )
-from dualplane.core.web.exceptions import UnsafeUrl
+from dualplane.core.web.exceptions import InvalidUrl, UnsafeUrl
 from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import domain_of
 
 if TYPE_CHECKING:
     from dualplane.core.settings import Settings
@@ -38,10 +39,11 @@ class DirectBackend(FetchBackend):
     """Fetches over HTTP(S) from this machine, or through a :class:`ProxyPool` when given one.
 
     Redirects are followed here, not by httpx, so that ``guard`` checks every hop before it is
-    requested. With ``proxies``, each proxy gets its own client (``max_connections`` each), each
-    fetch takes the next healthy proxy, and its outcome is reported back to the pool. Cookies are
-    never stored: fetches are independent and memory stays flat over millions of domains.
-    ``transport`` replaces the network for direct fetches (tests).
+    requested, and only within the requested URL's site (see :func:`_follows`). With ``proxies``,
+    each proxy gets its own client (``max_connections`` each), each fetch takes the next healthy
+    proxy, and its outcome is reported back to the pool. Cookies are never stored: fetches are
+    independent and memory stays flat over millions of domains. ``transport`` replaces the network
+    for direct fetches (tests).
     """
 
     def __init__(
@@ -149,7 +151,7 @@ class DirectBackend(FetchBackend):
         response = await client.send(http_request, stream=True)
         try:
             target = _redirect_target(response, url)
-            if target is not None and len(chain) < request.max_redirects and target not in (url, *chain):
+            if target is not None and _follows(request, url, chain, target):
                 return target
             return await read_response(
                 request,
@@ -169,6 +171,21 @@ def _redirect_target(response: httpx.Response, url: str) -> str | None:
         return None
     target: str = urldefrag(urljoin(url, location.strip())).url
     return target
+
+
+def _follows(request: FetchRequest, url: str, chain: list[str], target: str) -> bool:
+    """Whether to follow a redirect inline: within the cap, not a loop, and to the task's own site.
+
+    A redirect to another site is returned unfollowed, so its target goes to the frontier like any
+    link: scoped by the job's rules and fetched under that site's permits and delays. Followed
+    inline, a redirect to ``localhost`` (allow-listed for a test site) escaped the job's scope.
+    """
+    if len(chain) >= request.max_redirects or target in (url, *chain):
+        return False
+    try:
+        return domain_of(target) == domain_of(request.url)
+    except InvalidUrl:
+        return False  # the frontier rejects it, with the reason counted
 
 
 def _client(

@@ -59,6 +59,9 @@ class FetchSettings(BaseSettings):
     drain_timeout_s: float = Field(default=20.0, ge=0)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     read_timeout_s: float = Field(default=30.0, gt=0)
+    # The whole fetch, redirects and body included: a server dripping a byte per read timeout
+    # would otherwise hold a permit (and a slot) for as long as it likes.
+    total_timeout_s: float = Field(default=60.0, gt=0)
     # Loopback and private addresses are refused unless listed here (tests, the demo).
     allow_hosts: str = ""
     # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every
