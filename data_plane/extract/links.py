@@ -12,6 +12,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from dualplane.core.web.urls import without_credentials
+
 CRAWLABLE_SCHEMES = frozenset({"http", "https"})
 MAX_TEXT = 200
 
@@ -63,4 +65,4 @@ def _absolute(href: str, base: str) -> str | None:
         scheme = urlsplit(url).scheme
     except ValueError:
         return None  # e.g. an invalid IPv6 literal in a link: skip that link, not the page
-    return url if scheme in CRAWLABLE_SCHEMES else None
+    return without_credentials(url) if scheme in CRAWLABLE_SCHEMES else None

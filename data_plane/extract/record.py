@@ -30,6 +30,7 @@ from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
 from data_plane.extract.text import clip_text, main_text
+from dualplane.core.web.urls import without_credentials
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
@@ -80,7 +81,8 @@ def extract_record(
         )
     _check_envelope(page)
     fetched_at = _aware(page["fetched_at"], "fetched_at", page)
-    final_url = str(page.get("final_url") or page["url"])
+    # A redirect's Location may carry credentials: they must not reach the records.
+    final_url = without_credentials(str(page.get("final_url") or page["url"]))
     try:
         content = read_content(page, final_url)
     except ExtractionFailed:
@@ -203,7 +205,7 @@ def _record(
     extracted_at: datetime,
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "url": str(page["url"]),
+        "url": without_credentials(str(page["url"])),
         "final_url": final_url,
         "canonical_url": canonical_url(content.markup, final_url),
         "domain": str(page["domain"]),

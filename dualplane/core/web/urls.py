@@ -63,9 +63,10 @@ def canonicalize(url: str, strip_params: Collection[str] = DEFAULT_TRACKING_PARA
 
     On top of :func:`w3lib.url.canonicalize_url` (fragment dropped, query arguments sorted,
     percent-encoding normalized, IDNA host encoded): scheme and host lowercased, a trailing dot
-    on the host dropped, default ports removed, an empty path made "/", and every query
-    parameter named in ``strip_params`` removed (names compared case-insensitively; an entry
-    ending in ``*`` is a prefix rule). Pass ``strip_params=()`` to keep every parameter.
+    on the host dropped, default ports removed, an empty path made "/", credentials
+    (``user:password@``) dropped, and every query parameter named in ``strip_params`` removed
+    (names compared case-insensitively; an entry ending in ``*`` is a prefix rule). Pass
+    ``strip_params=()`` to keep every parameter.
 
     Raises :class:`InvalidUrl` for input that is not http(s), has no host, or cannot be parsed.
     """
@@ -76,8 +77,22 @@ def canonicalize(url: str, strip_params: Collection[str] = DEFAULT_TRACKING_PARA
         raise InvalidUrl(f"unparseable URL {url!r}: {error}") from error
     host = _checked_host(parts.hostname, url)
     query = _strip_query(parts.query, _StripRules.of(strip_params))
-    netloc = _userinfo(parts.netloc) + _authority(parts.scheme, host, port)
+    # No credentials: a link's user:password must not be fetched with, nor kept in records.
+    netloc = _authority(parts.scheme, host, port)
     return urlunsplit((parts.scheme, netloc, parts.path or "/", query, ""))
+
+
+def without_credentials(url: str) -> str:
+    """``url`` with any ``user:password@`` removed, otherwise unchanged (not canonicalized)."""
+    if "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def domain_of(url: str) -> str:
@@ -135,11 +150,6 @@ def _authority(scheme: str, host: str, port: int | None) -> str:
     if port is None or port == DEFAULT_PORTS.get(scheme):
         return host
     return f"{host}:{port}"
-
-
-def _userinfo(netloc: str) -> str:
-    userinfo, at, _ = netloc.rpartition("@")
-    return userinfo + at
 
 
 class _StripRules:

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.unit
         ("http://bücher.de/straße?q=ä", "http://xn--bcher-kva.de/stra%C3%9Fe?q=%C3%A4"),
         ("http://[::1]:80/x", "http://[::1]/x"),
         ("  https://example.com/x  ", "https://example.com/x"),
-        ("http://user:PW@Example.com:8080", "http://user:PW@example.com:8080/"),
+        ("http://user:PW@Example.com:8080", "http://example.com:8080/"),  # credentials never kept
     ],
 )
 def test_canonical_form(raw: str, canonical: str) -> None:

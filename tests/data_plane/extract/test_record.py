@@ -171,3 +171,16 @@ def test_an_unknown_schema_version_is_a_caller_error_not_a_bad_page() -> None:
     with pytest.raises(ExtractError, match="not 4") as failure:
         extract_record(page(), schema_version=4)
     assert not isinstance(failure.value, ExtractionFailed)
+
+
+def test_credentials_never_reach_a_record() -> None:
+    """A probe's finding: ``user:pass@`` stayed in record URLs (from the page, a redirect or a link)."""
+    body = b'<html><body><a href="http://bob:hunter2@other.example/x">x</a><a href="/y">y</a></body></html>'
+    secret_url = "https://alice:s3cret@news.example/story"
+    record = extract_record(page(body, url=secret_url, final_url=secret_url + "?r=1"))
+
+    assert record["url"] == "https://news.example/story"
+    assert record["final_url"] == "https://news.example/story?r=1"
+    assert record["canonical_url"] == "https://news.example/story?r=1"
+    assert [link["url"] for link in record["links"]] == ["http://other.example/x", "https://news.example/y"]
+    assert "s3cret" not in repr(record) and "hunter2" not in repr(record)
