@@ -4,21 +4,18 @@ from __future__ import annotations
 
 import itertools
 import re
-import time
 import uuid
 from typing import Annotated, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from connectors.seeds import SeedList, open_seed_list, seed_domains
 from control_plane import amqp
 from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
-from control_plane.frontier.jobs import FinishRule, finished_count, remaining
-from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
+from dualplane.cli.following import follow
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import report_bad_lines, seeding_progress
 from dualplane.core.settings import Settings
@@ -66,7 +63,7 @@ def crawl(
     spec = JobSpec(
         job_id=job or f"job-{uuid.uuid4().hex[:12]}",
         allowed_domains=domains,
-        deny_patterns=tuple(deny or ()),
+        deny_patterns=_patterns(deny, "--deny"),
         max_depth=max_depth,
         max_pages=max_pages,
         priority=_lane(priority),
@@ -83,7 +80,7 @@ def crawl(
         stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
     finally:
         connection.close()  # following reads Kafka: an idle AMQP connection would miss its heartbeats
-    result = _follow(settings, spec.job_id, timeout_s) if wait else None
+    result = follow(settings, spec.job_id, timeout_s) if wait else None
     _report(spec, count, seed_list.bad if seed_list else 0, result, as_json)
     if wait and (result is None or not result.get("idle")):
         raise typer.Exit(1)
@@ -91,6 +88,17 @@ def crawl(
 
 def _lane(priority: str) -> Priority:
     return "high" if priority == "high" else "bulk" if priority == "bulk" else "normal"
+
+
+def _patterns(values: list[str] | None, option: str) -> tuple[str, ...]:
+    """The regexes given with ``option``, each checked (the frontier would reject the job)."""
+    for pattern in values or ():
+        try:
+            re.compile(pattern)
+        except re.error as error:
+            message = f"{pattern!r} is not a regular expression: {error}"
+            raise typer.BadParameter(message, param_hint=option) from error
+    return tuple(values or ())
 
 
 def _read_seeds(seeds: list[str], seeds_file: str | None) -> list[str]:
@@ -113,25 +121,6 @@ def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settin
         with seeding_progress(seed_list, "reading the seed list's domains") as on_seed:
             domains |= seed_domains(seed_list, settings.seeds.max_scope_domains, on_seed)
     return sorted(domains)
-
-
-def _follow(settings: Settings, job_id: str, timeout_s: float) -> dict[str, Any] | None:
-    """Show progress until the job is finished (:class:`FinishRule`) or ``timeout_s`` passes."""
-    deadline = time.monotonic() + timeout_s
-    rule = FinishRule.from_settings(settings)
-    snapshot: dict[str, Any] | None = None
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with ProgressReader(settings) as reader, Progress(*columns, console=stderr, transient=True) as progress:
-        bar = progress.add_task(f"crawling {job_id}", total=None)
-        while time.monotonic() < deadline:
-            snapshot = reader.job(job_id)
-            if snapshot:
-                finished = finished_count(snapshot)
-                progress.update(bar, completed=finished, total=finished + remaining(snapshot))
-            if rule.finished(snapshot):
-                break
-            time.sleep(1.0)
-    return snapshot
 
 
 def _report(spec: JobSpec, seeds: int, bad_lines: int, result: dict[str, Any] | None, as_json: bool) -> None:

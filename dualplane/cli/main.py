@@ -5,6 +5,7 @@ Exit codes: 0 success, 1 failure (one readable line on stderr), 2 usage error (f
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -27,6 +28,7 @@ from dualplane.cli import (
     status_cmd,
     throttle_cmd,
 )
+from dualplane.cli.errors import describe
 from dualplane.cli.output import stderr
 from dualplane.core import settings as settings_module
 from dualplane.core.exceptions import DualplaneError
@@ -57,14 +59,25 @@ app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown
 
 
 def main() -> None:
+    for name in settings_module.unknown_env_names(os.environ):
+        warning = f"{name} is not a dualplane setting and is ignored (misspelt?)"
+        stderr.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True, highlight=False)
     try:
         app()
     except DualplaneError as error:
-        stderr.print(f"[red]error:[/red] {error}")
-        sys.exit(1)
+        _fail(str(error), 1)
     except ValidationError as error:  # a DUALPLANE_* variable with a bad value: say which, no traceback
-        stderr.print(f"[red]error:[/red] {configuration_problem(error)}")
-        sys.exit(2)
+        _fail(configuration_problem(error), 2)
+    except Exception as error:
+        line = describe(error)
+        if line is None:
+            raise  # a bug: its traceback is what helps
+        _fail(line, 1)
+
+
+def _fail(line: str, code: int) -> None:
+    stderr.print(f"[red]error:[/red] {line}", soft_wrap=True, highlight=False)
+    sys.exit(code)
 
 
 def configuration_problem(error: ValidationError) -> str:

@@ -16,6 +16,8 @@ from control_plane import amqp
 from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
 from dualplane.core.settings import LimitSettings, Settings
+from dualplane.stack import LocalStack
+from tests.support.brokers import BrokerSession
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.paths import REPO_ROOT
@@ -108,3 +110,36 @@ def test_dlq_list_shows_the_reason_and_redrive_brings_it_back(
     finally:
         with_consumer.send_signal(signal.SIGTERM)
         with_consumer.wait(30)
+
+
+def test_crawl_wait_rides_through_a_rabbitmq_and_a_kafka_restart(
+    brokers: BrokerSession, env: dict[str, str], services: None
+) -> None:
+    """A probe's finding: ``crawl --wait`` died with a traceback on every broker restart
+    (``ConnectionWrongStateError``, ``NOT_LEADER_FOR_PARTITION``, ``NOT_COORDINATOR``)."""
+    if brokers.backend != "local":
+        pytest.skip("restarting brokers needs the embedded stack (DUALPLANE_TEST_BACKEND=local)")
+    with RecordingHost(latency_s=1.5) as host:
+        args = [arg for i in range(30) for arg in ("--seed", f"{host.base_url}/p/{i}")]
+        crawl = subprocess.Popen(
+            [sys.executable, "-m", "dualplane", "crawl", *args, "--job", "restarts", "--wait", "--json"],
+            env={**os.environ, **env, "COLUMNS": "200"},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        try:
+            stack = LocalStack(brokers.settings)
+            stack.restart("rabbitmq")
+            stack.restart("kafka")
+            # Still following: it neither died on the restarts nor saw the job end before them.
+            assert crawl.poll() is None, f"crawl --wait ended with rc {crawl.returncode} by the restarts"
+            stdout, stderr = crawl.communicate(timeout=180)
+        finally:
+            if crawl.poll() is None:
+                crawl.kill()
+        assert crawl.returncode == 0, stderr
+        assert "Traceback" not in stderr
+        assert json.loads(stdout)["progress"]["done"] == 30
+        assert sum(host.requests.values()) >= 30

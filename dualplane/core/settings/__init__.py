@@ -13,6 +13,7 @@ and both the broker and every client move there.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ __all__ = [
     "TopicSettings",
     "env_names",
     "mask_url_password",
+    "unknown_env_names",
 ]
 
 
@@ -145,6 +147,20 @@ def env_names() -> set[str]:
         prefix = section.model_config.get("env_prefix", "")
         names.update(f"{prefix}{name}".upper() for name in section.model_fields)
     return names
+
+
+# DUALPLANE_* names that are not settings: the test suite's switches, the compose image tag.
+NOT_SETTINGS_PREFIXES = ("DUALPLANE_TEST_", "DUALPLANE_IMAGE", "DUALPLANE_FORKSERVER_")
+
+
+def unknown_env_names(environ: Mapping[str, str]) -> list[str]:
+    """``DUALPLANE_*`` names in ``environ`` that no setting reads (misspelt, or from another version)."""
+    known = env_names()
+    return sorted(
+        name
+        for name in environ
+        if name.startswith(ENV_PREFIX) and name not in known and not name.startswith(NOT_SETTINGS_PREFIXES)
+    )
 
 
 def _masked_section(section: BaseSettings) -> dict[str, Any]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings
 
 from dualplane.core.settings.base import section
@@ -104,6 +105,15 @@ class AmqpSettings(BaseSettings):
     heartbeat_s: int = Field(default=30, ge=0)
     connection_attempts: int = Field(default=3, ge=1)
 
+    @field_validator("url")
+    @classmethod
+    def _an_amqp_url(cls, url: SecretStr) -> SecretStr:
+        # pika raises IndexError deep inside for a value like "notaurl": say what is expected here.
+        parts = urlsplit(url.get_secret_value())
+        if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
+            raise ValueError("expected amqp://user:password@host:port/vhost (vhost / is %2F)")
+        return url
+
 
 class QueueSettings(BaseSettings):
     """RabbitMQ names and queue policies of the control plane."""
@@ -127,10 +137,29 @@ class QueueSettings(BaseSettings):
     # A handler that raises this many times on one message sends it to the dead letters.
     handler_max_failures: int = Field(default=3, ge=1)
 
+    @field_validator("retry_tiers")
+    @classmethod
+    def _tiers_parse(cls, value: str) -> str:
+        _parse_tiers(value)  # a bad value fails where the settings are read, naming the variable
+        return value
+
     def tiers(self) -> tuple[tuple[str, int], ...]:
         """``retry_tiers`` parsed and sorted by duration: ``(("5s", 5000), ...)``."""
-        pairs = [item.split("=", 1) for item in self.retry_tiers.split(",") if item.strip()]
-        return tuple(sorted(((name.strip(), int(ms)) for name, ms in pairs), key=lambda tier: tier[1]))
+        return _parse_tiers(self.retry_tiers)
+
+
+def _parse_tiers(value: str) -> tuple[tuple[str, int], ...]:
+    tiers = []
+    for item in (item.strip() for item in value.split(",")):
+        name, _, ms = item.partition("=")
+        if not item:
+            continue
+        if not name.strip() or not ms.strip().isdigit() or int(ms) <= 0:
+            raise ValueError(f"{item!r} is not name=milliseconds; expected e.g. 5s=5000,30s=30000")
+        tiers.append((name.strip(), int(ms)))
+    if not tiers:
+        raise ValueError("no retry tier given; expected e.g. 5s=5000,30s=30000")
+    return tuple(sorted(tiers, key=lambda tier: tier[1]))
 
 
 class S3Settings(BaseSettings):
