@@ -20,6 +20,7 @@ from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
+from tests.support.frontier import JobProbe
 from tests.support.paths import REPO_ROOT
 from tests.support.recording_server import RecordingHost
 
@@ -113,7 +114,7 @@ def test_dlq_list_shows_the_reason_and_redrive_brings_it_back(
 
 
 def test_crawl_wait_rides_through_a_rabbitmq_and_a_kafka_restart(
-    brokers: BrokerSession, env: dict[str, str], services: None
+    brokers: BrokerSession, private_settings: Settings, env: dict[str, str], services: None
 ) -> None:
     """A probe's finding: ``crawl --wait`` died with a traceback on every broker restart
     (``ConnectionWrongStateError``, ``NOT_LEADER_FOR_PARTITION``, ``NOT_COORDINATOR``)."""
@@ -130,6 +131,8 @@ def test_crawl_wait_rides_through_a_rabbitmq_and_a_kafka_restart(
             cwd=ROOT,
         )
         try:
+            # Submitted first (a crawl that cannot reach RabbitMQ to submit fails, rightly, with exit 1).
+            JobProbe(private_settings).wait_progress("restarts", timeout_s=60, seeded=30)
             stack = LocalStack(brokers.settings)
             stack.restart("rabbitmq")
             stack.restart("kafka")
