@@ -29,7 +29,7 @@ MAX_THROTTLED = 20
 STALLED_AFTER_S = 300.0
 
 
-def gather(settings: Settings, reader: ProgressReader, *, max_jobs: int = 10) -> dict[str, Any]:
+def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: int = 10) -> dict[str, Any]:
     """Everything the status view shows, as JSON-ready data; ``errors`` names the parts that failed."""
     errors: dict[str, str] = {}
     lag = _part(errors, "lag", lambda: _lag(settings), [])
@@ -72,8 +72,12 @@ def _part(errors: dict[str, str], name: str, read: Callable[[], Any], empty: Any
         return empty
 
 
-def _jobs(settings: Settings, reader: ProgressReader, lag: int | None, max_jobs: int) -> list[dict[str, Any]]:
+def _jobs(
+    settings: Settings, reader: ProgressReader | Exception, lag: int | None, max_jobs: int
+) -> list[dict[str, Any]]:
     """The newest ``max_jobs`` jobs (running ones first), each finished or not by :class:`FinishRule`."""
+    if isinstance(reader, Exception):
+        raise reader  # Kafka did not answer when the reader was opened
     rule = FinishRule.from_settings(settings)
     now_s = time.time()
     rows = []

@@ -27,7 +27,8 @@ def status(
 ) -> None:
     """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
     settings = Settings.from_env()
-    with ProgressReader(settings) as reader:
+    reader = _open_reader(settings)
+    try:
         if watch:
             _watch(settings, reader, job, jobs, interval_s)
             return
@@ -36,9 +37,22 @@ def status(
             print_json(view)
         else:
             stdout.print(render(view))
+    finally:
+        if isinstance(reader, ProgressReader):
+            reader.close()
 
 
-def _watch(settings: Settings, reader: ProgressReader, job: str | None, jobs: int, interval_s: float) -> None:
+def _open_reader(settings: Settings) -> ProgressReader | Exception:
+    """The progress reader, or why Kafka could not give one (the rest of the view is still shown)."""
+    try:
+        return ProgressReader(settings)
+    except Exception as error:
+        return error
+
+
+def _watch(
+    settings: Settings, reader: ProgressReader | Exception, job: str | None, jobs: int, interval_s: float
+) -> None:
     """Redraw in place every ``interval_s`` until Ctrl-C (which ends it with status 0)."""
     try:
         with Live(console=stdout, refresh_per_second=1) as live:
@@ -49,9 +63,13 @@ def _watch(settings: Settings, reader: ProgressReader, job: str | None, jobs: in
         return
 
 
-def _view(settings: Settings, reader: ProgressReader, job: str | None, jobs: int) -> dict[str, Any]:
+def _view(
+    settings: Settings, reader: ProgressReader | Exception, job: str | None, jobs: int
+) -> dict[str, Any]:
     view = gather(settings, reader, max_jobs=jobs)
     if job is not None:
+        if isinstance(reader, Exception):
+            raise DualplaneError(f"cannot read the progress of job {job!r}: {reader}")
         snapshot = reader.job(job)
         if snapshot is None:
             raise DualplaneError(
