@@ -11,6 +11,10 @@ in Kafka, tasks published), with P_d and D_max high enough that no URL waits in 
 
     .venv/bin/python benchmarks/frontier_admission.py --pages 1500 --links 34 --rounds 3 [--json]
 
+``--shards N`` runs the batched side over N frontier shards (``run frontier --processes N``, one
+process a shard), so the figure is what one machine's cores admit together; the peer stays one
+shard, as before batching there was only one.
+
 Needs the stack up (``dualplane stack up``).
 """
 
@@ -43,13 +47,16 @@ from dualplane.namespaces import drop_namespace, private_namespace
 COUNTED = ("discovered", "duplicates", "out_of_scope", "invalid", "disallowed", "over_limit")
 
 
-def settings_for(work: Path) -> Settings:
+def settings_for(work: Path, shards: int) -> Settings:
     base = Settings.from_env()
     settings = private_namespace(base, f"bench-{uuid.uuid4().hex[:8]}", work)
     frontier = settings.frontier.model_copy(
         update={"max_outstanding": 10_000_000, "outstanding_per_slot": 100_000, "snapshot_interval_s": 0.2}
     )
-    return settings.model_copy(update={"frontier": frontier, "limits": LimitSettings(domain_concurrency=16)})
+    queues = settings.queues.model_copy(update={"frontier_shards": shards})
+    return settings.model_copy(
+        update={"frontier": frontier, "queues": queues, "limits": LimitSettings(domain_concurrency=16)}
+    )
 
 
 def pages(count: int, links: int, sites: int, seed: int = 7) -> Iterator[list[str]]:
@@ -95,13 +102,16 @@ def counted(settings: Settings, job_id: str) -> int:
 
 
 def one_round(batched: bool, args: argparse.Namespace, work: Path) -> float:
-    settings = settings_for(work / uuid.uuid4().hex[:6])
+    """One fill, then one frontier process timed from its first counted URL to its last."""
+    settings = settings_for(work / uuid.uuid4().hex[:6], args.shards if batched else 1)
     job_id = f"admit-{uuid.uuid4().hex[:6]}"
     try:
         total = fill(settings, job_id, batched, args)
         env = {**os.environ, **settings.to_env()}
-        command = [sys.executable, "-m", "dualplane", "run", "frontier", "--log-level", "warning"]
+        command = [sys.executable, "-m", "dualplane", "run", "frontier", "--log-level", "warning",
+                   "--processes", str(settings.queues.frontier_shards)]  # fmt: skip
         frontier = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+        spy = _profile(frontier.pid, args.profile, batched) if args.profile else None
         try:
             while counted(settings, job_id) == 0:  # started, read the changelog, took the shard
                 time.sleep(0.05)
@@ -109,12 +119,25 @@ def one_round(batched: bool, args: argparse.Namespace, work: Path) -> float:
             while (done := counted(settings, job_id)) < total:
                 time.sleep(0.1)
             elapsed = time.monotonic() - started
+            if spy:  # py-spy writes its samples when interrupted
+                spy.send_signal(signal.SIGINT)
+                spy.wait(60)
         finally:
             frontier.send_signal(signal.SIGTERM)
             frontier.wait(60)
         return done / elapsed
     finally:
         drop_namespace(settings)
+
+
+def _profile(pid: int, out: Path, batched: bool) -> subprocess.Popen[bytes]:
+    """Sample the frontier with py-spy at 100 Hz into ``out`` (collapsed stacks, one file a mode)."""
+    out.mkdir(parents=True, exist_ok=True)
+    name = "batched" if batched else "one_per_message"
+    spy = str(Path(sys.executable).parent / "py-spy")
+    command = [spy, "record", "--pid", str(pid), "--subprocesses", "--rate", "100", "--format", "raw",
+               "--output", str(out / f"frontier-{name}.txt")]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main() -> None:
@@ -125,7 +148,11 @@ def main() -> None:
     parser.add_argument("--links", type=int, default=34)
     parser.add_argument("--sites", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--shards", type=int, default=1, help="frontier shards for the batched run, one process each"
+    )
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--profile", type=Path, help="write py-spy samples of the frontier here")
     args = parser.parse_args()
     rates: dict[str, list[float]] = {"batched": [], "one_per_message": []}
     with tempfile.TemporaryDirectory(prefix="dualplane-admission-") as work:
@@ -141,7 +168,8 @@ def main() -> None:
     print(
         f"frontier admission, {urls} URLs ({args.links} a page, a third new), median of {args.rounds} rounds"
     )
-    print(f"  batched (one message a page):  {report['batched']:9.0f} URLs/s")
+    shards = f", {args.shards} shards" if args.shards > 1 else ""
+    print(f"  batched (one message a page{shards}):  {report['batched']:9.0f} URLs/s")
     print(f"  one URL a message (before):    {report['one_per_message']:9.0f} URLs/s")
     print(f"  ratio: {report['ratio']:.1f}x   (goal: batched >= 10,000 URLs/s)")
 

@@ -31,6 +31,18 @@ def publish(
 ) -> None:
     """Publish a persistent message; on a confirm channel, raises ``UnroutableError`` or
     ``NackError`` when the broker did not take it, so callers never ack what was not handed on."""
+    body, properties = encoded(message, headers=headers, content_type=content_type, message_id=message_id)
+    channel.basic_publish(exchange, routing_key, body, properties=properties, mandatory=mandatory)
+
+
+def encoded(
+    message: ControlMessage | bytes,
+    *,
+    headers: Mapping[str, Any] | None = None,
+    content_type: str | None = CONTENT_TYPE,
+    message_id: str | None = None,
+) -> tuple[bytes, pika.BasicProperties]:
+    """The body and properties :func:`publish` sends: persistent, typed by the message's kind."""
     body = message.encode() if isinstance(message, ControlMessage) else message
     properties = pika.BasicProperties(
         delivery_mode=pika.DeliveryMode.Persistent,
@@ -39,4 +51,4 @@ def publish(
         type=message.kind if isinstance(message, ControlMessage) else None,
         message_id=message_id,
     )
-    channel.basic_publish(exchange, routing_key, body, properties=properties, mandatory=mandatory)
+    return body, properties

@@ -12,6 +12,12 @@ consumer can ack its input in the same transaction as its outputs, and nothing i
 A mandatory publish that no queue takes (a queue deleted under us) comes back as ``basic.return``
 before ``commit-ok``; pika hands such returns over during the next ``process_data_events``, when
 :class:`TxChannel` collects them for the owner to publish again (:meth:`TxChannel.take_returned`).
+
+Publishes are not flushed one by one: pika's ``BlockingChannel.basic_publish`` runs its I/O loop
+until each frame is written (a poll and a send per message, a fifth of the frontier's CPU when it
+issued tasks), while in a transaction nothing takes effect before ``tx.commit`` anyway. So
+:meth:`TxChannel.publish` queues the frames on the connection and the commit's own round trip
+writes them all, in order, ahead of ``tx.commit``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane.amqp.messages import ControlMessage
-from control_plane.amqp.publisher import publish
+from control_plane.amqp.publisher import encoded
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +68,10 @@ class TxChannel:
         message_id: str | None = None,
     ) -> None:
         """Publish a persistent, mandatory message; it is sent at the next :meth:`commit`."""
-        publish(self.channel, exchange, routing_key, message, headers=headers, message_id=message_id)
+        body, properties = encoded(message, headers=headers, message_id=message_id)
+        # The channel's implementation queues the frames without running the I/O loop (see above);
+        # BlockingChannel.basic_publish would flush each one.
+        self.channel._impl.basic_publish(exchange, routing_key, body, properties, mandatory=True)
         self.uncommitted += 1
 
     def ack(self, delivery_tag: int, *, multiple: bool = False) -> None:

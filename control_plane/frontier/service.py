@@ -151,7 +151,7 @@ class Frontier:
         self._deactivate()
         assert consumer.connection is not None
         self.permits.channel = consumer.connection.channel()
-        self.permits.channel.confirm_delivery()
+        self.permits.channel.tx_select()
 
     def _deactivate(self) -> None:
         if self.active:
