@@ -110,13 +110,15 @@ def one_round(batched: bool, args: argparse.Namespace, work: Path) -> float:
         env = {**os.environ, **settings.to_env()}
         command = [sys.executable, "-m", "dualplane", "run", "frontier", "--log-level", "warning",
                    "--processes", str(settings.queues.frontier_shards)]  # fmt: skip
-        frontier = subprocess.Popen(command, env=env, stderr=subprocess.DEVNULL)
+        frontier = subprocess.Popen(command, env=env)
         spy = _profile(frontier.pid, args.profile, batched) if args.profile else None
         try:
             while counted(settings, job_id) == 0:  # started, read the changelog, took the shard
+                _alive(frontier)
                 time.sleep(0.05)
             started = time.monotonic()
             while (done := counted(settings, job_id)) < total:
+                _alive(frontier)
                 time.sleep(0.1)
             elapsed = time.monotonic() - started
             if spy:  # py-spy writes its samples when interrupted
@@ -128,6 +130,11 @@ def one_round(batched: bool, args: argparse.Namespace, work: Path) -> float:
         return done / elapsed
     finally:
         drop_namespace(settings)
+
+
+def _alive(frontier: subprocess.Popen[bytes]) -> None:
+    if frontier.poll() is not None:
+        raise SystemExit(f"the frontier exited with status {frontier.returncode} before admitting every URL")
 
 
 def _profile(pid: int, out: Path, batched: bool) -> subprocess.Popen[bytes]:

@@ -62,11 +62,13 @@ def ensure_changelog(kafka: KafkaSettings, topic: str, shards: int) -> None:
 class Changelog:
     """Shard ``shard``'s partition of ``topic``: written transactionally, read back to its end."""
 
-    def __init__(self, kafka: KafkaSettings, topic: str, shard: int) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, topic: str, shard: int, transactional_id: str | None = None
+    ) -> None:
         self.kafka = kafka
         self.topic = topic
         self.shard = shard
-        self.transactional_id = f"{kafka.group_prefix}-frontier-{shard}"
+        self.transactional_id = transactional_id or f"{kafka.group_prefix}-frontier-{shard}"
         self.producer: Producer | None = None
 
     def open(self) -> None:
@@ -84,21 +86,29 @@ class Changelog:
         """Write ``records`` in one transaction, with ``also``'s (topic, key, value) records to the
         shard's partition of their topics; the offset of the last changelog record once committed
         (-1: none)."""
+        return self.write_partitions({self.shard: records}, also).get(self.shard, -1)
+
+    def write_partitions(
+        self, writes: dict[int, list[Record]], also: Sequence[tuple[str, str, bytes]] = ()
+    ) -> dict[int, int]:
+        """Write each partition's records (and ``also``, as :meth:`write`) in one transaction;
+        the offset of the last changelog record per partition once committed."""
         producer = self.producer
         if producer is None:
             raise ChangelogUnavailable("the changelog is not open: this frontier is not the shard's owner")
-        offsets: list[int] = []
+        offsets: dict[int, int] = {}
 
         def delivered(error: KafkaError | None, message: Any) -> None:
             if error is None and message.topic() == self.topic:
-                offsets.append(message.offset())
+                offsets[message.partition()] = max(message.offset(), offsets.get(message.partition(), -1))
 
         try:
             producer.begin_transaction()
-            for key, value in records:
-                producer.produce(
-                    self.topic, encode(value), key.encode(), partition=self.shard, on_delivery=delivered
-                )
+            for partition, records in writes.items():
+                for key, value in records:
+                    producer.produce(
+                        self.topic, encode(value), key.encode(), partition=partition, on_delivery=delivered
+                    )
             for topic, key, value in also:
                 producer.produce(topic, value, key.encode(), partition=self.shard)
             clients.within(lambda: producer.commit_transaction(30), CALL_BOUND_S, "commit_transaction")
@@ -107,7 +117,7 @@ class Changelog:
             # process must stop acting for the shard; what it did since its last commit is discarded.
             self.producer = None
             raise ChangelogUnavailable(f"{self.topic}[{self.shard}]: {error}") from error
-        return max(offsets, default=-1)
+        return offsets
 
     def read(self, from_offset: int) -> Iterator[tuple[str, Any, int]]:
         """Every record from ``from_offset`` to the partition's current end: (key, value, offset)."""

@@ -16,3 +16,7 @@ class SeenSetCorrupt(FrontierError):
 class ChangelogUnavailable(FrontierError):
     """The shard's changelog in Kafka cannot be written or read (Kafka away, or another frontier
     fenced this one); the frontier stops acting for the shard and starts over from the changelog."""
+
+
+class ReshardRefused(FrontierError):
+    """Resharding cannot start safely now (a service is still consuming); the message says what to stop."""

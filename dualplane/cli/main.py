@@ -22,6 +22,7 @@ from dualplane.cli import (
     records_cmd,
     replay_cmd,
     report_cmd,
+    reshard_cmd,
     run_cmd,
     sample_site_cmd,
     stack_cmd,
@@ -52,6 +53,7 @@ app.command("run")(run_cmd.run)
 app.command("sample-site")(sample_site_cmd.sample_site)
 app.command("replay")(replay_cmd.replay_command)
 app.command("report")(report_cmd.report)
+app.command("reshard")(reshard_cmd.reshard_command)
 app.command("extract")(extract_cmd.extract)
 app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
     kafka_cmd.kafka
