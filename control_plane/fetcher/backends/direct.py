@@ -16,6 +16,7 @@ import httpx
 
 from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from control_plane.fetcher.backends.body import ACCEPT_ENCODING, read_response
+from control_plane.fetcher.backends.pinned import pinned_transport
 from control_plane.fetcher.backends.proxies import ProxyPool
 from control_plane.fetcher.classify import classify
 from control_plane.fetcher.exceptions import (
@@ -58,7 +59,10 @@ class DirectBackend(FetchBackend):
         self._proxies = proxies
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         keys: tuple[str | None, ...] = proxies.proxies if proxies is not None else (None,)
-        self._clients = {key: _client(limits, key, transport) for key in keys}
+        # Direct connections go only to the address the guard checked (no DNS rebinding window);
+        # through a proxy, the proxy resolves and connects.
+        direct = transport or pinned_transport(guard, limits)
+        self._clients = {key: _client(limits, key, direct) for key in keys}
 
     @classmethod
     def from_settings(cls, settings: Settings, *, proxies: ProxyPool | None = None) -> DirectBackend:
@@ -125,6 +129,8 @@ class DirectBackend(FetchBackend):
                 ) from error
             except (httpx.InvalidURL, httpx.UnsupportedProtocol) as error:
                 raise InvalidTarget(f"cannot request {url}: {error}", final_url=url) from error
+            except UnsafeUrl as error:  # the connection's own check (PinnedNetwork): DNS changed its answer
+                raise SsrfRefused(f"{url}: {error}", final_url=url) from error
             except httpx.HTTPError as error:
                 raise ConnectionFailed(
                     f"{url}: {_kind(error)} ({str(error) or 'no detail'})", final_url=url

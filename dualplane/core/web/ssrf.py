@@ -6,8 +6,11 @@ multicast, reserved or cloud-metadata address, and any scheme but http and https
 allowlist (``DUALPLANE_FETCH_ALLOW_HOSTS``: host names, addresses or CIDR blocks) opens exactly
 what tests and the demo need, e.g. ``127.0.0.1`` for the sample site.
 
-Known limit: the address is checked at resolution time and the HTTP client resolves again when it
-connects, so a DNS server that answers differently within milliseconds (rebinding) is not caught.
+No rebinding window: the fetcher connects through :meth:`SsrfGuard.pinned_address` (see
+``control_plane/fetcher/backends/pinned.py``), which resolves the host once, checks every address
+and hands back the one to connect to, so the address connected to is always an address checked,
+whatever a DNS server answers the next time. :meth:`check` before a request gives the reason early
+(and refuses schemes); the connection's own check is what cannot be raced.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from dualplane.core.web.exceptions import UnsafeUrl
@@ -27,12 +30,31 @@ METADATA_ADDRESSES = frozenset(
     ipaddress.ip_address(a) for a in ("169.254.169.254", "169.254.170.2", "fd00:ec2::254", "100.100.100.200")
 )
 ALLOWED_SCHEMES = frozenset({"http", "https"})
+# Most specific first: 0.0.0.0 and fe80::1 are "private" too, but say what they are.
+KINDS = (
+    ("loopback", "a loopback address"),
+    ("unspecified", "an unspecified address"),
+    ("link_local", "a link-local address"),
+    ("multicast", "a multicast address"),
+    ("private", "a private address"),
+    ("reserved", "a reserved address"),
+)
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix: 64:ff9b::7f00:1 is 127.0.0.1
+
+
+Resolver = Callable[[str, int], list["IpAddress"]]
+"""``(host, port)`` to the host's addresses; raises :class:`UnsafeUrl` when it cannot resolve."""
 
 
 class SsrfGuard:
-    """Decides whether a URL may be fetched; ``allow`` entries override the address rules."""
+    """Decides whether a URL may be fetched; ``allow`` entries override the address rules.
 
-    def __init__(self, allow: Iterable[str] = ()) -> None:
+    ``resolve`` replaces DNS (tests: a name that resolves to a private address, or differently
+    on each call as in a rebinding attack).
+    """
+
+    def __init__(self, allow: Iterable[str] = (), *, resolve: Resolver | None = None) -> None:
+        self.resolve: Resolver = resolve or _resolve
         self.allowed_hosts: set[str] = set()
         self.allowed_networks: list[IpNetwork] = []
         for entry in (item.strip().lower() for item in allow):
@@ -76,17 +98,42 @@ class SsrfGuard:
             raise UnsafeUrl(f"URL has no host: {url}")
         if host in self.allowed_hosts:
             return
-        for address in _resolve(host, parts.port or (443 if parts.scheme == "https" else 80)):
+        self._checked(host, self.resolve(host, parts.port or (443 if parts.scheme == "https" else 80)))
+
+    async def pinned_address(self, host: str, port: int) -> str:
+        """The address to connect to for ``host``: resolved once, every address checked, the first
+        returned; :class:`UnsafeUrl` if any is refused. Connecting to it closes the window between
+        a check and the client's own resolution (DNS rebinding)."""
+        host = host.lower().strip("[]")
+        if _is_ip(host):
+            return str(self._checked(host, [ipaddress.ip_address(host)]))
+        addresses = await asyncio.to_thread(self.resolve, host, port)
+        if host in self.allowed_hosts:
+            return str(addresses[0])  # allowed by name: any address it has
+        return str(self._checked(host, addresses))
+
+    def _checked(self, host: str, addresses: list[IpAddress]) -> IpAddress:
+        """The first of ``addresses`` once none is refused."""
+        if not addresses:
+            raise UnsafeUrl(f"{host} resolves to no address")
+        for address in addresses:
             reason = self._refusal(address)
             if reason:
                 raise UnsafeUrl(
                     f"{host} resolves to {address}, {reason}; refused to prevent SSRF "
                     "(allow it with DUALPLANE_FETCH_ALLOW_HOSTS if this is intended)"
                 )
+        return addresses[0]
 
     def _refusal(self, address: IpAddress) -> str | None:
+        # An IPv6 address that carries an IPv4 one (::ffff:a.b.c.d, 6to4, NAT64) is judged by it.
+        embedded = _embedded_ipv4(address)
+        if embedded is not None:
+            reason = self._refusal(embedded)
+            return f"an IPv6 form of {embedded}, {reason}" if reason else None
         if any(address in network for network in self.allowed_networks):
             return None
+        return _kind_refused(address)
         if address in METADATA_ADDRESSES:
             return "a cloud metadata address"
         for kind in ("loopback", "private", "link_local", "multicast", "reserved", "unspecified"):
@@ -97,13 +144,38 @@ class SsrfGuard:
 
 def _needs_dns(url: str, allowed_hosts: set[str]) -> bool:
     host = (urlsplit(url).hostname or "").lower()
-    if not host or host in allowed_hosts:
-        return False
+    return bool(host) and host not in allowed_hosts and not _is_ip(host)
+
+
+def _kind_refused(address: IpAddress) -> str | None:
+    if address in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    for kind, label in KINDS:
+        if getattr(address, f"is_{kind}"):
+            return label
+    if not address.is_global:  # shared (100.64/10), benchmarking, documentation ranges...
+        return "not a public address"
+    return None
+
+
+def _embedded_ipv4(address: IpAddress) -> IpAddress | None:
+    if isinstance(address, ipaddress.IPv4Address):
+        return None
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address in NAT64:
+        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    return None
+
+
+def _is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:
-        return True
-    return False
+        return False
+    return True
 
 
 def _resolve(host: str, port: int) -> list[IpAddress]:

@@ -1,0 +1,64 @@
+"""Connections only to addresses the SSRF guard checked: the guard resolves, the socket follows.
+
+httpx would resolve a host name again when it connects, after the guard resolved and checked it,
+and a DNS server that answers differently the second time (DNS rebinding) would get a private
+address past the guard. This network backend for httpcore (under httpx's transport) asks the guard
+for the address at connect time (:meth:`~dualplane.core.web.ssrf.SsrfGuard.pinned_address`, which
+resolves once and checks every address) and opens the socket to that address; TLS still verifies
+the certificate against the host name, since httpcore passes the origin's name as SNI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import httpcore
+import httpx
+
+from dualplane.core.web.exceptions import UnsafeUrl
+from dualplane.core.web.ssrf import SsrfGuard
+
+SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+
+
+class PinnedNetwork(httpcore.AsyncNetworkBackend):
+    """Opens TCP connections to the address ``guard`` checked for each host, nothing else."""
+
+    def __init__(self, guard: SsrfGuard, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+        self.guard = guard
+        self.inner = inner or httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        address = await self.guard.pinned_address(host, port)  # UnsafeUrl: never connected
+        return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[SocketOption] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise UnsafeUrl(f"a Unix socket ({path}) is never fetched")
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+def pinned_transport(guard: SsrfGuard, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
+    """httpx's own transport (TLS, HTTP/1.1, pooling), its connections made by :class:`PinnedNetwork`."""
+    transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False)
+    # httpx has no parameter for the network backend: rebuild its pool with ours, same settings.
+    pool = transport._pool
+    assert isinstance(pool, httpcore.AsyncConnectionPool)
+    transport._pool = httpcore.AsyncConnectionPool(
+        ssl_context=pool._ssl_context,
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=PinnedNetwork(guard),
+    )
+    return transport
