@@ -189,7 +189,7 @@ def decode(body: bytes, expected: type[M] | tuple[type[ControlMessage], ...] | N
     message_type = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
     if message_type is None:
         raise MessageRejected(f"unknown message kind {kind!r}; known kinds: {', '.join(MESSAGE_TYPES)}")
-    if version not in message_type.versions:
+    if not isinstance(version, int) or version not in message_type.versions:  # [] is not hashable
         known = ", ".join(str(v) for v in sorted(message_type.versions))
         raise MessageRejected(
             f"unknown version {version!r} of {kind!r} messages; this worker understands {known}: "
