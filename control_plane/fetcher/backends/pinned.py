@@ -3,8 +3,8 @@
 httpx would resolve a host name again when it connects, after the guard resolved and checked it,
 and a DNS server that answers differently the second time (DNS rebinding) would get a private
 address past the guard. This network backend for httpcore (under httpx's transport) asks the guard
-for the address at connect time (:meth:`~dualplane.core.web.ssrf.SsrfGuard.pinned_address`, which
-resolves once and checks every address) and opens the socket to that address; TLS still verifies
+for the addresses at connect time (:meth:`~dualplane.core.web.ssrf.SsrfGuard.pinned_addresses`, which
+resolves once and checks every one) and opens the socket to one of them; TLS still verifies
 the certificate against the host name, since httpcore passes the origin's name as SNI.
 """
 
@@ -36,8 +36,13 @@ class PinnedNetwork(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        address = await self.guard.pinned_address(host, port)  # UnsafeUrl: never connected
-        return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+        addresses = await self.guard.pinned_addresses(host, port)  # UnsafeUrl: never connected
+        for address in addresses[:-1]:  # e.g. ::1 then 127.0.0.1: the next one if one refuses
+            try:
+                return await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError:
+                continue
+        return await self.inner.connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[SocketOption] | None = None

@@ -6,7 +6,7 @@ multicast, reserved or cloud-metadata address, and any scheme but http and https
 allowlist (``DUALPLANE_FETCH_ALLOW_HOSTS``: host names, addresses or CIDR blocks) opens exactly
 what tests and the demo need, e.g. ``127.0.0.1`` for the sample site.
 
-No rebinding window: the fetcher connects through :meth:`SsrfGuard.pinned_address` (see
+No rebinding window: the fetcher connects through :meth:`SsrfGuard.pinned_addresses` (see
 ``control_plane/fetcher/backends/pinned.py``), which resolves the host once, checks every address
 and hands back the one to connect to, so the address connected to is always an address checked,
 whatever a DNS server answers the next time. :meth:`check` before a request gives the reason early
@@ -100,20 +100,22 @@ class SsrfGuard:
             return
         self._checked(host, self.resolve(host, parts.port or (443 if parts.scheme == "https" else 80)))
 
-    async def pinned_address(self, host: str, port: int) -> str:
-        """The address to connect to for ``host``: resolved once, every address checked, the first
-        returned; :class:`UnsafeUrl` if any is refused. Connecting to it closes the window between
-        a check and the client's own resolution (DNS rebinding)."""
+    async def pinned_addresses(self, host: str, port: int) -> list[str]:
+        """The addresses to connect to for ``host``, in the resolver's order: resolved once, every
+        one checked; :class:`UnsafeUrl` if any is refused. Connecting only to these closes the
+        window between a check and the client's own resolution (DNS rebinding)."""
         host = host.lower().strip("[]")
         if _is_ip(host):
-            return str(self._checked(host, [ipaddress.ip_address(host)]))
+            return [str(address) for address in self._checked(host, [ipaddress.ip_address(host)])]
         addresses = await asyncio.to_thread(self.resolve, host, port)
-        if host in self.allowed_hosts:
-            return str(addresses[0])  # allowed by name: any address it has
-        return str(self._checked(host, addresses))
+        if host not in self.allowed_hosts:  # allowed by name: any address it has
+            self._checked(host, addresses)
+        if not addresses:
+            raise UnsafeUrl(f"{host} resolves to no address")
+        return [str(address) for address in addresses]
 
-    def _checked(self, host: str, addresses: list[IpAddress]) -> IpAddress:
-        """The first of ``addresses`` once none is refused."""
+    def _checked(self, host: str, addresses: list[IpAddress]) -> list[IpAddress]:
+        """``addresses``, once none is refused."""
         if not addresses:
             raise UnsafeUrl(f"{host} resolves to no address")
         for address in addresses:
@@ -123,7 +125,7 @@ class SsrfGuard:
                     f"{host} resolves to {address}, {reason}; refused to prevent SSRF "
                     "(allow it with DUALPLANE_FETCH_ALLOW_HOSTS if this is intended)"
                 )
-        return addresses[0]
+        return addresses
 
     def _refusal(self, address: IpAddress) -> str | None:
         # An IPv6 address that carries an IPv4 one (::ffff:a.b.c.d, 6to4, NAT64) is judged by it.
