@@ -161,13 +161,18 @@ def test_a_task_is_not_acked_until_kafka_confirms_and_comes_back_when_the_fetche
     extractor = Extractor(private)
     thread = threading.Thread(target=extractor.run, daemon=True)
     thread.start()
+    expected = {task.url: 1, f"{host.base_url}{FIRST}": 1}
+
+    def records() -> Counter[str]:
+        return Counter(record.url for record in iter_records(private, follow=False))
+
     try:
-        _eventually(lambda: extractor.pages >= 3, 120, "the extractor to read both copies")
-        records = Counter(record.url for record in iter_records(private, follow=False))
+        # Pages are counted when handled, records become visible when their transaction commits.
+        _eventually(lambda: extractor.pages >= 3 and records() == expected, 120, "both pages' records")
     finally:
         extractor.stop()
         thread.join(30)
-    assert records == {task.url: 1, f"{host.base_url}{FIRST}": 1}
+    assert records() == expected  # and no second record came after them
     assert extractor.duplicates == 1
 
 
