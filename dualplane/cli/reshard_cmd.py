@@ -30,5 +30,7 @@ def reshard_command(
         ["messages published", str(report.messages_published)],
         ["shard queues deleted", ", ".join(report.queues_deleted) or "-"],
     ]
-    stdout.print(table(f"frontier shards {report.shards_before} -> {report.shards_after}", ["", ""], rows))
+    stdout.print(
+        table(f"frontier shards {report.shards_before} -> {report.shards_after}", ["what", "count"], rows)
+    )
     stdout.print(f"now start every service with DUALPLANE_QUEUE_FRONTIER_SHARDS={report.shards_after}")
