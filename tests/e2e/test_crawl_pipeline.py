@@ -22,6 +22,7 @@ from tests.support.brokers import BrokerSession
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 from tests.support.pipeline import Pipeline, read_topic
+from tests.support.site_log import served_pages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -60,16 +61,6 @@ def _crawl(probe: JobProbe, site: SampleSite, job_id: str) -> None:
     probe.submit(JobSpec(job_id=job_id, allowed_domains=domains), site.seeds)
 
 
-def _served_pages(site: SampleSite) -> Counter[str]:
-    """How often the site answered 200 for each page (robots.txt and /_ endpoints aside)."""
-    served: Counter[str] = Counter()
-    for host, base in enumerate(site.urls):
-        for entry in site.log(host):
-            if entry.status == 200 and entry.path != "/robots.txt" and not entry.path.startswith("/_"):
-                served[canonicalize(base + entry.path)] += 1
-    return served
-
-
 def _raw_page_urls(settings: Settings) -> Counter[str]:
     return Counter(record["url"] for record in read_topic(settings, settings.topics.pages_raw))
 
@@ -86,7 +77,7 @@ def test_crawl_fetches_every_reachable_page_exactly_once(
     progress = probe.wait_finished("whole-site", timeout_s=240)
 
     raw_pages = _raw_page_urls(settings_for_crawl)
-    served = _served_pages(site)
+    served = served_pages(site)
     assert set(raw_pages) == reachable, pipeline.logs()
     assert set(raw_pages.values()) == {1}, "a page reached pages.raw twice"
     assert served == raw_pages, "the site's log and pages.raw disagree"

@@ -24,6 +24,7 @@ from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 from tests.support.pipeline import Pipeline, read_topic
+from tests.support.site_log import served_pages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,15 +41,6 @@ def _settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0.2, permit_wait_s=0.5),
         }
     )
-
-
-def _served_pages(site: SampleSite) -> Counter[str]:
-    served: Counter[str] = Counter()
-    for host, base in enumerate(site.urls):
-        for entry in site.log(host):
-            if entry.status == 200 and entry.path != "/robots.txt" and not entry.path.startswith("/_"):
-                served[canonicalize(base + entry.path)] += 1
-    return served
 
 
 def _frontier(pipeline: Pipeline, shard: int, data_dir: Path) -> subprocess.Popen[bytes]:
@@ -97,7 +89,7 @@ def test_a_killed_shard_frontier_is_replaced_and_every_page_is_fetched_once(
                 progress = probe.wait_finished("failover", timeout_s=300)
             except AssertionError as error:
                 raise AssertionError(f"{error}\n{pipeline.trouble()}\n{pipeline.logs()}") from None
-            served = _served_pages(site)
+            served = served_pages(site)
         records = Counter(
             canonicalize(record["url"]) for record in read_topic(settings, settings.topics.records)
         )

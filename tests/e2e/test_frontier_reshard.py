@@ -24,6 +24,7 @@ from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 from tests.support.pipeline import Pipeline, read_topic
+from tests.support.site_log import served_pages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -39,15 +40,6 @@ def _settings(control_plane: ControlPlaneFactory, shards: int) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0.2, permit_wait_s=0.5),
         }
     )
-
-
-def _served_pages(site: SampleSite) -> Counter[str]:
-    served: Counter[str] = Counter()
-    for host, base in enumerate(site.urls):
-        for entry in site.log(host):
-            if entry.status == 200 and entry.path != "/robots.txt" and not entry.path.startswith("/_"):
-                served[canonicalize(base + entry.path)] += 1
-    return served
 
 
 def _start_fleet(pipeline: Pipeline) -> None:
@@ -105,7 +97,7 @@ def test_resharding_mid_crawl_fetches_every_page_once(
             except AssertionError as error:
                 reports = f"reshard: {done.stdout}{done.stderr}\nrerun: {again.stdout}"
                 raise AssertionError(f"{error}\n{reports}\n{second.trouble()}\n{second.logs()}") from None
-            served = _served_pages(site)
+            served = served_pages(site)
         records = Counter(canonicalize(record["url"]) for record in read_topic(new, new.topics.records))
     finally:
         first.stop_all()

@@ -21,6 +21,7 @@ from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.frontier import JobProbe
 from tests.support.pipeline import Pipeline, read_topic
 from tests.support.sink import wait_archived, with_sink
+from tests.support.site_log import served_pages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -60,16 +61,6 @@ def stop_gracefully(
     took_s = time.monotonic() - started
     running[name] = pipeline.start(name)
     return code, took_s
-
-
-def served_pages(site: SampleSite) -> Counter[str]:
-    """How often the site answered 200 for each page (robots.txt and its /_ endpoints aside)."""
-    served: Counter[str] = Counter()
-    for host, base in enumerate(site.urls):
-        for entry in site.log(host):
-            if entry.status == 200 and entry.path != "/robots.txt" and not entry.path.startswith("/_"):
-                served[canonicalize(base + entry.path)] += 1
-    return served
 
 
 def test_sigterm_to_each_service_mid_crawl_exits_0_within_30_s_and_loses_nothing(
