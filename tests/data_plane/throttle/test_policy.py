@@ -412,12 +412,14 @@ def test_invariants_hold_on_random_traffic(seed: int) -> None:
     budget = Budget(daily_requests=1000, used=rng.randint(0, 1000))
     state = CONFIG.initial_state()
     last_change_step = None
+    concurrencies = {state.concurrency}
     for now_s, counts in random_traffic(rng, 300):
         decision = decide(counts, state, CONFIG, now_s=now_s, rng=rng, budget=budget,
                           priority=rng.choice(["low", "normal"]))  # fmt: skip
         state, command = decision.state, decision.command
         assert 1 <= state.concurrency <= CONFIG.ceiling
         assert state.delay_ms >= CONFIG.base_delay_ms
+        concurrencies.add(state.concurrency)
         if command is None:
             continue
         assert (command.concurrency, command.delay_ms, command.paused) == (
@@ -428,6 +430,8 @@ def test_invariants_hold_on_random_traffic(seed: int) -> None:
         step = math.floor(now_s / CONFIG.step_s)
         assert step != last_change_step, "two changes in one window step"
         last_change_step = step
+    # The bounds above mean something only if the traffic moved P_d (up and down the range).
+    assert len(concurrencies) > 2, f"random traffic barely moved P_d: {sorted(concurrencies)}"
 
 
 def test_decisions_are_deterministic_for_a_seeded_rng() -> None:
