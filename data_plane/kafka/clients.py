@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -110,6 +111,29 @@ def ensure_topics(
         except Exception as error:
             if "TOPIC_ALREADY_EXISTS" not in str(error):  # lost a race with another creator
                 raise RuntimeError(f"could not create Kafka topic {name!r}: {error}") from error
+
+
+def wait_for_leaders(kafka: KafkaSettings, names: list[str], *, timeout_s: float = 30.0) -> None:
+    """Wait until every partition of ``names`` has a leader; a just-created topic may have none yet."""
+    client = admin(kafka)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        topics = client.list_topics(timeout=timeout_s).topics
+        waiting = [
+            name
+            for name in names
+            if name not in topics
+            or topics[name].error is not None
+            or not topics[name].partitions
+            or any(partition.leader < 0 for partition in topics[name].partitions.values())
+        ]
+        if not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"Kafka topics {waiting} still have partitions without a leader after {timeout_s:.0f} s"
+            )
+        time.sleep(0.2)
 
 
 def close_within(consumer: Consumer, timeout_s: float = 15.0) -> bool:

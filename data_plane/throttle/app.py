@@ -67,7 +67,10 @@ after every start and rebalance, before its agent sees an event. What we do abou
 
 from __future__ import annotations
 
+from typing import Any
+
 import faust
+from mode.utils.times import want_seconds
 
 from data_plane.kafka import clients
 from data_plane.kafka.topics import topic_configs
@@ -101,6 +104,7 @@ def build_app(
     )
     publisher = publisher or CommandPublisher.from_settings(settings.amqp, settings.queues.throttle_exchange)
     ThrottleProcessor(app, settings, config, partitions, publisher).install()
+    declare_changelogs(app, settings)
     return app
 
 
@@ -118,6 +122,43 @@ def prepare_topics(settings: Settings) -> int:
     )
     metadata = clients.admin(settings.kafka).list_topics(topics.fetch_events, timeout=30)
     return len(metadata.topics[topics.fetch_events].partitions)
+
+
+def declare_changelogs(app: faust.App, settings: Settings, timeout_s: float = 30.0) -> None:
+    """Create the tables' changelog topics, as Faust would, and wait until every partition has a leader.
+
+    Faust creates them itself on start, then reads their partition count from its consumer's first
+    metadata. A topic created a moment earlier can still show 0 partitions there, and every table
+    write then raises ``PartitionsMismatch`` until the next metadata refresh, minutes later: the
+    processor counts nothing and never throttles. Topics that exist before the worker starts, with
+    leaders, are seen whole. The config is Faust's own (``Topic.declare``), so Faust's later create
+    is a no-op.
+    """
+    for table in app.tables.values():
+        topic = table.changelog_topic
+        config = _changelog_config(topic.retention, topic.compacting, topic.deleting)
+        config.update({key: str(value) for key, value in (topic.config or {}).items()})
+        clients.ensure_topics(
+            settings.kafka,
+            list(topic.topics),
+            partitions=topic.partitions or app.conf.topic_partitions,
+            config=config,
+            timeout_s=timeout_s,
+        )
+        clients.wait_for_leaders(settings.kafka, list(topic.topics), timeout_s=timeout_s)
+
+
+def _changelog_config(retention: Any, compacting: bool | None, deleting: bool | None) -> dict[str, str]:
+    """Faust's Kafka transport's mapping of a topic's retention and cleanup flags to topic config.
+
+    Restated rather than called: ``app.transport`` would build the transport, bound to an event loop,
+    long before the worker starts.
+    """
+    policies = (["compact"] if compacting else []) + (["delete"] if deleting else [])
+    config = {"cleanup.policy": ",".join(policies)} if policies else {}
+    if retention:
+        config["retention.ms"] = str(int(want_seconds(retention) * 1000.0))
+    return config
 
 
 def _broker_urls(kafka: KafkaSettings) -> list[str]:
