@@ -110,7 +110,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--set", dest="split", choices=("dev", "test"), default="dev")
-    parser.add_argument("--schema-version", type=int, default=2)
+    parser.add_argument("--schema-version", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
     parser.add_argument("--only", choices=DATASETS, help="only this dataset")
     args = parser.parse_args()

@@ -24,7 +24,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--set", dest="split", choices=("dev", "test", "sample-site"), default="dev")
-    parser.add_argument("--schema-version", type=int, default=2, help="page_record version to extract")
+    parser.add_argument("--schema-version", type=int, default=3, help="page_record version (default 3)")
     parser.add_argument("--baseline-ref", help="also score and time the extractor of this git revision")
     parser.add_argument("--limit", type=int, help="real pages: at most this many per dataset")
     parser.add_argument(
