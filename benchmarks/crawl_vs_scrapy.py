@@ -216,7 +216,8 @@ def crawl_dualplane(
         time.sleep(8)  # imports, topic and queue declarations, throttle view: before the clock starts
         site.reset()
         spies = _profile(services, profile) if profile is not None else []
-        cpu_before, broker_before = cpu_s([p.pid for p in services]), cpu_s(brokers)
+        cpu_before, broker_before = cpu_s([p.pid for p in services]), cpu_s(list(brokers.values()))
+        each_broker_before = {name: cpu_s([pid]) for name, pid in brokers.items()}
         each_before = [cpu_s([p.pid]) for p in services]
         job = f"bench-{uuid.uuid4().hex[:6]}"
         _submit(settings, job, site.seeds)
@@ -225,7 +226,8 @@ def crawl_dualplane(
             time.sleep(0.5)
         cpu = cpu_s([p.pid for p in services]) - cpu_before
         each = [cpu_s([p.pid]) - before for p, before in zip(services, each_before, strict=True)]
-        broker_cpu = cpu_s(brokers) - broker_before
+        broker_cpu = cpu_s(list(brokers.values())) - broker_before
+        each_broker = {name: cpu_s([pid]) - each_broker_before[name] for name, pid in brokers.items()}
         rss = peak_rss_mib([p.pid for p in services])
         for spy in spies:  # py-spy writes its samples when interrupted
             spy.send_signal(signal.SIGINT)
@@ -244,7 +246,9 @@ def crawl_dualplane(
     return Crawl("dualplane", pages, end - first, cpu, broker_cpu, rss, len(record_times),
                  extra={"layout": layout.label(), "raw_pages": raw,
                         "cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1) for name, c in
-                                            zip(SERVICES, each, strict=True)}})  # fmt: skip
+                                            zip(SERVICES, each, strict=True)},
+                        "broker_cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1)
+                                                   for name, c in each_broker.items()}})  # fmt: skip
 
 
 def _profile(services: list[subprocess.Popen[bytes]], out: Path) -> list[subprocess.Popen[bytes]]:
@@ -281,9 +285,9 @@ def _settings(work: Path, concurrency: int, layout: Layout) -> Settings:
     )
 
 
-def _broker_pids(settings: Settings) -> list[int]:
+def _broker_pids(settings: Settings) -> dict[str, int]:
     stack = LocalStack(settings)
-    return [status.pid for status in stack.status() if status.pid]
+    return {status.name: status.pid for status in stack.status() if status.pid}
 
 
 def _submit(settings: Settings, job: str, seeds: list[str]) -> None:
@@ -344,7 +348,11 @@ def main() -> None:
                 ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile))
                 theirs.append(crawl_scrapy(site, args.concurrency, work))
                 rates = f"dualplane {ours[-1].pages_per_s:.1f} pages/s, scrapy {theirs[-1].pages_per_s:.1f}"
-                _say(args, f"  round: {rates}; dualplane CPU ms/page {ours[-1].extra['cpu_ms_per_page']}")
+                _say(
+                    args,
+                    f"  round: {rates}; dualplane CPU ms/page {ours[-1].extra['cpu_ms_per_page']}, "
+                    f"brokers {ours[-1].extra['broker_cpu_ms_per_page']}",
+                )
             report["dualplane"], report["scrapy"] = median_crawl(ours), median_crawl(theirs)
             report["ratio"] = statistics.median(
                 o.pages_per_s / t.pages_per_s for o, t in zip(ours, theirs, strict=True)

@@ -67,6 +67,7 @@ after every start and rebalance, before its agent sees an event. What we do abou
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import faust
@@ -79,6 +80,20 @@ from data_plane.throttle.processor import ThrottleProcessor
 from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
 from dualplane.core.settings import KafkaSettings, Settings, ThrottleSettings
+
+PRODUCER_LINGER_S = 0.02
+
+
+class ThrottleWorker(faust.Worker):
+    """Faust's worker without its terminal spinner.
+
+    The spinner sets the root logger to DEBUG so that it spins on every record, whatever
+    ``--loglevel`` says: every debug call in aiokafka and Faust then builds a ``LogRecord`` only for
+    the handler to drop it (about 6% of the processor's CPU under a crawl, profiled with py-spy).
+    """
+
+    def on_setup_root_logger(self, logger: logging.Logger, level: int) -> None:
+        self.spinner = None  # and no spinner handler: the root logger keeps the worker's level
 
 
 def build_app(
@@ -101,6 +116,10 @@ def build_app(
         web_port=config.web_port or 6066,
         web_bind=config.web_bind,
         web_in_thread=False,
+        Worker=ThrottleWorker,
+        # Each event updates size/step windows, one changelog write each: a short linger packs them
+        # into few produce requests (less CPU here and in the broker), and commands wait ~20 ms more.
+        producer_linger=PRODUCER_LINGER_S,
     )
     publisher = publisher or CommandPublisher.from_settings(settings.amqp, settings.queues.throttle_exchange)
     ThrottleProcessor(app, settings, config, partitions, publisher).install()
