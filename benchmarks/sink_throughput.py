@@ -191,11 +191,11 @@ def _sink_process(settings: Settings, stop: Any, first: Any) -> None:
     """One sink process: the service's own code, noting when it handled its first record."""
     handle = Session.handle
 
-    def noting(session: Session, message: Any) -> None:
+    def noting(session: Session, message: Any, outcome: Any) -> None:
         with first.get_lock():
             first.value = first.value or time.monotonic()  # CLOCK_MONOTONIC: one clock for all processes
         Session.handle = handle  # type: ignore[method-assign]
-        handle(session, message)
+        handle(session, message, outcome)
 
     Session.handle = noting  # type: ignore[method-assign,assignment]
     sink = S3Sink.from_settings(settings)

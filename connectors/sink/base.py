@@ -62,6 +62,9 @@ class Sink(ABC):
     content_type: str
     """The objects' Content-Type."""
     topic: str
+    threaded_prepare: bool = False
+    """True when :meth:`prepare` is safe to call from several threads and gains from it (it releases the
+    GIL for most of its work), so the session prepares a batch on worker threads."""
 
     @abstractmethod
     def prepare(self, message: Message) -> Item:

@@ -31,6 +31,7 @@ import schemas
 from connectors.sink.base import FileStart, Sink
 from connectors.sink.exceptions import KeyTaken, SinkUnavailable, Unwritable
 from connectors.sink.layout import Layout
+from connectors.sink.prepare import Outcome, Preparer
 from connectors.sink.spool import OpenFile
 from connectors.sink.upload import ArchiveStore
 from connectors.sink.uploads import Partition, Uploads
@@ -43,6 +44,7 @@ POLL_S = 0.5
 SETTLE_POLL_S = 0.05  # the longest wait for records while uploads are in flight: commit soon after each
 POSITIONS_EVERY_S = 1.0
 UPLOAD_THREADS = 4
+PREPARE_THREADS = 3  # pages are prepared on these while the session writes: more than the 2 cores here
 DEAD_LETTER_FLUSH_S = 30.0
 REASON_MAX_CHARS = 2000
 
@@ -79,6 +81,7 @@ class Session:
         self.unconfirmed = 0  # dead letters produced since the last flush
         self.committed: dict[tuple[str, int], int] = {}
         self.uploads = Uploads(store, threads=UPLOAD_THREADS)
+        self.preparer = Preparer(self.sinks, threads=PREPARE_THREADS)
         self._positions_checked_s = time.monotonic()
         self.stats = (
             stats  # the service's, kept across sessions: files, records, bytes, dead_letters, adopted
@@ -88,9 +91,9 @@ class Session:
         self.consumer.subscribe(list(self.sinks), on_revoke=self._revoked, on_lost=self._revoked)
         try:
             while not self.stopping.is_set():
-                for message in self.consumer.consume(BATCH, self._poll_s()):
-                    if _usable(message):
-                        self.handle(message)
+                batch = [m for m in self.consumer.consume(BATCH, self._poll_s()) if _usable(m)]
+                for message, outcome in self.preparer.prepared(batch):
+                    self.handle(message, outcome)
                 for partition in self.uploads.finished():
                     self._settle(partition)
                 self._housekeeping()
@@ -100,19 +103,19 @@ class Session:
             raise
         finally:
             # After a failure nothing more is committed: the next session adopts what was created.
+            self.preparer.close()
             for upload in self.uploads.close():
                 upload.file.discard()
             for open_file in self.files.values():
                 open_file.discard()  # not uploaded, not committed: the next session writes it again
             self.files.clear()
 
-    def handle(self, message: Message) -> None:
+    def handle(self, message: Message, item: Outcome) -> None:
+        """Write ``message``'s prepared item to its partition's open file, or dead-letter it."""
         topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
         sink = self.sinks[topic]
-        try:
-            item = sink.prepare(message)
-        except Unwritable as error:
-            self._dead_letter(message, str(error))
+        if isinstance(item, Unwritable):
+            self._dead_letter(message, str(item))
             return
         record_time_ms = _record_time_ms(message)
         group = self.layout.group(item, record_time_ms)

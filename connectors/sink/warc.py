@@ -48,6 +48,7 @@ class WarcSink(Sink):
     name = "warc"
     extension = "warc.gz"
     content_type = "application/warc"
+    threaded_prepare = True  # decode, two SHA-1 and gzip per page: most of it without the GIL
 
     def __init__(
         self, topic: str, codec: schemas.Codec, bodies: ClaimCheckStore, *, gzip: GzipMember
@@ -58,13 +59,30 @@ class WarcSink(Sink):
         self.gzip = gzip
 
     def prepare(self, message: Message) -> Item:
+        """The page's request and response records, each gzipped, as the item's payload (bytes)."""
         try:
             page = self.codec.decode(message.value() or b"").record
         except RegistryError as error:
             raise SinkUnavailable(f"cannot decode a raw page: {error}") from error
         except Exception as error:
             raise Unwritable(f"undecodable raw page: {error}") from error
-        return Item("", str(page.get("job_id") or ""), (page, self._body(page)))
+        body = self._body(page)
+        return Item("", str(page.get("job_id") or ""), self._members(message, page, body))
+
+    def _members(self, message: Message, page: dict[str, Any], body: bytes) -> bytes:
+        topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
+        url = str(page.get("final_url") or page["url"])
+        date = _warc_date(page["fetched_at"])
+        response_id = _record_id(topic, partition, offset, "response")
+        request = request_member(
+            url=url,
+            record_id=_record_id(topic, partition, offset, "request"),
+            concurrent_to=response_id,
+            date=date,
+            gzip=self.gzip,
+        )
+        response = response_member(page, body, url=url, record_id=response_id, date=date, gzip=self.gzip)
+        return request + response
 
     def open_file(self, stream: BinaryIO, start: FileStart, first: Item) -> SinkFile:
         return WarcFile(stream, start, self.gzip)
@@ -95,21 +113,7 @@ class WarcFile(SinkFile):
         self._write_warcinfo()
 
     def write(self, item: Item, offset: int) -> None:
-        page, body = item.payload
-        url = str(page.get("final_url") or page["url"])
-        date = _warc_date(page["fetched_at"])
-        response_id = self._record_id(offset, "response")
-        request = request_member(
-            url=url,
-            record_id=self._record_id(offset, "request"),
-            concurrent_to=response_id,
-            date=date,
-            gzip=self.gzip,
-        )
-        self.stream.write(request)
-        self.stream.write(
-            response_member(page, body, url=url, record_id=response_id, date=date, gzip=self.gzip)
-        )
+        self.stream.write(item.payload)  # the page's records, built and gzipped by WarcSink.prepare
 
     def finish(self) -> None:
         self.stream.flush()
@@ -126,16 +130,18 @@ class WarcFile(SinkFile):
         builder = RecordBuilder(warc_version=WARC_VERSION)
         record = builder.create_warcinfo_record(self.start.key.rsplit("/", 1)[-1], info)
         record.rec_headers.replace_header(
-            "WARC-Record-ID", self._record_id(self.start.first_offset, "warcinfo")
+            "WARC-Record-ID",
+            _record_id(self.start.topic, self.start.partition, self.start.first_offset, "warcinfo"),
         )
         record.rec_headers.replace_header("WARC-Date", _warc_date_ms(self.start.record_time_ms))
         plain = io.BytesIO()
         WARCWriter(plain, gzip=False, warc_version=WARC_VERSION).write_record(record)
         self.stream.write(self.gzip(plain.getvalue()))
 
-    def _record_id(self, offset: int, kind: str) -> str:
-        name = f"{self.start.topic}/{self.start.partition}/{offset}/{kind}"
-        return f"<urn:uuid:{uuid.uuid5(ID_NAMESPACE, name)}>"
+
+def _record_id(topic: str, partition: int, offset: int, kind: str) -> str:
+    name = f"{topic}/{partition}/{offset}/{kind}"
+    return f"<urn:uuid:{uuid.uuid5(ID_NAMESPACE, name)}>"
 
 
 def _warc_date(value: datetime | int) -> str:
