@@ -15,7 +15,9 @@
    blocks) from its start until the group has committed the whole range, i.e. every file is complete
    in S3 (a watcher reads the committed offsets every 20 ms).
 3. Prints seconds and MB/s of each and the ratio sink / plain consume (taken within a round), medians
-   over ``--rounds``, and when each handed over its first record (the sink's start-up: topic check,
+   over ``--rounds``, the CPU each spent per MB (its own process or processes, all threads; and during
+   the same run the stack's S3 endpoint and Kafka broker, read from ``/proc``, when the embedded stack
+   started them), and when each handed over its first record (the sink's start-up: topic check,
    schema publication, bucket housekeeping, then both join a group; librdkafka fetches ahead meanwhile,
    so the plain consume has most of the range in memory by its first record). Needs the stack up (its
    S3 endpoint is moto's server, so S3 here costs CPU on the same cores).
@@ -29,6 +31,7 @@ import argparse
 import json
 import lzma
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -53,8 +56,10 @@ from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
+from dualplane.stack.manager import LocalStack
 
 MB = 1_000_000
+TICKS = os.sysconf("SC_CLK_TCK")
 WATCH_S = 0.02
 INLINE_MAX_BYTES = 512 * 1024  # larger pages would be claim-checked, and exceed a producer's 1 MB messages
 
@@ -121,20 +126,45 @@ def _padded(body: bytes, page_kib: int) -> bytes:
 
 @dataclass
 class Run:
-    """One timed read of the range: seconds to the end, and to the first record, from the start."""
+    """One timed read of the range: seconds to its end and to the first record, CPU seconds spent."""
 
     total_s: float
     first_record_s: float
+    cpu_s: dict[str, float]  # "ours" (the reading process or processes), "s3", "kafka": the stack's
 
     def mb_s(self, size_bytes: int) -> float:
         return size_bytes / MB / self.total_s
 
 
-def plain_consume(settings: Settings, topic: str, expected: int) -> Run:
+class CpuMeter:
+    """CPU seconds (user + system, all threads) of processes, from ``/proc/PID/stat``."""
+
+    def __init__(self, settings: Settings) -> None:
+        found = {status.name: status.pid for status in LocalStack(settings).status() if status.pid}
+        self.stack = {name: pid for name, pid in found.items() if name in ("s3", "kafka")}
+
+    def stack_s(self) -> dict[str, float]:
+        return {name: cpu_s(pid) for name, pid in self.stack.items()}
+
+    @staticmethod
+    def spent(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+        return {name: after[name] - before[name] for name in after}
+
+
+def cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def plain_consume(settings: Settings, topic: str, expected: int, meter: CpuMeter) -> Run:
     """A new group reads every value of ``topic``: subscribe, consume, nothing else."""
     consumer = clients.consumer(
         settings.kafka, f"bench-plain-{uuid.uuid4().hex[:8]}", **{"session.timeout.ms": SESSION_TIMEOUT_MS}
     )
+    stack_before, ours_before = meter.stack_s(), cpu_s(os.getpid())
     started = time.monotonic()
     first = None
     consumer.subscribe([topic])
@@ -145,13 +175,16 @@ def plain_consume(settings: Settings, topic: str, expected: int) -> Run:
                 if message.error() is None:
                     seen += 1
                     first = first or time.monotonic()
+        ended = time.monotonic()
+        spent = {"ours": cpu_s(os.getpid()) - ours_before, **meter.spent(stack_before, meter.stack_s())}
     finally:
         consumer.close()
-    ended = time.monotonic()
-    return Run(ended - started, (first or ended) - started)
+    return Run(ended - started, (first or ended) - started, spent)
 
 
-def sink_run(settings: Settings, stream: str, topic: str, flush_records: int, processes: int) -> Run:
+def sink_run(
+    settings: Settings, stream: str, topic: str, *, flush_records: int, processes: int, meter: CpuMeter
+) -> Run:
     """The sink in ``processes`` forked processes of one group, from their start to the range committed."""
     run = f"r{uuid.uuid4().hex[:8]}"
     settings = settings.model_copy(
@@ -171,6 +204,7 @@ def sink_run(settings: Settings, stream: str, topic: str, flush_records: int, pr
     )
     context = multiprocessing.get_context("fork")  # the children start warm: everything is imported
     stop, first = context.Event(), context.Value("d", 0.0)
+    stack_before = meter.stack_s()
     started = time.monotonic()
     children = [context.Process(target=_sink_process, args=(settings, stop, first)) for _ in range(processes)]
     for child in children:
@@ -178,13 +212,15 @@ def sink_run(settings: Settings, stream: str, topic: str, flush_records: int, pr
     try:
         _wait_committed(settings, topic, children)
         ended = time.monotonic()
+        ours = sum(cpu_s(child.pid or 0) for child in children)  # forked: all of it spent in this run
+        spent = {"ours": ours, **meter.spent(stack_before, meter.stack_s())}
     finally:
         stop.set()
         for child in children:
             child.join(60)
             if child.is_alive():
                 child.kill()
-    return Run(ended - started, (first.value or ended) - started)
+    return Run(ended - started, (first.value or ended) - started, spent)
 
 
 def _sink_process(settings: Settings, stop: Any, first: Any) -> None:
@@ -244,11 +280,14 @@ def main() -> None:
     base = Settings.from_env()
     settings = private_namespace(base, f"bench-sink-{uuid.uuid4().hex[:6]}", base.stack.data_dir / "bench")
     s3.ensure_bucket(settings.s3)
+    meter = CpuMeter(settings)
     topics = {"warc": settings.topics.pages_raw, "avro": settings.topics.records}
     try:
         sizes = fill(settings, args.pages, args.page_kib, args.corpus)
         results = [
-            measure(settings, stream, topics[stream], sizes[topics[stream]], counts=counts, args=args)
+            measure(
+                settings, stream, topics[stream], sizes[topics[stream]], counts=counts, args=args, meter=meter
+            )
             for stream in args.streams.split(",")
         ]
     finally:
@@ -264,23 +303,33 @@ def main() -> None:
             print(f"{'':20}ratio {sink['ratio']:.2f} (goal >= 0.8)")
 
 
-def _line(label: str, run: dict[str, float]) -> None:
+def _line(label: str, run: dict[str, Any]) -> None:
+    cpu = ", ".join(f"{name} {ms:.1f}" for name, ms in run["cpu_ms_per_mb"].items())
     print(
         f"  {label:18}{run['s']:6.2f} s {run['mb_s']:7.1f} MB/s"
-        f"   first record after {run['first_record_s']:.2f} s"
+        f"   first record after {run['first_record_s']:.2f} s   CPU ms/MB: {cpu}"
     )
 
 
 def measure(
-    settings: Settings, stream: str, topic: str, size: int, *, counts: list[int], args: Any
+    settings: Settings,
+    stream: str,
+    topic: str,
+    size: int,
+    *,
+    counts: list[int],
+    args: Any,
+    meter: CpuMeter,
 ) -> dict[str, Any]:
     """Rounds of plain consume, then the sink with each process count; medians of MB/s and of ratios."""
     plain: list[Run] = []
     sinks: dict[int, list[Run]] = {n: [] for n in counts}
     for _ in range(args.rounds):
-        plain.append(plain_consume(settings, topic, args.pages))
+        plain.append(plain_consume(settings, topic, args.pages, meter))
         for n in counts:
-            sinks[n].append(sink_run(settings, stream, topic, args.flush_records, n))
+            sinks[n].append(
+                sink_run(settings, stream, topic, flush_records=args.flush_records, processes=n, meter=meter)
+            )
     row: dict[str, Any] = {
         "stream": stream,
         "topic_mb": round(size / MB, 1),
@@ -293,11 +342,14 @@ def measure(
     return row
 
 
-def _summary(runs: list[Run], size: int) -> dict[str, float]:
+def _summary(runs: list[Run], size: int) -> dict[str, Any]:
     return {
         "s": _median([r.total_s for r in runs], 2),
         "mb_s": _median([r.mb_s(size) for r in runs]),
         "first_record_s": _median([r.first_record_s for r in runs], 2),
+        "cpu_ms_per_mb": {
+            name: _median([1000 * r.cpu_s[name] / (size / MB) for r in runs], 2) for name in runs[0].cpu_s
+        },
     }
 
 
