@@ -129,14 +129,25 @@ def _itemprop_availability(scope: LexborNode) -> Availability | None:
 
 
 def _stock_statement(container: LexborNode, area: LexborNode) -> Availability | None:
-    """What the first element about stock in ``container`` (outside other products' boxes) states."""
+    """What the first element about stock in ``container`` (outside other products' boxes) states.
+
+    Innermost elements first; then the short ones around them, since a statement often wraps its number
+    in a stock-classed element of its own (``<div class="stock-count">Only <span class="stock-qty">2</span>
+    left</div>``: the span alone says nothing).
+    """
     stock = [
         node
         for node in container.css("[class], [id]")
         if STOCK_WORDS & words(node) and (container.mem_id == area.mem_id or not elsewhere(node, container))
     ]
-    for node in innermost(stock):
-        found = availability_in(clean(line(node)), loose=True)
+    inner = innermost(stock)
+    inner_ids = {node.mem_id for node in inner}
+    outer = (node for node in stock if node.mem_id not in inner_ids)
+    for node in (*inner, *outer):
+        text = clean(line(node))
+        if node.mem_id not in inner_ids and len(text.split()) > MAX_STATEMENT_WORDS:
+            continue
+        found = availability_in(text, loose=True)
         if found is not None:
             return found
     return None

@@ -47,6 +47,15 @@ def test_a_stock_element_beats_the_published_availability() -> None:
     assert (product.availability, product.source_of("availability")) == ("out_of_stock", "markup")
 
 
+def test_a_stock_statement_whose_number_has_its_own_stock_element_is_read_whole() -> None:
+    html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <div class="stock-count">Még
+    <span class="stock-count-color">1</span> darab van készleten</div></main></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.availability, product.source_of("availability")) == ("limited", "markup")
+
+
 def test_a_low_stock_phrase_refines_in_stock_to_limited() -> None:
     html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
     <p>Nur noch 2 Stück auf Lager!</p></main></body></html>"""
