@@ -38,6 +38,7 @@ def test_schema_org_values(value: str, expected: str) -> None:
         ("In stock", "in_stock"),
         ("In Stock - ships today", "in_stock"),
         ("Available now", "in_stock"),
+        ("Kindle edition: available instantly", "in_stock"),
         ("Auf Lager", "in_stock"),
         ("Out of stock", "out_of_stock"),
         ("Sold out", "out_of_stock"),
