@@ -3,6 +3,8 @@
 The rules that make S3 hold every record exactly once (see also :mod:`connectors.sink.layout` and
 :mod:`connectors.sink.upload`):
 
+- Each consumed batch is prepared (:mod:`connectors.sink.prepare`: for WARC on worker threads), then
+  handled on the session's thread in consumed order, so files, keys and commits are as with one thread.
 - A partition has at most one open file. It is uploaded, and only then are the offsets it covers
   committed, before the next file of that partition can be uploaded: at any time at most one object
   per partition exists that is not covered by the committed offset, and its key is that offset. The
