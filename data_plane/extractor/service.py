@@ -72,6 +72,12 @@ STALL_REPORT_S = 180.0
 # after a broker restart they have been seen to block for minutes (clients.within).
 CALL_BOUND_S = 60.0
 COMMIT_BOUND_S = 90.0
+# send_offsets_to_transaction ignores its own timeout while the group coordinator is away
+# (librdkafka#5456: the coordinator request's deadline is never checked), so after a Kafka restart
+# it blocked until CALL_BOUND_S, stalling extraction a minute. It is a few ms on a healthy broker:
+# a tight bound costs at most a redone batch (the successor producer fences this one).
+SEND_OFFSETS_TIMEOUT_S = 10.0
+SEND_OFFSETS_BOUND_S = 15.0
 TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
 STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
 # consume() waits this long for a full batch: short, since a page's links reach the frontier only
@@ -228,9 +234,12 @@ class Extractor:
                     _commit_links(links, connection)  # the frontier has them before the pages count as done
                     metadata = consumer.consumer_group_metadata()
                     send = functools.partial(
-                        producer.send_offsets_to_transaction, _next_offsets(part), metadata, 30
+                        producer.send_offsets_to_transaction,
+                        _next_offsets(part),
+                        metadata,
+                        SEND_OFFSETS_TIMEOUT_S,
                     )
-                    clients.within(send, CALL_BOUND_S, "send_offsets")
+                    clients.within(send, SEND_OFFSETS_BOUND_S, "send_offsets")
                     commit = functools.partial(producer.commit_transaction, 60)
                     clients.within(commit, COMMIT_BOUND_S, "commit_transaction")
                     self._committed(records_before)
