@@ -2,7 +2,8 @@
 
 Parsed with selectolax (the Lexbor engine: fast, and forgiving of broken HTML). ``<base href>``
 is honoured, whitespace inside href values is trimmed, fragments are dropped, and links that
-cannot be crawled (``javascript:``, ``mailto:``, ``tel:``, data URIs) are left out.
+cannot be crawled (``javascript:``, ``mailto:``, ``tel:``, data URIs) are left out and counted by
+scheme (``dualplane_extract_skipped_links_total``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from data_plane.extract import metrics
 from dualplane.core.web.urls import without_credentials
 
 CRAWLABLE_SCHEMES = frozenset({"http", "https"})
@@ -65,4 +67,7 @@ def _absolute(href: str, base: str) -> str | None:
         scheme = urlsplit(url).scheme
     except ValueError:
         return None  # e.g. an invalid IPv6 literal in a link: skip that link, not the page
-    return without_credentials(url) if scheme in CRAWLABLE_SCHEMES else None
+    if scheme not in CRAWLABLE_SCHEMES:
+        metrics.skipped_link(scheme.lower())
+        return None
+    return without_credentials(url)

@@ -13,11 +13,13 @@ heuristics where it is silent. Non-HTML bodies give a record without links or st
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from data_plane.extract import metrics
 from data_plane.extract.article import extract_article
 from data_plane.extract.exceptions import ExtractError, ExtractionFailed
 from data_plane.extract.fields import ArticleFields, ProductFields
@@ -35,6 +37,7 @@ from dualplane.core.web.urls import without_credentials
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
 SCHEMA_VERSIONS = (1, 2, 3)
+log = logging.getLogger(__name__)
 REQUIRED_FIELDS = ("url", "domain", "job_id", "trace_id", "fetched_at", "status", "body")
 NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
 MAX_LINKS = 2000
@@ -138,6 +141,10 @@ def read_content(page: Mapping[str, Any], final_url: str) -> Content:
     """Decode and read the body of ``page`` (any media type) into :class:`Content`."""
     headers = {str(k).lower(): str(v) for k, v in (page.get("headers") or {}).items()}
     source = read_source(bytes(page["body"]), page.get("content_type"), page.get("charset"))
+    if source.replaced:
+        metrics.lossy_decode(source.replaced)
+        log.warning("extract: %s: %d character(s) invalid in %s became U+FFFD (charset given: %s)",
+                    final_url, source.replaced, source.codec, page.get("charset"))  # fmt: skip
     if source.kind == "other":
         return Content(language=language_of(None, headers))
     if source.kind == "text":

@@ -1,7 +1,9 @@
 """A raw page's body as text: the codec chosen like a browser would, and whether it is HTML at all.
 
-Undecodable bytes never fail a page: they become U+FFFD. Control characters other than tab and line
-breaks are dropped, since lxml (under trafilatura and extruct) refuses strings that contain them.
+Undecodable bytes never fail a page: they become U+FFFD, and :attr:`Source.replaced` says how many
+characters were made up that way (a lying or missing charset), so the loss is counted, not silent.
+Control characters other than tab and line breaks are dropped, since lxml (under trafilatura and
+extruct) refuses strings that contain them.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Source:
     kind: Kind
     text: str
     codec: str | None
+    replaced: int = 0
+    """How many U+FFFD the decode put in for bytes invalid in ``codec`` (0: the decode lost nothing)."""
 
 
 def read_source(body: bytes, content_type: str | None, charset: str | None) -> Source:
@@ -52,12 +56,26 @@ def read_source(body: bytes, content_type: str | None, charset: str | None) -> S
     if media_type not in HTML_TYPES and media_type not in TEXT_TYPES and not _generic(media_type):
         return Source("other", "", None)
     codec = _codec(body, media_type, charset)
-    text = _CONTROL.sub("", body.decode(codec, errors="replace"))
+    decoded, replaced = decode_counting(body, codec)
+    text = _CONTROL.sub("", decoded)
     if media_type in HTML_TYPES or (_generic(media_type) and _HTML_START.match(text[:SNIFF_CHARS])):
-        return Source("html", text, codec)
+        return Source("html", text, codec, replaced)
     if media_type in TEXT_TYPES or (media_type == "" and _looks_textual(body)):
-        return Source("text", text, codec)
+        return Source("text", text, codec, replaced)
     return Source("other", "", None)
+
+
+def decode_counting(body: bytes, codec: str) -> tuple[str, int]:
+    """``body`` decoded with ``codec``, bad bytes as U+FFFD, and how many U+FFFD that made up.
+
+    A strict decode first (the common case, no cost beyond the decode itself); only a body that
+    fails it is decoded again, with and without replacement, to tell made-up U+FFFD from real ones.
+    """
+    try:
+        return body.decode(codec), 0
+    except UnicodeDecodeError:
+        text = body.decode(codec, errors="replace")
+        return text, text.count("\ufffd") - body.decode(codec, errors="ignore").count("\ufffd")
 
 
 def _generic(media_type: str) -> bool:
