@@ -26,7 +26,7 @@ from dualplane.core.web.ssrf import SsrfGuard
 from tests.support.bad_input import CASES, Case, make_app, markdown_table
 from tests.support.paths import REPO_ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+pytestmark = [pytest.mark.unit, pytest.mark.anyio]  # real HTTP on loopback, no brokers
 SCHEMES = ("javascript", "mailto", "tel", "data", "ftp", "file", "other")
 
 
