@@ -81,8 +81,6 @@ from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
 from dualplane.core.settings import KafkaSettings, Settings, ThrottleSettings
 
-PRODUCER_LINGER_S = 0.02
-
 
 class ThrottleWorker(faust.Worker):
     """Faust's worker without its terminal spinner.
@@ -117,9 +115,6 @@ def build_app(
         web_bind=config.web_bind,
         web_in_thread=False,
         Worker=ThrottleWorker,
-        # Each event updates size/step windows, one changelog write each: a short linger packs them
-        # into few produce requests (less CPU here and in the broker), and commands wait ~20 ms more.
-        producer_linger=PRODUCER_LINGER_S,
     )
     publisher = publisher or CommandPublisher.from_settings(settings.amqp, settings.queues.throttle_exchange)
     ThrottleProcessor(app, settings, config, partitions, publisher).install()

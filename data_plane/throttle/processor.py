@@ -169,8 +169,11 @@ class ThrottleProcessor:
         budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
                           priority=domain_priority(domain, self.config.low_priority))  # fmt: skip
+        previous = self.views.get(domain, {}).get("window")
         self.views[domain] = {
-            "window": summary(value, window),
+            # Right after a change no window is judged yet (it must start after the change): keep
+            # showing the one that led to it, rather than an empty window reading "0% blocked".
+            "window": summary(value, window) if window is not None or previous is None else previous,
             "evaluated_at_s": now_s,
             "partition": partition,
         }

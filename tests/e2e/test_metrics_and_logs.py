@@ -31,7 +31,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 SERVICES = ("frontier", "fetcher", "extractor", "throttle", "s3-sink")
 SITE = SiteSpec(
-    seed=5, hosts=2, pages_per_host=30, latency_ms=5, anti_bot=AntiBot(3, hosts=(0,), retry_after_s=1)
+    seed=5, hosts=2, pages_per_host=30, latency_ms=60, anti_bot=AntiBot(3, hosts=(0,), retry_after_s=1)
 )
 
 QUICK_THROTTLE = {
@@ -165,8 +165,9 @@ def test_every_service_exports_real_figures_while_it_crawls(
 
 
 def _scrape_during(ports: dict[str, int], blocked_domain: str) -> list[dict[str, Scrape]]:
-    """Scrape every endpoint each half second until the throttle has judged the blocking host and a
-    scrape caught requests in flight (or 90 s pass)."""
+    """Scrape every endpoint each tenth of a second until the throttle has judged the blocking host
+    and a scrape caught requests in flight (or 90 s pass). Pages answer in 60 ms so that requests
+    spend long enough in flight to be seen by a scrape; the crawl is over in seconds."""
     scrapes: list[dict[str, Scrape]] = []
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -174,7 +175,7 @@ def _scrape_during(ports: dict[str, int], blocked_domain: str) -> list[dict[str,
         judged = value(scrapes[-1]["throttle"], "dualplane_throttle_block_ratio", domain=blocked_domain) > 0
         if judged and any(_in_flight(one) for one in scrapes):
             break
-        time.sleep(0.5)
+        time.sleep(0.1)
     return scrapes
 
 
