@@ -4,10 +4,19 @@ We call the scripts in ``/usr/lib/rabbitmq/bin`` directly rather than ``/usr/sbi
 which switch to the ``rabbitmq`` user and its own cookie and data directory: the node then runs
 as the invoking user with its database, logs, config and plugin list all in the stack's folder.
 Healthy means an AMQP handshake succeeds and the management API (queue metrics) answers.
+
+One broker setting is not RabbitMQ's default: ``dead_letter_worker_publisher_confirm_timeout``.
+A retry tier's expired tasks go back to the lanes through the tier's at-least-once dead-letter
+worker, which retries a task it could not hand on only after that timeout (3 minutes by default).
+A restarting node recovers its quorum queues before its exchanges, so a tier whose tasks expire at
+boot finds no exchange ("Cannot forward any dead-letter messages ... does not exist" in its log)
+and held them three minutes. Here they are retried after ``DEAD_LETTER_RETRY_MS``; ``up`` also
+sets it on a node already running, whose tiers' workers read it when they start.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -23,6 +32,8 @@ from dualplane.stack.process import spawn_detached, terminate
 RABBITMQ_FIX = "rabbitmq-server not found: install it with `apt-get install -y rabbitmq-server`"
 SCRIPT_DIRS = (Path("/usr/lib/rabbitmq/bin"), Path("/usr/local/lib/rabbitmq/bin"))
 PLUGINS = ("rabbitmq_management",)
+DEAD_LETTER_RETRY_MS = 5000  # docker/compose.yaml sets the same for the compose stack
+DEAD_LETTER_RETRY = f"dead_letter_worker_publisher_confirm_timeout, {DEAD_LETTER_RETRY_MS}"
 
 
 def _script(name: str) -> Path | None:
@@ -60,17 +71,27 @@ class RabbitMQNode(LocalService):
         return spawn_detached([str(server)], self.log_path, env=self._environment())
 
     def stop(self, pid: int) -> None:
-        ctl = _script("rabbitmqctl")
-        if ctl is not None:
-            subprocess.run(
-                [str(ctl), "stop"],
-                env=self._environment(),
-                capture_output=True,
-                timeout=60,
-                check=False,
-            )
+        self._ctl("stop", timeout_s=60)
         terminate(pid)
         _stop_idle_epmd()
+
+    def after_ready(self) -> None:
+        """A node started before advanced.config carried the dead-letter retry gets it now."""
+        self._ctl("eval", f"application:set_env(rabbit, {DEAD_LETTER_RETRY}).", timeout_s=30)
+
+    def _ctl(self, *arguments: str, timeout_s: float) -> None:
+        """``rabbitmqctl`` against this stack's node; a node it cannot reach is not ours: nothing to do."""
+        ctl = _script("rabbitmqctl")
+        if ctl is None:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            subprocess.run(
+                [str(ctl), *arguments],
+                env=self._environment(),
+                capture_output=True,
+                timeout=timeout_s,
+                check=False,
+            )
 
     def healthy(self) -> tuple[bool, str]:
         if not self.endpoint.port_open():
@@ -111,6 +132,7 @@ class RabbitMQNode(LocalService):
             "log.console": "false",
         }
         (self.home / "rabbitmq.conf").write_text("".join(f"{k} = {v}\n" for k, v in lines.items()))
+        (self.home / "advanced.config").write_text(f"[{{rabbit, [{{{DEAD_LETTER_RETRY}}}]}}].\n")
 
     def _environment(self) -> dict[str, str]:
         dist_port = self.settings.stack.rabbitmq_dist_port or self.endpoint.port + 20000
