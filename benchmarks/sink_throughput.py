@@ -21,6 +21,11 @@
    schema publication, bucket housekeeping, then both join a group; librdkafka fetches ahead meanwhile,
    so the plain consume has most of the range in memory by its first record). Needs the stack up (its
    S3 endpoint is moto's server, so S3 here costs CPU on the same cores).
+4. Then the CPU per MB of each step of the sink measured alone on one thread (``sink_costs.py``: decode,
+   digests, gzip, the Avro check, blocks, the S3 PUT and the endpoint's share), and from them the best
+   ratio this machine allows: the least CPU a sink spends per MB (the plain consume's own, the broker's,
+   the steps, S3) spread over every core, or what one thread must do in turn holding the GIL if more,
+   for a sink that starts with the plain consume's first record and has no idle flush or last upload.
 
     .venv/bin/python benchmarks/sink_throughput.py --pages 6000 --page-kib 64 --rounds 3 --processes 1,2
 """
@@ -43,6 +48,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from confluent_kafka import TopicPartition
+from sink_costs import PutMeter, avro_costs, warc_costs
 
 import schemas
 from connectors.sink import S3Sink
@@ -59,6 +65,7 @@ from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 from dualplane.stack.manager import LocalStack
 
 MB = 1_000_000
+CORES = os.cpu_count() or 1
 TICKS = os.sysconf("SC_CLK_TCK")
 WATCH_S = 0.02
 INLINE_MAX_BYTES = 512 * 1024  # larger pages would be claim-checked, and exceed a producer's 1 MB messages
@@ -83,8 +90,10 @@ def article_bodies(count: int) -> list[tuple[str, bytes]]:
         return [page for page, _ in zip(inline, range(count), strict=False)]
 
 
-def fill(settings: Settings, pages: int, page_kib: int, corpus: str) -> dict[str, int]:
-    """``pages`` raw pages and as many records; the bytes of values per topic."""
+def fill(
+    settings: Settings, pages: int, page_kib: int, corpus: str
+) -> tuple[dict[str, int], dict[str, list[bytes]]]:
+    """``pages`` raw pages and as many records: the bytes of values per topic, and the first 40 values."""
     ensure_data_plane_topics(settings)
     producer = clients.producer(settings.kafka, **{"linger.ms": 50})
     if corpus == "articles":
@@ -96,6 +105,7 @@ def fill(settings: Settings, pages: int, page_kib: int, corpus: str) -> dict[str
         for url, body in bodies
     ]
     sizes = {settings.topics.pages_raw: 0, settings.topics.records: 0}
+    distinct: dict[str, list[bytes]] = {topic: [] for topic in sizes}
     start = datetime(2026, 11, 24, tzinfo=UTC)
     for i in range(pages):
         url, body = bodies[i % len(bodies)]
@@ -110,9 +120,11 @@ def fill(settings: Settings, pages: int, page_kib: int, corpus: str) -> dict[str
         ):
             producer.produce(topic, data, url.encode())
             sizes[topic] += len(data)
+            if i < len(bodies):
+                distinct[topic].append(data)
         producer.poll(0)
     producer.flush(60)
-    return sizes
+    return sizes, distinct
 
 
 def _padded(body: bytes, page_kib: int) -> bytes:
@@ -151,12 +163,25 @@ class CpuMeter:
         return {name: after[name] - before[name] for name in after}
 
 
-def cpu_s(pid: int) -> float:
+def cpu_s(pid: int, task: str = "") -> float:
+    """CPU seconds of process ``pid``, or of its thread ``task`` (``task/TID``)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        fields = Path(f"/proc/{pid}/{task}stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def rdkafka_cpu_s(pid: int) -> float:
+    """CPU seconds of the living librdkafka threads (named ``rdk:...``) of process ``pid``."""
+    total = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            named = (task / "comm").read_text().startswith("rdk:")
+        except OSError:
+            continue
+        total += cpu_s(pid, f"task/{task.name}/") if named else 0.0
+    return total
 
 
 def plain_consume(settings: Settings, topic: str, expected: int, meter: CpuMeter) -> Run:
@@ -164,7 +189,11 @@ def plain_consume(settings: Settings, topic: str, expected: int, meter: CpuMeter
     consumer = clients.consumer(
         settings.kafka, f"bench-plain-{uuid.uuid4().hex[:8]}", **{"session.timeout.ms": SESSION_TIMEOUT_MS}
     )
-    stack_before, ours_before = meter.stack_s(), cpu_s(os.getpid())
+    stack_before, ours_before, rdkafka_before = (
+        meter.stack_s(),
+        cpu_s(os.getpid()),
+        rdkafka_cpu_s(os.getpid()),
+    )
     started = time.monotonic()
     first = None
     consumer.subscribe([topic])
@@ -176,7 +205,11 @@ def plain_consume(settings: Settings, topic: str, expected: int, meter: CpuMeter
                     seen += 1
                     first = first or time.monotonic()
         ended = time.monotonic()
-        spent = {"ours": cpu_s(os.getpid()) - ours_before, **meter.spent(stack_before, meter.stack_s())}
+        spent = {
+            "ours": cpu_s(os.getpid()) - ours_before,
+            "of which librdkafka": rdkafka_cpu_s(os.getpid()) - rdkafka_before,
+            **meter.spent(stack_before, meter.stack_s()),
+        }
     finally:
         consumer.close()
     return Run(ended - started, (first or ended) - started, spent)
@@ -213,7 +246,8 @@ def sink_run(
         _wait_committed(settings, topic, children)
         ended = time.monotonic()
         ours = sum(cpu_s(child.pid or 0) for child in children)  # forked: all of it spent in this run
-        spent = {"ours": ours, **meter.spent(stack_before, meter.stack_s())}
+        rdkafka = sum(rdkafka_cpu_s(child.pid or 0) for child in children)
+        spent = {"ours": ours, "of which librdkafka": rdkafka, **meter.spent(stack_before, meter.stack_s())}
     finally:
         stop.set()
         for child in children:
@@ -283,13 +317,18 @@ def main() -> None:
     meter = CpuMeter(settings)
     topics = {"warc": settings.topics.pages_raw, "avro": settings.topics.records}
     try:
-        sizes = fill(settings, args.pages, args.page_kib, args.corpus)
+        sizes, distinct = fill(settings, args.pages, args.page_kib, args.corpus)
         results = [
             measure(
                 settings, stream, topics[stream], sizes[topics[stream]], counts=counts, args=args, meter=meter
             )
             for stream in args.streams.split(",")
         ]
+        put = PutMeter(settings, lambda: cpu_s(meter.stack.get("s3", 0)))
+        for row in results:
+            steps = warc_costs if row["stream"] == "warc" else avro_costs
+            row["steps_ms_per_mb"] = steps(settings, distinct[topics[row["stream"]]], put)
+            row["bound"] = {name: round(value, 2) for name, value in _bound(row).items()}
     finally:
         drop_namespace(settings)
     if args.json:
@@ -301,6 +340,40 @@ def main() -> None:
         for n, sink in row["sink"].items():
             _line(f"sink, {n} process{'es' if int(n) > 1 else ''}", sink)
             print(f"{'':20}ratio {sink['ratio']:.2f} (goal >= 0.8)")
+        _costs(row)
+
+
+def _bound(row: dict[str, Any]) -> dict[str, float]:
+    """The least CPU per MB a sink spends (the steps alone), and the best ratio it allows on this machine."""
+    steps, cpu = row["steps_ms_per_mb"], row["plain"]["cpu_ms_per_mb"]
+    python = cpu["ours"] - cpu["of which librdkafka"]
+    parts = {
+        "consume": cpu["ours"],
+        "broker": cpu.get("kafka", 0.0),
+        "prepare": steps["prepare (all)"],
+        "S3": steps["S3 PUT client"] + steps["S3 endpoint"],
+    }
+    least = sum(parts.values())
+    # what one thread must do in turn, holding the GIL: handing the messages over, and for Avro the decode
+    serial = python + (steps["prepare (all)"] if row["stream"] == "avro" else 0.0)
+    wall_ms = max(least / CORES, serial)
+    # generous to the sink: it starts with the plain consume, then only does the steps, all cores its own
+    # (no idle flush of the last files, no last upload); the plain consume's own start-up is most of its run
+    best_s = row["plain"]["first_record_s"] + row["topic_mb"] * wall_ms / 1000
+    return {**parts, "least": least, "wall": wall_ms, "best_s": best_s, "ratio": row["plain"]["s"] / best_s}
+
+
+def _costs(row: dict[str, Any]) -> None:
+    """The steps' CPU per MB, and the best ratio they allow on this machine's cores."""
+    print("  CPU ms per MB of values, each step alone on one thread (sink_costs.py):")
+    print("    " + ", ".join(f"{name} {ms:.2f}" for name, ms in row["steps_ms_per_mb"].items()))
+    bound = row["bound"]
+    parts = " + ".join(f"{name} {bound[name]:.2f}" for name in ("consume", "broker", "prepare", "S3"))
+    print(
+        f"    the least a sink spends: {parts} = {bound['least']:.2f} ms/MB; on {CORES} free cores"
+        f" >= {bound['wall']:.2f} ms/MB of wall time; started with the plain consume's first record,"
+        f" >= {bound['best_s']:.2f} s against its {row['plain']['s']:.2f} s: ratio <= {bound['ratio']:.2f}"
+    )
 
 
 def _line(label: str, run: dict[str, Any]) -> None:
