@@ -4,14 +4,23 @@
 which is what lets the fetcher ack its RabbitMQ task. Memory stays bounded when Kafka is slow or
 down: the producer's local queue is capped, and a full queue makes ``send`` wait (so the fetcher
 stops pulling tasks) rather than buffer without limit. Delivery keeps trying for
-``DELIVERY_TIMEOUT_MS``, long enough to ride out a broker restart.
+``DUALPLANE_FETCH_HAND_OFF_TIMEOUT_S`` (30 s), long enough to ride out a broker restart; then the
+message fails with :class:`HandOffFailed` and its task is requeued. ``send`` itself gives up a few
+seconds later should the delivery report never come.
 
-A producer that hits a *fatal* error (librdkafka's idempotent producer does after some broker
-restarts: out-of-order sequence or unknown producer id, see confluentinc/librdkafka#3584) refuses
-every later message; left alone, each task would be requeued and fail again forever. The outputs
-therefore replace a fatally failed producer with a new one (new producer id) and purge the old
-one, whose unconfirmed messages fail with :class:`HandOffFailed`, so their tasks are requeued and
-fetched again (duplicates allowed, never lost).
+A producer can break in two ways, and is then replaced by a new one (new producer id) while the
+old one is purged, its unconfirmed messages failing with :class:`HandOffFailed` so that their tasks
+are requeued and fetched again (duplicates allowed, never lost):
+
+- a *fatal* error (librdkafka's idempotent producer has one after some broker restarts:
+  out-of-order sequence or unknown producer id, confluentinc/librdkafka#3584); it then refuses
+  every later message, and each task would be requeued and fail again forever;
+- a *stall*: a message not confirmed within the hand-off timeout. After a Kafka restart in the
+  chaos crawl one fetcher's 32 hand-offs went unconfirmed, with no error at all, until librdkafka's
+  5 min default timeout, while the other fetcher went on. librdkafka can leave a partition without
+  a leader for good when a metadata update during a KRaft broker's start names none
+  (confluentinc/librdkafka#5430): its messages then time out, and so would every later one to that
+  partition. A new producer starts from fresh metadata.
 
 Claim check: a body larger than ``DUALPLANE_FETCH_INLINE_BODY_MAX_BYTES`` is stored in S3 first
 (:class:`~connectors.storage.claim_check.ClaimCheckStore`, content-addressed) and the raw page carries its
@@ -47,8 +56,8 @@ from schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
-DELIVERY_TIMEOUT_MS = 300_000
 LOCAL_QUEUE_KBYTES = 128 * 1024
+REPORT_GRACE_S = 5.0  # past the delivery timeout, ``send`` stops waiting for a report that never came
 
 
 class KafkaOutputs:
@@ -66,7 +75,9 @@ class KafkaOutputs:
         self.claim_checks = claim_checks or ClaimCheckStore.from_settings(settings.s3)
         self.codec = schemas.codec_for(settings)
         self._new_producer = new_producer or clients.producer
-        self._fatal: KafkaError | None = None
+        self.hand_off_timeout_s = settings.fetch.hand_off_timeout_s
+        self.report_grace_s = REPORT_GRACE_S
+        self._broken: str | None = None  # why the current producer must be replaced, if it must
         self._swap_lock = threading.Lock()
         self.producers_replaced = 0
         self._produced_pages = metrics.PRODUCED.labels(self.topics.pages_raw)
@@ -88,7 +99,12 @@ class KafkaOutputs:
             deliveries.append(await self._produce(self.topics.pages_raw, str(page["url"]), value, trace))
         value = self._encode("fetch_event", event, self.topics.fetch_events)
         deliveries.append(await self._produce(self.topics.fetch_events, str(event["domain"]), value, trace))
-        await asyncio.gather(*deliveries)
+        producer = self.producer
+        try:
+            await asyncio.wait_for(asyncio.gather(*deliveries), self.hand_off_timeout_s + self.report_grace_s)
+        except TimeoutError:
+            self._break(producer, "gave no delivery report")
+            raise HandOffFailed(f"Kafka gave no delivery report in {self.hand_off_timeout_s:.0f} s") from None
         if page is not None:
             self._produced_pages.inc()
         self._produced_events.inc()
@@ -108,7 +124,7 @@ class KafkaOutputs:
                 "batch.size": 1_000_000,
                 "queue.buffering.max.kbytes": LOCAL_QUEUE_KBYTES,
                 "message.max.bytes": raw_page_max_message_bytes(self.settings),
-                "delivery.timeout.ms": DELIVERY_TIMEOUT_MS,
+                "delivery.timeout.ms": int(self.hand_off_timeout_s * 1000),
                 "error_cb": self._on_error,
             },
         )
@@ -135,19 +151,22 @@ class KafkaOutputs:
     def _on_error(self, error: KafkaError) -> None:
         """librdkafka's error callback (poll thread): remember a fatal error; the rest it retries itself."""
         if error.fatal():
-            self._fatal = error
+            self._broken = f"failed fatally ({error})"
 
-    def _replace_if_fatal(self) -> None:
-        """Swap a fatally failed producer for a new one; fail the old one's unconfirmed messages."""
+    def _break(self, producer: Producer, reason: str) -> None:
+        """Have ``producer`` replaced before the next message, unless it has been already."""
+        if producer is self.producer:
+            self._broken = reason
+
+    def _replace_if_broken(self) -> None:
+        """Swap a broken producer for a new one; fail the old one's unconfirmed messages."""
         with self._swap_lock:
-            error, self._fatal = self._fatal, None
-            if error is None:
+            reason, self._broken = self._broken, None
+            if reason is None:
                 return
             old, self.producer = self.producer, self._create_producer()
             self.producers_replaced += 1
-        log.error(
-            "Kafka producer failed fatally (%s); replaced it. Its unconfirmed pages are fetched again.", error
-        )
+        log.error("Kafka producer %s; replaced it. Its unconfirmed pages are fetched again.", reason)
         old.purge()  # in queue and in flight: each delivery report fails, so its task is requeued
         old.flush(5)  # serves those reports now (the poll thread only polls the new producer)
 
@@ -162,22 +181,30 @@ class KafkaOutputs:
         loop = asyncio.get_running_loop()
         confirmed: asyncio.Future[None] = loop.create_future()
 
-        def on_delivery(error: KafkaError | None, message: Message) -> None:
-            if error is not None and error.fatal():
-                self._fatal = error
-            loop.call_soon_threadsafe(_settle, confirmed, error, topic)
-
         while True:
-            self._replace_if_fatal()
+            self._replace_if_broken()
+            producer = self.producer
+
+            def on_delivery(
+                error: KafkaError | None, message: Message, producer: Producer = producer
+            ) -> None:
+                if error is not None and error.fatal():
+                    self._break(producer, f"failed fatally ({error})")
+                elif error is not None and error.code() == KafkaError._MSG_TIMED_OUT:
+                    self._break(producer, f"left a message unconfirmed for {self.hand_off_timeout_s:.0f} s")
+                loop.call_soon_threadsafe(_settle, confirmed, error, topic)
+
             try:
-                self.producer.produce(topic, value, key.encode(), headers=headers, on_delivery=on_delivery)
+                producer.produce(topic, value, key.encode(), headers=headers, on_delivery=on_delivery)
                 return confirmed
             except BufferError:
                 await asyncio.sleep(0.05)  # the local queue is full: Kafka is slow or down; wait
             except KafkaException as error:
                 kafka_error = error.args[0] if error.args else None
                 if isinstance(kafka_error, KafkaError) and kafka_error.fatal():
-                    self._fatal = kafka_error  # replaced before the next message
+                    self._break(
+                        producer, f"failed fatally ({kafka_error})"
+                    )  # replaced before the next message
                 raise HandOffFailed(f"Kafka refused a message to {topic}: {error}") from error
 
     def _poll(self) -> None:

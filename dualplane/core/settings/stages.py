@@ -62,6 +62,10 @@ class FetchSettings(BaseSettings):
     # The whole fetch, redirects and body included: a server dripping a byte per read timeout
     # would otherwise hold a permit (and a slot) for as long as it likes.
     total_timeout_s: float = Field(default=60.0, gt=0)
+    # How long a fetched page waits for Kafka to confirm it (and its fetch event) before the task
+    # goes round the shortest delay tier and the producer is replaced: longer than a broker restart,
+    # far shorter than librdkafka's 5 min default, which held a fetcher's permits that long.
+    hand_off_timeout_s: float = Field(default=30.0, ge=1)
     # Loopback and private addresses are refused unless listed here (tests, the demo).
     allow_hosts: str = ""
     # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every

@@ -109,3 +109,51 @@ def test_transient_errors_keep_the_producer() -> None:
 async def _confirmed(outputs: KafkaOutputs) -> None:
     delivery = await outputs._produce(outputs.topics.fetch_events, "example.com", b"e", [])
     await asyncio.wait_for(delivery, 5)
+
+
+def test_a_message_left_unconfirmed_past_the_hand_off_timeout_replaces_the_producer() -> None:
+    """librdkafka reports the stall itself (message timed out): no fatal error, still a broken producer."""
+    outputs, made = _outputs([KafkaError(KafkaError._MSG_TIMED_OUT, "message timed out"), None])
+    try:
+        asyncio.run(_first_fails_then_succeeds(outputs))
+    finally:
+        outputs.close(1)
+    assert outputs.producers_replaced == 1
+    assert made[0].purged
+    assert made[0].config["delivery.timeout.ms"] == 30_000  # DUALPLANE_FETCH_HAND_OFF_TIMEOUT_S
+
+
+class SilentProducer(StandInProducer):
+    """Takes messages and never reports on them: the hand-off must still end."""
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+
+def test_a_hand_off_without_any_delivery_report_fails_in_time_and_replaces_the_producer() -> None:
+    made: list[StandInProducer] = []
+
+    def new_producer(kafka: object, **config: Any) -> StandInProducer:
+        made.append((SilentProducer if not made else StandInProducer)(None, config))
+        return made[-1]
+
+    settings = Settings()
+    settings = settings.model_copy(
+        update={"fetch": settings.fetch.model_copy(update={"hand_off_timeout_s": 1})}
+    )
+    outputs = KafkaOutputs(settings, new_producer=new_producer)  # type: ignore[arg-type]
+    outputs.report_grace_s = 0.5
+    event = {"trace_id": "t", "job_id": "j", "domain": "example.com"}
+    try:
+        with pytest.raises(HandOffFailed, match="no delivery report"):
+            asyncio.run(_send_encoded(outputs, event))
+        asyncio.run(_confirmed(outputs))
+    finally:
+        outputs.close(1)
+    assert outputs.producers_replaced == 1
+    assert outputs.producer is made[1]
+
+
+async def _send_encoded(outputs: KafkaOutputs, event: dict[str, str]) -> None:
+    outputs._encode = lambda name, record, topic: b"e"  # type: ignore[method-assign]
+    await asyncio.wait_for(outputs.send(None, event), 10)
