@@ -351,11 +351,12 @@ def _bound(row: dict[str, Any]) -> dict[str, float]:
         "consume": cpu["ours"],
         "broker": cpu.get("kafka", 0.0),
         "prepare": steps["prepare (all)"],
+        "blocks": steps.get("blocks and deflate", 0.0),  # WARC's gzip is in its prepare
         "S3": steps["S3 PUT client"] + steps["S3 endpoint"],
     }
     least = sum(parts.values())
-    # what one thread must do in turn, holding the GIL: handing the messages over, and for Avro the decode
-    serial = python + (steps["prepare (all)"] if row["stream"] == "avro" else 0.0)
+    # what one thread must do in turn: handing the messages over, and for Avro the check and the blocks
+    serial = python + (parts["prepare"] + parts["blocks"] if row["stream"] == "avro" else 0.0)
     wall_ms = max(least / CORES, serial)
     # generous to the sink: it starts with the plain consume, then only does the steps, all cores its own
     # (no idle flush of the last files, no last upload); the plain consume's own start-up is most of its run
@@ -368,7 +369,8 @@ def _costs(row: dict[str, Any]) -> None:
     print("  CPU ms per MB of values, each step alone on one thread (sink_costs.py):")
     print("    " + ", ".join(f"{name} {ms:.2f}" for name, ms in row["steps_ms_per_mb"].items()))
     bound = row["bound"]
-    parts = " + ".join(f"{name} {bound[name]:.2f}" for name in ("consume", "broker", "prepare", "S3"))
+    names = ("consume", "broker", "prepare", "blocks", "S3")
+    parts = " + ".join(f"{name} {bound[name]:.2f}" for name in names)
     print(
         f"    the least a sink spends: {parts} = {bound['least']:.2f} ms/MB; on {CORES} free cores"
         f" >= {bound['wall']:.2f} ms/MB of wall time; started with the plain consume's first record,"
