@@ -32,10 +32,14 @@ _SPACES = re.compile(r"[^\S\n]+")
 
 
 class Markup:
-    """One page's tree, ready for heuristics. Build one per page: reading it changes nothing."""
+    """One page's tree, ready for heuristics. Build one per page: reading it changes nothing.
 
-    def __init__(self, html: str) -> None:
-        self.tree = LexborHTMLParser(html)
+    Given a parsed tree rather than HTML, it changes that tree: read anything else the page needs
+    from it (its links) first.
+    """
+
+    def __init__(self, html: str | LexborHTMLParser) -> None:
+        self.tree = LexborHTMLParser(html) if isinstance(html, str) else html
         self._metas = _meta_values(self.tree)
         self.lang = _attribute(self.tree.css_first("html"), "lang")
         doomed = [*self.tree.css(DROPPED), *filter(_struck, self.tree.css("[class], [id], [style]"))]
@@ -118,10 +122,11 @@ def _outermost(nodes: list[LexborNode]) -> list[LexborNode]:
 
 
 def _struck(node: LexborNode) -> bool:
-    style = (node.attributes.get("style") or "").replace(" ", "").lower()
+    attributes = node.attributes  # built anew on each access: read once for all three
+    style = (attributes.get("style") or "").replace(" ", "").lower()
     if "line-through" in style:
         return True
-    found = words(node)
+    found = _words(attributes.get("class") or "", attributes.get("id") or "")
     return bool(OLD_PRICE_WORDS & found) or (
         bool(WEAK_OLD_PRICE_WORDS & found) and any("price" in w for w in found)
     )

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from selectolax.lexbor import LexborHTMLParser
+
 from data_plane.extract import metrics
 from data_plane.extract.article import extract_article
 from data_plane.extract.exceptions import ExtractError, ExtractionFailed
@@ -160,7 +162,10 @@ def read_content(page: Mapping[str, Any], final_url: str) -> Content:
 
 
 def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Content:
-    markup = Markup(html)
+    # One Lexbor parse for the links and the markup heuristics: links first, since Markup prunes the tree.
+    tree = LexborHTMLParser(html)
+    links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
+    markup = Markup(tree)
     data = read_structured(html, final_url)
     text = main_text(html, final_url)
     description = description_of(markup)
@@ -173,9 +178,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
         description=description,
         text=text,
         language=language_of(markup, headers) or detect_language(text),
-        links=[
-            _link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(html, final_url)
-        ][:MAX_LINKS],
+        links=links[:MAX_LINKS],
         product=product,
         article=article,
     )

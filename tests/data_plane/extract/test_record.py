@@ -58,6 +58,15 @@ def test_links_are_absolute_and_ugc_counts_as_nofollow() -> None:
     }  # fmt: skip
 
 
+def test_links_are_read_before_the_markup_heuristics_prune_the_tree() -> None:
+    # One parse serves both: links inside what Markup drops (struck-through prices, noscript) stay.
+    html = b"<body><del><a href='/was'>was</a></del><noscript><a href='/ns'>ns</a></noscript><s>x</s></body>"
+
+    links = [link["url"] for link in extract_record(page(html))["links"]]
+
+    assert links == ["https://news.example/was", "https://news.example/ns"]
+
+
 @pytest.mark.parametrize("version", [1, 2])
 def test_both_schema_versions_encode(version: int) -> None:
     record = extract_record(page(), schema_version=version)

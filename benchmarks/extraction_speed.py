@@ -1,0 +1,144 @@
+"""Extraction CPU per page, this tree against another git revision, and whether their records are equal.
+
+    .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --rounds 5
+    .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --sets sample-site --rounds 7
+
+Pages: the real pages of ``data/`` (dev and test splits: articles and product pages, each page once)
+and every HTML page a crawler reaches on the synthetic sample site (``sample_site_quality.pages``),
+made once in this process and handed to both systems. Each system is ``extract_record`` (page_record
+v3, the extractor service's code path) of one tree, run in its own worker process (``PYTHONPATH`` set
+to the tree), after its warm-up. Rounds alternate: round 1 runs ``before`` then ``after``, round 2
+``after`` then ``before``, and so on, so neither always meets the same load. A round extracts every
+page of a set once and reports CPU ms/page of the worker (``time.process_time``, so waiting for a
+core is not counted; the machine is shared and noisy, hence medians). The records of the first round
+are compared field by field: a speed change that alters any record is no speed change.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors")
+SETS = ("dev", "test", "sample-site")
+
+
+def pages_of(name: str) -> dict[str, dict[str, Any]]:
+    """Raw pages of set ``name`` by id: ``dev``/``test`` real pages, or the ``sample-site``'s pages."""
+    from data_plane.extract.offline import raw_page  # noqa: PLC0415 (the tree's own package)
+
+    if name == "sample-site":
+        import sample_site_quality  # noqa: PLC0415
+
+        from dualplane.sample_site import SiteSpec  # noqa: PLC0415
+
+        spec = SiteSpec(base_port=sample_site_quality.BASE_PORT)
+        return dict(sample_site_quality.pages(spec))
+    from extract_pages import FETCHED_AT, dataset  # noqa: PLC0415
+
+    return {
+        page["id"]: raw_page(page["html"].encode(), page["url"], fetched_at=FETCHED_AT, charset="utf-8")
+        for page in dataset(name, ("articles", "products"))
+    }
+
+
+def work(pages_file: Path, out_file: Path, keep_records: bool) -> None:
+    """Worker: extract every page of ``pages_file`` once; write CPU ms/page (and the records)."""
+    from data_plane.extract.exceptions import ExtractionFailed  # noqa: PLC0415
+    from data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415
+
+    pages: dict[str, dict[str, Any]] = pickle.loads(pages_file.read_bytes())
+    warm_up()
+    records: dict[str, Any] = {}
+    started = time.process_time()
+    for key, page in pages.items():
+        try:
+            records[key] = extract_record(page, schema_version=3)
+        except ExtractionFailed as error:
+            records[key] = ("failed", str(error))
+    ms_per_page = (time.process_time() - started) * 1000 / len(pages)
+    out_file.write_bytes(pickle.dumps({"ms": ms_per_page, "records": records if keep_records else None}))
+
+
+def run_worker(tree: str, pages_file: Path, out_file: Path, keep_records: bool) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--worker", str(pages_file), str(out_file)]
+    command += ["--keep-records"] if keep_records else []
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, str(Path(__file__).parent)])}
+    subprocess.run(command, env=env, check=True)
+    result: dict[str, Any] = pickle.loads(out_file.read_bytes())
+    return result
+
+
+def differing(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """Ids of pages whose records differ in any field (or that only one system has)."""
+    return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+
+
+def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dict[str, Any]:
+    pages_file = scratch / f"{name}.pages"
+    pages_file.write_bytes(pickle.dumps(pages_of(name)))
+    ms: dict[str, list[float]] = {system: [] for system in trees}
+    records: dict[str, Any] = {}
+    for index in range(rounds):
+        order = list(trees) if index % 2 == 0 else list(reversed(trees))
+        for system in order:
+            result = run_worker(trees[system], pages_file, scratch / f"{system}.out", index == 0)
+            ms[system].append(result["ms"])
+            records.setdefault(system, result["records"])
+    medians = {system: statistics.median(values) for system, values in ms.items()}
+    return {
+        "pages": len(records["after"]),
+        "ms_per_page": {system: [round(value, 2) for value in values] for system, values in ms.items()},
+        "median_ms_per_page": {system: round(value, 2) for system, value in medians.items()},
+        "after_over_before": round(medians["after"] / medians["before"], 3),
+        "differing_records": differing(records["before"], records["after"]),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--baseline-ref", default="main", help="git revision whose extractor is 'before'")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {SETS}")
+    parser.add_argument("--worker", nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--keep-records", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        work(*args.worker, keep_records=args.keep_records)
+        return
+    with tempfile.TemporaryDirectory(prefix="dualplane-speed-") as scratch:
+        before = Path(scratch, "before")
+        before.mkdir()
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", args.baseline_ref, *PACKAGES],
+            check=True,
+            capture_output=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        trees = {"before": str(before), "after": str(REPO)}
+        for name in args.sets.split(","):
+            report = measure(name, trees, args.rounds, Path(scratch))
+            changed = report["differing_records"]
+            print(
+                f"{name}: {report['pages']} pages, CPU ms/page median of {args.rounds} rounds: "
+                f"before ({args.baseline_ref}) {report['median_ms_per_page']['before']}, "
+                f"after {report['median_ms_per_page']['after']} "
+                f"(x{report['after_over_before']}); rounds {report['ms_per_page']}; "
+                f"records differing: {len(changed)}{' ' + ', '.join(changed[:10]) if changed else ''}",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()
