@@ -9,7 +9,9 @@ source is a git checkout (bare or not) given on the command line:
 Every page listed in ``PAGES`` is taken whole (the HTML as the source repository stores it), with the
 URL its own canonical link or the source names; its labels live in ``product_labels.json`` under the
 same id (see ``README.md`` for the labelling rules and the licences). Splits are by site, with the
-same hash as the article pages (``build_dataset.split_of``).
+same hash as the article pages (``build_dataset.split_of``). Files are decoded as the article pages
+are (``build_dataset.decoded``: UTF-8 when valid, else their declared charset): decoding scrapely's two
+cp1252 icone pages as UTF-8 had put U+FFFD where their pound signs were.
 
 ``price_strings.jsonl.xz`` holds the price texts of scrapinghub/price-parser's tests (``price_raw``,
 taken from real pages) with the amount each states (``None``: no price), split by a hash of the text.
@@ -26,7 +28,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from build_dataset import split_of
+from build_dataset import decoded, split_of
 
 HERE = Path(__file__).resolve().parent
 WDC_SAMPLE_BLOB = "dbb7d6150efbdf733e2140ff74b79909cf20be55"
@@ -103,7 +105,7 @@ def page_source(repos: dict[str, Path], source: str, path: str) -> tuple[str, st
         data = json.loads(git(repos["portia"], "show", f"HEAD:{name}"))
         template = data["templates"][int(index)] if index else data
         return template["original_body"], template["url"]
-    return git(repos[source], "show", f"HEAD:{path}").decode("utf-8", "replace"), None
+    return decoded(git(repos[source], "show", f"HEAD:{path}")), None
 
 
 def canonical(html: str) -> str | None:
