@@ -146,3 +146,12 @@ def test_crawl_wait_rides_through_a_rabbitmq_and_a_kafka_restart(
         assert "Traceback" not in stderr
         assert json.loads(stdout)["progress"]["done"] == 30
         assert sum(host.requests.values()) >= 30
+
+
+def test_crawl_wait_fails_when_the_job_does_not_finish_in_time(env: dict[str, str]) -> None:
+    """A probe's finding: ``crawl --wait`` returned rc 0 at its timeout. With no frontier running this
+    job never finishes: the wait must end as a failure."""
+    seed = ("--seed", "http://unfinished.example/")
+    result = run_cli("crawl", *seed, "--job", "never", "--wait", "--timeout-s", "3", env=env)
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert "job never did not finish within 3 s" in result.stderr
