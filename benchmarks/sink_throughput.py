@@ -91,11 +91,13 @@ def article_bodies(count: int) -> list[tuple[str, bytes]]:
 
 
 def fill(
-    settings: Settings, pages: int, page_kib: int, corpus: str
+    settings: Settings, pages: int, page_kib: int, corpus: str, compression: str
 ) -> tuple[dict[str, int], dict[str, list[bytes]]]:
-    """``pages`` raw pages and as many records: the bytes of values per topic, and the first 40 values."""
+    """``pages`` raw pages and as many records: the bytes of values per topic, and the first 40 values.
+
+    ``compression`` is the producer's ``compression.type``; the records topic is written the same way."""
     ensure_data_plane_topics(settings)
-    producer = clients.producer(settings.kafka, **{"linger.ms": 50})
+    producer = clients.producer(settings.kafka, **{"linger.ms": 50, "compression.type": compression})
     if corpus == "articles":
         bodies = article_bodies(40)
     else:
@@ -308,6 +310,12 @@ def main() -> None:
     parser.add_argument("--flush-records", type=int, default=500, help="DUALPLANE_SINK_FLUSH_RECORDS")
     parser.add_argument("--processes", default="1,2", help="sink processes to measure, comma-separated")
     parser.add_argument("--streams", default="warc,avro")
+    parser.add_argument(
+        "--compression",
+        default="zstd",
+        choices=("zstd", "lz4", "snappy", "gzip", "none"),
+        help="the fill producer's compression.type (zstd: what dualplane's producers use)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counts = [int(n) for n in args.processes.split(",")]
@@ -317,7 +325,7 @@ def main() -> None:
     meter = CpuMeter(settings)
     topics = {"warc": settings.topics.pages_raw, "avro": settings.topics.records}
     try:
-        sizes, distinct = fill(settings, args.pages, args.page_kib, args.corpus)
+        sizes, distinct = fill(settings, args.pages, args.page_kib, args.corpus, args.compression)
         results = [
             measure(
                 settings, stream, topics[stream], sizes[topics[stream]], counts=counts, args=args, meter=meter
