@@ -41,6 +41,12 @@ after every start and rebalance, before its agent sees an event. What we do abou
 - **Offsets committed ahead of the changelog** would make a crash lose counts for good (committed
   events are not redelivered). Faust flushes the producer before it commits, but its buffer's flush
   can return early; :mod:`data_plane.throttle.producer` makes it wait for every write it owes.
+- **``latest`` skips what a dead owner never committed**: a group starting at ``latest``
+  (``DUALPLANE_THROTTLE_OFFSET_RESET``, the default) applies it per partition when a member first
+  reads it. An owner killed before its first commit left nothing committed, so the next owner
+  applied ``latest`` again and skipped every event the first had counted but not committed
+  (test_a_rebalance_moves_windows_to_the_surviving_worker, about 1 run in 4). The app pins the
+  group's start before the worker joins (:mod:`data_plane.kafka.group_start`).
 - **"Recovered" is not "caught up"**: Faust signals a rebalance complete (our ``ready``) when the
   tables are rebuilt, *before* it seeks to the committed offsets and re-reads the events after them.
   A SIGKILLed worker's last window updates may never have reached the changelog; until the new worker
@@ -74,6 +80,7 @@ import faust
 from mode.utils.times import want_seconds
 
 from data_plane.kafka import clients
+from data_plane.kafka.group_start import pin_group_start
 from data_plane.kafka.topics import topic_configs
 from data_plane.throttle.exceptions import InvalidThrottleConfig
 from data_plane.throttle.processor import ThrottleProcessor
@@ -119,6 +126,8 @@ def build_app(
     publisher = publisher or CommandPublisher.from_settings(settings.amqp, settings.queues.throttle_exchange)
     ThrottleProcessor(app, settings, config, partitions, publisher).install()
     declare_changelogs(app, settings)
+    if config.offset_reset == "latest":  # else every owner starts from the beginning anyway
+        pin_group_start(settings.kafka, settings.throttle_app_id, settings.topics.fetch_events)
     return app
 
 
