@@ -41,12 +41,15 @@ after every start and rebalance, before its agent sees an event. What we do abou
 - **Offsets committed ahead of the changelog** would make a crash lose counts for good (committed
   events are not redelivered). Faust flushes the producer before it commits, but its buffer's flush
   can return early; :mod:`data_plane.throttle.producer` makes it wait for every write it owes.
-- **``latest`` skips what a dead owner never committed**: a group starting at ``latest``
-  (``DUALPLANE_THROTTLE_OFFSET_RESET``, the default) applies it per partition when a member first
-  reads it. An owner killed before its first commit left nothing committed, so the next owner
-  applied ``latest`` again and skipped every event the first had counted but not committed
-  (test_a_rebalance_moves_windows_to_the_surviving_worker, about 1 run in 4). The app pins the
-  group's start before the worker joins (:mod:`data_plane.kafka.group_start`).
+- **A partition with nothing committed loses what its dead owner counted**: during recovery Faust
+  can take records and drop them, then relies on seeking back to the committed offset, which
+  aiokafka skips when nothing (or 0) is committed. The events a worker killed before its first
+  commit had counted were then never read by the next owner
+  (test_a_rebalance_moves_windows_to_the_surviving_worker, about 1 run in 4). After each recovery we
+  rewind such partitions to their start (:mod:`data_plane.throttle.rewind`). With ``latest``
+  (``DUALPLANE_THROTTLE_OFFSET_RESET``, the default) there would be no start to go back to, as each
+  new owner applies "latest" again, later: the app pins the group's start before the worker joins
+  (:mod:`data_plane.kafka.group_start`).
 - **"Recovered" is not "caught up"**: Faust signals a rebalance complete (our ``ready``) when the
   tables are rebuilt, *before* it seeks to the committed offsets and re-reads the events after them.
   A SIGKILLed worker's last window updates may never have reached the changelog; until the new worker

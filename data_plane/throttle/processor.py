@@ -22,6 +22,7 @@ from data_plane.throttle.events import FetchSample, event_time_s, parse_fetch_ev
 from data_plane.throttle.exceptions import BadFetchEvent
 from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
 from data_plane.throttle.publisher import CommandPublisher
+from data_plane.throttle.rewind import rewind_uncommitted
 from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
 from dualplane.core.settings import Settings, ThrottleSettings
@@ -280,6 +281,9 @@ class ThrottleProcessor:
         self.ready = False
 
     async def _on_rebalance_complete(self, sender: Any, *args: Any, **kwargs: Any) -> None:
+        await rewind_uncommitted(
+            self.app.consumer, self.settings.topics.fetch_events, self.config.offset_reset
+        )
         self.ready = True
         owned = set(self._owned_partitions())
         self.views = {d: v for d, v in self.views.items() if v.get("partition") in owned}
