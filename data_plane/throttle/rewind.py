@@ -37,6 +37,7 @@ async def rewind_uncommitted(consumer: Any, topic: str, offset_reset: str) -> li
             continue
         await consumer.seek(tp, 0)  # below the log start, the reset policy takes it to the start
         rewound.append(tp.partition)
+    rewound.sort()
     if rewound:
         log.info("rewound %s partitions %s to their start (nothing committed yet)", topic, rewound)
-    return sorted(rewound)
+    return rewound
