@@ -71,3 +71,13 @@ def test_a_union_branch_out_of_range_is_refused_even_negative() -> None:
     for branch in (b"\x04", b"\x01"):  # 2 and -1 in Avro's zig-zag longs
         with pytest.raises(ValueError, match="union"):
             check(branch + b"\x02a")
+
+
+def test_without_cavro_the_sink_checks_with_fastavro(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("connectors.sink.avro_check.cavro", None)
+    sink = AvroSink("records", schemas.Codec(Settings().topics), deflate=None)
+
+    item = sink.prepare(_Message(VALUE))  # type: ignore[arg-type]
+    assert bytes(item.payload) == BODY and item.job_id == "sink-job"
+    with pytest.raises(Unwritable, match="undecodable record"):
+        sink.prepare(_Message(VALUE + b"\x00"))  # type: ignore[arg-type]
