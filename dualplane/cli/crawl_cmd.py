@@ -83,7 +83,7 @@ def crawl(
     result = follow(settings, spec.job_id, timeout_s) if wait else None
     _report(spec, count, seed_list.bad if seed_list else 0, result, as_json)
     if wait and (result is None or not result.get("idle")):
-        stderr.print(f"job {spec.job_id} did not finish within {timeout_s:g} s; it goes on without this wait")
+        stderr.print(f"error: job {spec.job_id} did not finish within {timeout_s:g} s; it goes on")
         raise typer.Exit(1)
 
 

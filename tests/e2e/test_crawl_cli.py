@@ -154,4 +154,4 @@ def test_crawl_wait_fails_when_the_job_does_not_finish_in_time(env: dict[str, st
     seed = ("--seed", "http://unfinished.example/")
     result = run_cli("crawl", *seed, "--job", "never", "--wait", "--timeout-s", "3", env=env)
     assert result.exit_code == 1, result.stdout + result.stderr
-    assert "job never did not finish within 3 s" in result.stderr
+    assert "error: job never did not finish within 3 s" in result.stderr
