@@ -242,6 +242,8 @@ def test_a_crawl_through_kills_and_broker_restarts_loses_nothing_and_records_eac
               f"letters; {time.monotonic() - started:.0f} s in all, finished {finished_s:.0f} s after the "
               "last fault")  # fmt: skip
         print("faults: " + "; ".join(faults))
+        replaced = pipeline.lines("; replaced it. Its unconfirmed pages")  # a fetcher's broken producer
+        print(f"fetchers' Kafka producers replaced: {len(replaced)}", *(line[:200] for line in replaced[:3]))
         print(pipeline.trouble())  # how each service got through them, in CI's output too
 
     assert not lost, f"{len(lost)} pages without a record:\n{_trace(settings, sorted(lost)[:3], served)}"

@@ -54,6 +54,15 @@ class Pipeline:
             f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.tmp_path.glob("*.log"))
         )
 
+    def lines(self, containing: str) -> list[str]:
+        """Every log line of every service that contains ``containing`` (whole logs, not their tails)."""
+        return [
+            line
+            for path in sorted(self.tmp_path.glob("*.log"))
+            for line in path.read_text(errors="replace").splitlines()
+            if containing in line
+        ]
+
     def trouble(self, first: int = 3) -> str:
         """Per service log: how many WARNING/ERROR lines and exceptions, and the first few."""
         summary = []
