@@ -4,7 +4,12 @@ A maintainer's script, run once when the dataset changes; the benchmark reads th
 source is a git checkout (bare or not) given on the command line:
 
     .venv/bin/python benchmarks/data/build_products.py --wdc-page PATH --htmldate PATH \
-        --metascraper PATH --extruct PATH --portia PATH --scrapely PATH --price-parser PATH
+        --metascraper PATH --extruct PATH --portia PATH --scrapely PATH --price-parser PATH \
+        --metascraper-shopping PATH --formasaurus formasaurus-0.10.0.tar.gz
+
+``--formasaurus`` is not a checkout but Formasaurus' source distribution from PyPI (``pip download
+--no-binary :all: --no-deps formasaurus==0.10.0``), which ships the pages its form classifier was trained on
+(``formasaurus/data/html/N.html``) with the URL each was saved from (``formasaurus/data/index.json``).
 
 Every page listed in ``PAGES`` is taken whole (the HTML as the source repository stores it), with the
 URL its own canonical link or the source names; its labels live in ``product_labels.json`` under the
@@ -25,6 +30,7 @@ import hashlib
 import json
 import lzma
 import subprocess
+import tarfile
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +93,101 @@ PAGES: dict[str, tuple[str, str, str | None]] = {
     "scrapely/icone.co.uk.mesmeri": (
         "scrapely", "tests/samples/samples_scraper_loadstore_1.html", "http://www.icone.co.uk/mesmeri"
     ),
+    "formasaurus/1000bulbs.com": ("formasaurus", "365", None),
+    "formasaurus/1000bulbs.com.home": ("formasaurus", "361", None),
+    "formasaurus/1000bulbs.com.search": ("formasaurus", "364", None),
+    "formasaurus/activemobility.co.uk": ("formasaurus", "374", None),
+    "formasaurus/bradfordexchange.com": ("formasaurus", "416", None),
+    "formasaurus/bradfordexchange.com.disney": ("formasaurus", "415", None),
+    "formasaurus/bradfordexchange.com.home": ("formasaurus", "414", None),
+    "formasaurus/brooklynbrewshop.com": ("formasaurus", "27", None),
+    "formasaurus/brooklynbrewshop.com.kits": ("formasaurus", "26", None),
+    "formasaurus/cafepress.com": ("formasaurus", "437", None),
+    "formasaurus/calendars.com": ("formasaurus", "442", None),
+    "formasaurus/calendars.com.puzzles": ("formasaurus", "441", None),
+    "formasaurus/campingworld.com": ("formasaurus", "447", None),
+    "formasaurus/campmor.com": ("formasaurus", "455", None),
+    "formasaurus/carseatcover.com": ("formasaurus", "45", None),
+    "formasaurus/cheesehouse.com": ("formasaurus", "466", None),
+    "formasaurus/christmascentral.com": ("formasaurus", "474", None),
+    "formasaurus/ctshirts.co.uk": ("formasaurus", "510", None),
+    "formasaurus/davidcareyinc.com": ("formasaurus", "514", None),
+    "formasaurus/dragees-massardier.fr.coccinelle": ("formasaurus", "535", None),
+    "formasaurus/dragees-massardier.fr.croissant": ("formasaurus", "533", None),
+    "formasaurus/firemountaingems.com": ("formasaurus", "573", None),
+    "formasaurus/focalprice.com": ("formasaurus", "575", None),
+    "formasaurus/focalprice.com.home": ("formasaurus", "574", None),
+    "formasaurus/galeriajubilerska.pl": ("formasaurus", "137", None),
+    "formasaurus/gamexchange.co.uk": ("formasaurus", "580", None),
+    "formasaurus/globalsugarart.com": ("formasaurus", "596", None),
+    "formasaurus/grasscity.com": ("formasaurus", "600", None),
+    "formasaurus/greatmusicproductsonline.com": ("formasaurus", "605", None),
+    "formasaurus/gsm-komplekt.com": ("formasaurus", "146", None),
+    "formasaurus/heatshieldstore.com": ("formasaurus", "613", None),
+    "formasaurus/instrumentclinicusa.com": ("formasaurus", "172", None),
+    "formasaurus/jacamo.co.uk": ("formasaurus", "642", None),
+    "formasaurus/jacamo.co.uk.new": ("formasaurus", "643", None),
+    "formasaurus/jpc.de": ("formasaurus", "651", None),
+    "formasaurus/juno.co.uk": ("formasaurus", "655", None),
+    "formasaurus/juno.co.uk.stands": ("formasaurus", "654", None),
+    "formasaurus/lanskybros.com": ("formasaurus", "671", None),
+    "formasaurus/luckybrand.com": ("formasaurus", "684", None),
+    "formasaurus/luthimate.fr": ("formasaurus", "690", None),
+    "formasaurus/luthimate.fr.home": ("formasaurus", "687", None),
+    "formasaurus/michelson.pl": ("formasaurus", "704", None),
+    "formasaurus/micromania.fr": ("formasaurus", "709", None),
+    "formasaurus/mindfactory.de": ("formasaurus", "714", None),
+    "formasaurus/molypoly.ru": ("formasaurus", "206", None),
+    "formasaurus/mozzarelle-gioia.it": ("formasaurus", "731", None),
+    "formasaurus/musichousebari.it": ("formasaurus", "736", None),
+    "formasaurus/musikdreiklang.de": ("formasaurus", "738", None),
+    "formasaurus/muzdom.ru": ("formasaurus", "748", None),
+    "formasaurus/mypapershop.com": ("formasaurus", "754", None),
+    "formasaurus/mypapershop.com.towels": ("formasaurus", "753", None),
+    "formasaurus/nahodsa.sk": ("formasaurus", "218", None),
+    "formasaurus/obchod.hsflamingo.cz": ("formasaurus", "224", None),
+    "formasaurus/olcsobbat.hu": ("formasaurus", "770", None),
+    "formasaurus/pandahall.com": ("formasaurus", "786", None),
+    "formasaurus/pandahall.com.beads": ("formasaurus", "785", None),
+    "formasaurus/perfumemart.com": ("formasaurus", "790", None),
+    "formasaurus/perfumemart.com.home": ("formasaurus", "788", None),
+    "formasaurus/pharao24.de": ("formasaurus", "797", None),
+    "formasaurus/radioshack.com": ("formasaurus", "812", None),
+    "formasaurus/roller.de": ("formasaurus", "827", None),
+    "formasaurus/sales.starcitygames.com": ("formasaurus", "268", None),
+    "formasaurus/shop.dunkindonuts.com": ("formasaurus", "280", None),
+    "formasaurus/sketchhunt.com": ("formasaurus", "287", None),
+    "formasaurus/spinkat.ru.788cxi": ("formasaurus", "853", None),
+    "formasaurus/spinkat.ru.terrova": ("formasaurus", "854", None),
+    "formasaurus/stylelocker.co.uk": ("formasaurus", "307", None),
+    "formasaurus/stylelocker.co.uk.home": ("formasaurus", "304", None),
+    "formasaurus/thebookpeople.co.uk": ("formasaurus", "878", None),
+    "formasaurus/thebookpeople.co.uk.mrmen": ("formasaurus", "880", None),
+    "formasaurus/thingsremembered.com": ("formasaurus", "885", None),
+    "formasaurus/tyreleader.co.uk": ("formasaurus", "896", None),
+    "formasaurus/well.ca": ("formasaurus", "358", None),
+    "formasaurus/well.ca.home": ("formasaurus", "352", None),
+    "formasaurus/well.ca.shampoo": ("formasaurus", "357", None),
+    "formasaurus/wilsonsleather.com": ("formasaurus", "909", None),
+    "formasaurus/woolworths.co.uk.home": ("formasaurus", "913", None),
+    "formasaurus/worldsoccershop.com": ("formasaurus", "918", None),
+    "metascraper-shopping/amazon.com.gorilla": (
+        "metascraper-shopping", "test/fixtures/amazon-gorilla.html", None
+    ),
+    "metascraper-shopping/amazon.com.sconce": ("metascraper-shopping", "test/fixtures/amazon.html", None),
+    "metascraper-shopping/costco.com": ("metascraper-shopping", "test/fixtures/costco.html", None),
+    "metascraper-shopping/etsy.com": ("metascraper-shopping", "test/fixtures/etsy.html", None),
+    "metascraper-shopping/globalindustrial.com": (
+        "metascraper-shopping", "test/fixtures/globalindustrial.html", None
+    ),
+    "metascraper-shopping/jossandmain.com": ("metascraper-shopping", "test/fixtures/jossandmain.html", None),
+    "metascraper-shopping/overstock.com": ("metascraper-shopping", "test/fixtures/overstock.html", None),
+    "metascraper-shopping/potterybarn.com": ("metascraper-shopping", "test/fixtures/potterybarn.html", None),
+    "metascraper-shopping/rejuvenation.com": (
+        "metascraper-shopping", "test/fixtures/rejuvenation.html",
+        "https://www.rejuvenation.com/catalog/products/keystick-wall-sconce-aged-brass",
+    ),
+    "metascraper-shopping/wayfair.com": ("metascraper-shopping", "test/fixtures/wayfair.html", None),
 }  # fmt: skip
 
 
@@ -100,12 +201,28 @@ def page_source(repos: dict[str, Path], source: str, path: str) -> tuple[str, st
         lines = git(repos["wdc"], "cat-file", "-p", WDC_SAMPLE_BLOB).decode("utf-8").splitlines()
         item = json.loads([line for line in lines if line.strip()][int(path)])
         return item["content"], item["url"]
+    if source == "formasaurus":
+        return formasaurus_page(repos["formasaurus"], path)
     if source == "portia":
         name, _, index = path.partition("#")
         data = json.loads(git(repos["portia"], "show", f"HEAD:{name}"))
         template = data["templates"][int(index)] if index else data
         return template["original_body"], template["url"]
     return decoded(git(repos[source], "show", f"HEAD:{path}")), None
+
+
+def formasaurus_page(sdist: Path, number: str) -> tuple[str, str | None]:
+    """Page ``number`` of Formasaurus' training pages and the URL its index records for it."""
+    with tarfile.open(sdist) as archive:
+        root = archive.getnames()[0].split("/")[0]
+
+        def read(name: str) -> bytes:
+            member = archive.extractfile(f"{root}/formasaurus/data/{name}")
+            assert member, f"{sdist} has no formasaurus/data/{name}"
+            return member.read()
+
+        index = json.loads(read("index.json"))
+        return decoded(read(f"html/{number}.html")), index[f"html/{number}.html"]["url"]
 
 
 def canonical(html: str) -> str | None:
@@ -185,12 +302,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    for name in ("wdc-page", "htmldate", "metascraper", "extruct", "portia", "scrapely", "price-parser"):
+    names = ("wdc-page", "htmldate", "metascraper", "extruct", "portia", "scrapely", "price-parser",
+             "metascraper-shopping", "formasaurus")  # fmt: skip
+    for name in names:
         parser.add_argument(f"--{name}", type=Path, required=True)
     args = parser.parse_args()
     repos = {
         "wdc": args.wdc_page, "htmldate": args.htmldate, "metascraper": args.metascraper,
         "extruct": args.extruct, "portia": args.portia, "scrapely": args.scrapely,
+        "metascraper-shopping": args.metascraper_shopping, "formasaurus": args.formasaurus,
     }  # fmt: skip
     built = pages(repos)
     write_jsonl("products.jsonl.xz", built)
