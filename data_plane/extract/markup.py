@@ -22,9 +22,10 @@ BLOCKS = (
 )
 # Words that mark a price as a former one; the weak ones only on elements whose class or id says "price".
 OLD_PRICE_WORDS = frozenset(
-    {"rrp", "msrp", "uvp", "compareat", "strikethrough", "listprice", "regularprice", "originalprice",
-     "wasprice", "oldprice"}
+    {"rrp", "msrp", "uvp", "compareat", "strikethrough", "listprice", "originalprice", "wasprice", "oldprice"}
 )  # fmt: skip
+"""Not "regular-price": Magento and Shopify themes mark the *current* price so when nothing is on sale
+(a sale's former price is struck, or classed "old-price", and goes anyway)."""
 WEAK_OLD_PRICE_WORDS = frozenset({"old", "was", "compare", "strike", "crossed", "before", "original"})
 WORDS_CACHE_SIZE = 8192
 _WORD_SPLIT = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
@@ -57,10 +58,15 @@ class Markup:
         return None
 
     def main(self) -> LexborNode:
-        """The main content: ``<main>``, ``[role=main]``, ``#content``, else the body (or the root)."""
+        """The main content: ``<main>``, ``[role=main]``, ``#content``, else the body (or the root).
+
+        A candidate without the page's ``<h1>`` is passed over when the page has one: some templates
+        name a header or sidebar block "content", and the product or article is then outside it.
+        """
+        heading = self.tree.css_first("h1")
         for selector in ("main", "[role=main]", "#content", "#main", "body"):
             node = self.tree.css_first(selector)
-            if node is not None:
+            if node is not None and (heading is None or selector == "body" or inside(heading, node)):
                 return node
         root = self.tree.root
         assert root is not None  # Lexbor always builds <html>, even from an empty string

@@ -32,6 +32,7 @@ SYMBOLS: dict[str, str] = {
     "C$": "CAD", "A$": "AUD", "S$": "SGD", "R$": "BRL", "zł": "PLN", "Kč": "CZK", "Ft": "HUF",
     "€": "EUR", "$": "USD", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW", "₽": "RUB",
     "₺": "TRY", "₪": "ILS", "₫": "VND", "₱": "PHP", "฿": "THB", "₴": "UAH", "₦": "NGN",
+    "руб": "RUB", "грн": "UAH", "лв": "BGN",  # noqa: RUF001 (Cyrillic abbreviations, meant)
 }  # fmt: skip
 
 _SPACES = "\u00a0\u202f\u2009 "
@@ -44,6 +45,7 @@ _MONEY = re.compile(
     rf"(?P<pre>{_SYMBOL}|{_CODE})[{_SPACES}]?(?P<a>{_NUMBER})|(?P<b>{_NUMBER})[{_SPACES}]?(?P<post>{_SYMBOL}|{_CODE})"
 )
 _BARE = re.compile(_NUMBER)
+_PERCENT = re.compile(rf"[{_SPACES}]?%")
 _CURRENCY = re.compile(rf"{_SYMBOL}|{_CODE}")
 
 
@@ -66,8 +68,8 @@ def parse_price(text: str, default_currency: str | None = None) -> Price | None:
         amount = parse_amount(match.group("a") or match.group("b") or "")
         if currency is not None and amount is not None:
             return Price(amount, currency)
-    bare = _BARE.search(text)
-    amount = parse_amount(bare.group()) if bare else None
+    bare = next((m for m in _BARE.finditer(text) if not _PERCENT.match(text, m.end())), None)
+    amount = parse_amount(bare.group()) if bare else None  # a percentage ("inkl. 19% MwSt") is no price
     if amount is None:
         return None
     return Price(amount, find_currency(text) or currency_code(default_currency or ""))

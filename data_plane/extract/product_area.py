@@ -10,10 +10,12 @@ cards, carousels, navigation) are never read.
 
 from __future__ import annotations
 
+import re
+
 from selectolax.lexbor import LexborNode
 
 from data_plane.extract.markup import ancestors, innermost, line, words
-from data_plane.extract.prices import Price, amount_of, parse_price
+from data_plane.extract.prices import Price, amount_of, find_currency, parse_price
 
 AREA_LEVELS = 6
 SCAN_CHARS = 20_000
@@ -21,7 +23,7 @@ SCAN_CHARS = 20_000
 ELSEWHERE_WORDS = frozenset(
     {"related", "recommended", "recommendations", "similar", "carousel", "upsell", "crosssell", "card",
      "tile", "teaser", "listing", "productgrid", "productlist", "minicart", "minibasket", "cartdrawer",
-     "wishlist", "recently", "viewed", "bundle", "accessories", "reviews", "comments"}
+     "wishlist", "recently", "viewed", "bundle", "accessories", "reviews", "comments", "products"}
 )  # fmt: skip
 ELSEWHERE_TAGS = frozenset({"nav", "footer", "aside"})
 DATA_PRICE_ATTRIBUTES = ("data-price", "data-price-amount", "data-product-price")
@@ -29,6 +31,18 @@ NOT_A_PRICE_WORDS = frozenset(
     {"unit", "per", "perunit", "save", "saving", "savings", "discount", "badge", "shipping", "delivery",
      "tax", "vat", "installment", "instalment", "monthly", "filter", "range", "slider"}
 )  # fmt: skip
+
+
+# A price element whose text opens with one of these labels shows a former price or a saving, not the
+# price to pay ("Retail Price: $125.00", "You save: $11.05", "UVP 129,00 €", "Prix conseillé 40 €").
+_NOT_THE_PRICE = re.compile(
+    r"^\W*(?:retail|list|regular|original|suggested|was|reg\b|rrp|msrp|uvp|statt|compare|"
+    r"you save|save|savings?|your savings|sie sparen|ersparnis|prix conseill[ée]|ancien prix|"
+    r"prezzo di listino|precio (?:anterior|de lista)|adviesprijs|van\b)",
+    re.I,
+)
+# A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it.
+_SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)")
 
 
 def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
@@ -93,7 +107,7 @@ def _price_element(scope: LexborNode) -> Price | None:
     candidates = [
         node for node in scope.css("[class*=price i], [id*=price i]") if _is_price_node(node, scope)
     ]
-    priced = [(node, price) for node in candidates if (price := _positive(parse_price(line(node))))]
+    priced = [(node, price) for node in candidates if (price := _positive(_shown_price(node)))]
     # An amount next to its currency first: a price split into parts ("$", "8", ".", "99", each in its
     # own price-class element) must not be read from its innermost part alone ("99").
     with_currency = {node.mem_id: price for node, price in priced if price.currency is not None}
@@ -101,6 +115,14 @@ def _price_element(scope: LexborNode) -> Price | None:
         return with_currency[node.mem_id]
     inner = innermost(node for node, _ in priced)
     return next(price for node, price in priced if node.mem_id == inner[0].mem_id) if inner else None
+
+
+def _shown_price(node: LexborNode) -> Price | None:
+    """The price a price-classed element shows, unless its label says it is a former price or a saving."""
+    shown = line(node)
+    if _NOT_THE_PRICE.match(shown):
+        return None
+    return parse_price(_SPLIT_CENTS.sub(r"\1\2", shown))
 
 
 def _positive(price: Price | None) -> Price | None:
@@ -113,11 +135,25 @@ def _is_price_node(node: LexborNode, scope: LexborNode) -> bool:
 
 
 def _currency_amount(area_text: str) -> Price | None:
-    for text_line in area_text.splitlines():
+    """The first amount written next to its currency; an amount and a currency in blocks of their own
+    ("870" then a currency's abbreviation, "$" then "30.99") are read together."""
+    lines = [text_line for text_line in area_text.splitlines() if text_line.strip()]
+    for index, text_line in enumerate(lines):
         found = parse_price(text_line)
+        if found is not None and found.currency is None:
+            before = lines[index - 1] if index else ""
+            after = lines[index + 1] if index + 1 < len(lines) else ""
+            if _only_currency(after):
+                found = parse_price(f"{text_line} {after}")
+            elif _only_currency(before):
+                found = parse_price(f"{before} {text_line}")
         if found is not None and found.currency is not None and found.amount > 0:
             return found
     return None
+
+
+def _only_currency(text_line: str) -> bool:
+    return find_currency(text_line) is not None and not any(char.isdigit() for char in text_line)
 
 
 def elsewhere(node: LexborNode, scope: LexborNode) -> bool:

@@ -15,14 +15,14 @@ from data_plane.extract.identifiers import gtin_of
 
 # Item numbers: the shop's own; an MPN or model number is the maker's and is not one.
 SKU_LABELS = (
-    r"SKU", r"Item\s*#", r"Item\s+(?:No\.?|number|code)", r"Product\s*#",
+    r"SKU", r"(?:Catalog(?:ue)?\s+)?Item\s*#", r"Item\s+(?:No\.?|number|code)", r"Product\s*#",
     r"Product\s+(?:code|ID|No\.?|number)", r"Article\s*(?:No\.?|number)",
     r"Ref(?:erence)?\.?\s*(?:No\.?|#|number)?", r"Cat(?:alog(?:ue)?)?\.?\s*(?:No\.?|number|#)",
     r"Style\s*(?:No\.?|#)", r"ASIN", r"Code", r"Art(?:ikel)?\.?[\s-]*(?:Nr|No)\.?", r"Artikelnummer",
     r"Artikelcode", r"Bestell(?:nummer|-?Nr\.?)", r"Best\.-Nr\.?", r"R[ée]f[ée]rence", r"R[ée]f\.",
     r"Code\s*(?:article|produit)", r"N°\s*d'article", r"Referencia",
     r"C[óo]digo(?:\s*de\s*(?:producto|art[íi]culo))?", r"Codice(?:\s*(?:articolo|prodotto))?",
-    r"Cod\.\s*art\.?", r"Productcode", r"K[óo]d(?:\s*(?:produktu|zbo[žz][íi]))?",
+    r"Cod\.\s*art\.?", r"Productcode", r"K[óo]d(?:\s*(?:produktu|zbo[žz][íi]|tovaru))?",
     r"Katalogov[ée]\s*[čc][íi]slo", r"Objednac[íi]\s*[čc][íi]slo", r"Cikksz[áa]m", r"Term[ée]kk[óo]d",
     r"Kod\s*produktu", r"Numer\s*katalogowy", r"Indeks", r"Art\.?\s*nr\.?", r"Varenummer", r"Varenr\.?",
     r"Tuotenumero", r"Tuotekoodi", r"Refer[êe]ncia", r"[ÜU]r[üu]n\s*kodu", r"Stok\s*kodu", r"Артикул",

@@ -25,6 +25,8 @@ pytestmark = pytest.mark.unit
         ("Referencia: 99-XL", "99-XL"),
         ("Cikkszám: 12345", "12345"),
         ("Brand: Kessel · SKU: K-981", "K-981"),
+        ("Catalog Item # 34961", "34961"),
+        ("Kód tovaru:\ng36173", "g36173"),
     ],
 )
 def test_labelled_item_numbers(text: str, sku: str) -> None:

@@ -1,0 +1,76 @@
+"""How a product page's own price is told from the other amounts near it: shapes seen on real shops."""
+
+# Cyrillic letters here are meant (a Russian shop's labels), not look-alikes of Latin ones:
+# ruff: noqa: RUF001
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from data_plane.extract.fields import ProductFields
+from data_plane.extract.markup import Markup
+from data_plane.extract.prices import Price, parse_price
+from data_plane.extract.product import extract_product
+from data_plane.extract.structured import read_structured
+
+pytestmark = pytest.mark.unit
+
+URL = "https://shop.example/p/1"
+
+
+def product_of(html: str) -> ProductFields | None:
+    return extract_product(Markup(html), read_structured(html, URL), URL, html=html)
+
+
+def price_of(html: str) -> tuple[Decimal | None, str | None]:
+    product = product_of(html)
+    assert product is not None
+    return product.price, product.currency
+
+
+def test_a_regular_price_class_is_the_current_price_when_nothing_is_on_sale() -> None:
+    # Magento without a special price: "regular-price" wraps the price to pay, next to a VAT note.
+    html = """<html><body><div class="product-shop"><h1>Digital Piano</h1><div class="price-box">
+    <span class="regular-price" id="product-price-7"><span class="price">999,00 €</span></span>
+    <p class="tax-info">Barpreis inkl 19%Mwst</p></div>
+    <button title="In den Warenkorb">In den Warenkorb</button></div></body></html>"""
+    assert price_of(html) == (Decimal("999.0000"), "EUR")
+
+
+def test_a_percentage_is_no_price() -> None:
+    assert parse_price("inkl. 19% MwSt") is None
+    assert parse_price("-22% 8,99") == Price(Decimal("8.9900"), None)
+
+
+def test_a_price_element_labelled_as_the_former_price_or_a_saving_is_skipped() -> None:
+    html = """<html><body><h1>Eau Duelle</h1><table><tr><td class="price-info">Retail Price: $125.00</td></tr>
+    <tr><td class="price-info">Your Savings: $11.05</td></tr>
+    <tr><td class="price-info">Your Price: $113.95</td></tr></table>
+    <input type="submit" value="Add to Cart"></body></html>"""
+    assert price_of(html) == (Decimal("113.9500"), "USD")
+
+
+def test_cents_in_an_element_of_their_own_belong_to_the_price() -> None:
+    html = """<html><body><div class="product"><h1>Night Stand</h1><div class="priceInformation">
+    <span class="currentPrice">69.<sup>99</sup></span></div>
+    <button>In den Warenkorb</button><p>Artikelnummer: 1023029000</p></div></body></html>"""
+    assert price_of(html)[0] == Decimal("69.9900")
+
+
+def test_an_amount_and_its_currency_in_blocks_of_their_own_are_read_together() -> None:
+    html = """<html><body><div class="item"><div>Артикул: 1163</div><div><b>870</b><div>руб</div></div>
+    <a class="buy">В корзину</a></div></body></html>"""
+    assert price_of(html) == (Decimal("870.0000"), "RUB")
+
+
+def test_a_content_block_without_the_heading_is_not_the_main_content() -> None:
+    # Some templates call a header block "content"; the product and its <h1> are outside it.
+    html = """<html><body><div id="content">Call us 800.420.6088</div><div class="product">
+    <h1>Cake Pan</h1><ul><li>Availability: In Stock</li><li>Product ID: 21785</li></ul>
+    <ul><li>Our Price</li><li><h2>$30.99</h2></li></ul></div>
+    <div class="block products"><span class="title">Fondant</span><span class="price">$47.99</span>
+    </div></body></html>"""
+    assert Markup(html).main().css_first("h1") is not None
+    assert price_of(html) == (Decimal("30.9900"), "USD")
