@@ -27,7 +27,15 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Consumer, KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import (
+    TIMESTAMP_NOT_AVAILABLE,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 import schemas
 from connectors.sink.base import FileStart, Sink
@@ -211,12 +219,27 @@ class Session:
         now = time.monotonic()
         idle_s = self.settings.sink.idle_flush_s
         for topic, partition in [
-            tp for tp, f in self.files.items() if idle_s and now - f.touched_s >= idle_s
+            tp
+            for tp, f in self.files.items()
+            if idle_s and now - f.touched_s >= idle_s and self._caught_up(*tp)
         ]:
             self.complete(topic, partition)
         if now - self._positions_checked_s >= POSITIONS_EVERY_S:
             self._positions_checked_s = now
             self._commit_positions()
+
+    def _caught_up(self, topic: str, partition: int) -> bool:
+        """Whether the partition was read to its end (as of the last fetch): only then does an idle
+        flush cut a file. A partition merely slow to arrive (a loaded broker, a slow fetch) keeps its
+        file open, so the boundary stays where the records put it and a re-run cuts the same files;
+        only records appended after the end was reached fall into a new file. Unknown: caught up."""
+        tp = TopicPartition(topic, partition)
+        try:
+            position = self.consumer.position([tp])[0].offset
+            _low, high = self.consumer.get_watermark_offsets(tp, cached=True)
+        except KafkaException:
+            return True
+        return position < 0 or high < 0 or position >= high
 
     def _commit_positions(self) -> None:
         """Commit the position of partitions with no open file, if past the last commit.

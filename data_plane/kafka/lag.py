@@ -7,7 +7,9 @@ tests therefore also wait for the extractor's lag on ``pages.raw`` to reach zero
 
 from __future__ import annotations
 
-from confluent_kafka import TopicPartition
+import time
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from data_plane.kafka import clients
 from dualplane.core.settings import KafkaSettings, Settings
@@ -22,7 +24,7 @@ def consumer_lag(kafka: KafkaSettings, group_id: str, topic: str, *, timeout_s: 
         if metadata is None or metadata.error is not None:
             return 0
         partitions = [TopicPartition(topic, p) for p in metadata.partitions]
-        committed = {tp.partition: tp.offset for tp in consumer.committed(partitions, timeout=timeout_s)}
+        committed = _committed(consumer, partitions, timeout_s)
         lag = 0
         for tp in partitions:
             low, high = consumer.get_watermark_offsets(tp, timeout=timeout_s)
@@ -31,6 +33,36 @@ def consumer_lag(kafka: KafkaSettings, group_id: str, topic: str, *, timeout_s: 
         return lag
     finally:
         consumer.close()
+
+
+# The group's coordinator moves or is loading right after a broker restart, or when the group's
+# offsets partition has just been created: these answers mean "ask again shortly", not "failed".
+_COORDINATOR_BUSY = frozenset(
+    {
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+RETRY_PAUSE_S = 0.2
+
+
+def _committed(consumer: Consumer, partitions: list[TopicPartition], timeout_s: float) -> dict[int, int]:
+    """The group's committed offset per partition, asking again while the coordinator is busy."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = max(0.1, deadline - time.monotonic())
+        try:
+            return {tp.partition: tp.offset for tp in consumer.committed(partitions, timeout=remaining)}
+        except KafkaException as error:
+            busy = (
+                error.args
+                and isinstance(error.args[0], KafkaError)
+                and (error.args[0].code() in _COORDINATOR_BUSY or error.args[0].retriable())
+            )
+            if not busy or time.monotonic() + RETRY_PAUSE_S >= deadline:
+                raise
+            time.sleep(RETRY_PAUSE_S)
 
 
 def extractor_lag(settings: Settings) -> int:

@@ -90,9 +90,12 @@ def host_network() -> dict[str, Any]:
         if (proc_net / name).exists()
     }
     for tool in ("iptables-save", "ip6tables-save"):
+        # On a fresh machine the tools arrive with the engine (docker.io depends on iptables), after
+        # the "before" reading: a host without them has no rules of theirs, so read that as none.
+        rules = ""
         if shutil.which(tool):
             rules = subprocess.run([tool], capture_output=True, text=True, check=False).stdout
-            state[tool] = [line for line in rules.splitlines() if not line.startswith("#")]
+        state[tool] = [line for line in rules.splitlines() if not line.startswith("#")]
     state["interfaces"] = sorted(path.name for path in Path("/sys/class/net").iterdir())
     return state
 

@@ -35,7 +35,8 @@ class SinkSettings(BaseSettings):
       this length (0: no time rotation). All three follow the records, never the wall clock, so a re-run
       from the committed offsets cuts the same files.
     - ``idle_flush_s`` (``DUALPLANE_SINK_IDLE_FLUSH_S``): a partition that received nothing for this long
-      has its open file written anyway (0: never), so the tail of a quiet topic reaches S3. The one
+      has its open file written anyway (0: never), once the partition was read to its end, so the tail
+      of a quiet topic reaches S3. The one
       boundary set by the clock; safe because an object is created only if its key is free (see
       ``connectors.sink.upload``).
     - ``multipart_threshold_bytes`` / ``multipart_part_bytes``: files from this size are uploaded in parts.
