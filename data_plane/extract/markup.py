@@ -57,16 +57,18 @@ class Markup:
                 return value
         return None
 
-    def main(self) -> LexborNode:
+    def main(self, *, headed: bool = False) -> LexborNode:
         """The main content: ``<main>``, ``[role=main]``, ``#content``, else the body (or the root).
 
-        A candidate without the page's ``<h1>`` is passed over when the page has one: some templates
-        name a header or sidebar block "content", and the product or article is then outside it.
+        With ``headed``, a candidate holding no ``<h1>`` is passed over when the page has one: some shop
+        templates name a header or sidebar block "content", and the product is then outside it. (An
+        article's headline is looked for without it: a site's logo is often the first ``<h1>``, outside
+        ``<main>``, where the page's title then stands in.)
         """
-        heading = self.tree.css_first("h1")
+        headed = headed and self.tree.css_first("h1") is not None
         for selector in ("main", "[role=main]", "#content", "#main", "body"):
             node = self.tree.css_first(selector)
-            if node is not None and (heading is None or selector == "body" or inside(heading, node)):
+            if node is not None and (not headed or selector == "body" or node.css_first("h1") is not None):
                 return node
         root = self.tree.root
         assert root is not None  # Lexbor always builds <html>, even from an empty string

@@ -72,7 +72,7 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
     add-to-cart control and an item number are looked for in the product's area first, then in the
     rest of the main content (a buy box or a details table often sits beside or below the area).
     """
-    main = page.main()
+    main = page.main(headed=True)
     scope, price = area_and_price(main)
     if price is None and not declared:
         return MarkupProduct(ProductFields(), buy_button=False)
@@ -115,7 +115,7 @@ def _one(values: Iterator[str]) -> str | None:
 
 
 def _name(page: Markup, scope: LexborNode) -> str | None:
-    heading = scope.css_first("h1") or page.main().css_first("h1")
+    heading = scope.css_first("h1") or page.main(headed=True).css_first("h1")
     name = line(heading) if heading is not None else ""
     return name or page.meta("og:title") or None
 

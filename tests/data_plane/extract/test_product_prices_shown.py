@@ -72,5 +72,6 @@ def test_a_content_block_without_the_heading_is_not_the_main_content() -> None:
     <ul><li>Our Price</li><li><h2>$30.99</h2></li></ul></div>
     <div class="block products"><span class="title">Fondant</span><span class="price">$47.99</span>
     </div></body></html>"""
-    assert Markup(html).main().css_first("h1") is not None
+    assert Markup(html).main(headed=True).css_first("h1") is not None
+    assert Markup(html).main().attributes.get("id") == "content"  # what articles read is unchanged
     assert price_of(html) == (Decimal("30.9900"), "USD")
