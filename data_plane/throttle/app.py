@@ -10,13 +10,16 @@ raw bytes and decoded with :func:`schemas.decode`. A value that does not decode 
 
 Per domain (the topic's key, so one domain's events stay in one partition and one worker):
 
-- ``windows``: a **hopping-window table** (size ``WINDOW_SIZE_S``, step ``WINDOW_STEP_S``) of
-  total / blocked (rate_limited, forbidden, blocked_challenge) / timeouts / server errors, latency
-  and the largest Retry-After. Windows are **relative to the event's ``fetched_at``** (a time handler
-  equivalent to ``relative_to_field(FetchEvent.fetched_at)``, which needs a Faust Record where we
-  have raw Avro) rather than ``relative_to_stream`` (the Kafka timestamp), because fetched_at is when
-  the site answered: a fetcher whose Kafka producer buffered through a broker outage, or a replay,
-  still lands each fetch in the window it happened in, and tests can place events in time.
+- ``buckets``: a **tumbling-window table** of one bucket per ``WINDOW_STEP_S`` of total / blocked
+  (rate_limited, forbidden, blocked_challenge) / timeouts / server errors, latency and the largest
+  Retry-After; the hopping window that is judged (size ``WINDOW_SIZE_S``, step ``WINDOW_STEP_S``) is
+  the sum of the buckets it spans (:mod:`data_plane.throttle.windows`), so an event costs one changelog
+  write, not one per window it falls in. Buckets are **relative to the event's ``fetched_at``**
+  (a time handler equivalent to ``relative_to_field(FetchEvent.fetched_at)``, which needs a Faust
+  Record where we have raw Avro) rather than ``relative_to_stream`` (the Kafka timestamp), because
+  fetched_at is when the site answered: a fetcher whose Kafka producer buffered through a broker
+  outage, or a replay, still lands each fetch in the window it happened in, and tests can place
+  events in time.
 - ``states``: a plain table of the policy state (P_d, delay, pause, streaks) and the last command.
 
 On every event the policy (:func:`data_plane.throttle.policy.decide`) judges the domain's window

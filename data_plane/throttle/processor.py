@@ -24,7 +24,15 @@ from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.rewind import rewind_uncommitted
 from data_plane.throttle.snapshot import VERSION, write_snapshot
-from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
+from data_plane.throttle.windows import (
+    WindowRange,
+    add_sample,
+    bucket_ranges,
+    counts_of,
+    merged,
+    summary,
+    window_to_judge,
+)
 from dualplane.core.settings import Settings, ThrottleSettings
 
 log = logging.getLogger(__name__)
@@ -69,14 +77,15 @@ class ThrottleProcessor:
             settings.topics.throttle_state, key_type=bytes, value_type=bytes,
             key_serializer="raw", value_serializer="raw",
         )  # fmt: skip
-        hopping = app.Table(
-            "windows",
+        # One bucket a step; a judged window is the sum of its buckets (see data_plane.throttle.windows).
+        tumbling = app.Table(
+            "buckets",
             default=dict,
             partitions=partitions,
             extra_topic_configs={"segment.ms": str(int(self.expires_s * 1000))},
-        ).hopping(self.size_s, self.step_s, expires=self.expires_s)
+        ).tumbling(self.step_s, expires=self.expires_s)
         # relative_to(callable) is the general form of relative_to_field (not on the abstract type).
-        self.windows = cast(WindowWrapper, hopping).relative_to(_fetched_at)
+        self.buckets = cast(WindowWrapper, tumbling).relative_to(_fetched_at)
         self.states = app.Table("states", default=dict, partitions=partitions)
         # Requests per domain per UTC day, for the budget rule; no table (no changelog) without a budget.
         self.daily = app.Table("daily", default=dict, partitions=partitions) if config.daily_budget else None
@@ -134,7 +143,7 @@ class ThrottleProcessor:
     async def _handle(self, sample: FetchSample, event: Any) -> None:
         self.stats.events += 1
         partition, offset = event.message.partition, event.message.offset
-        self.windows[sample.domain].apply(_add, (sample, partition, offset), event)
+        self.buckets[sample.domain].apply(_add, (sample, partition, offset), event)
         used = self._count_daily(sample, partition, offset)
         if time.time() - sample.fetched_at_s > self.config.max_lag_s:
             self.stats.stale_events += 1
@@ -165,7 +174,7 @@ class ThrottleProcessor:
             return  # redelivered after a crash: this event was judged before the state was saved
         state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
         window = window_to_judge(now_s, self.size_s, self.step_s, state.last_change_s)
-        value = self.windows[domain][window] if window is not None else {}
+        value = self._window_value(domain, window) if window is not None else {}
         counts = counts_of(value)
         budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
@@ -236,7 +245,7 @@ class ThrottleProcessor:
         """One domain's entry, with its window read from the table at the current wall-clock time."""
         entry = self._domain_entry(domain)
         window = window_to_judge(time.time(), self.size_s, self.step_s, entry["last_change_s"])
-        entry["window_now"] = summary(self.windows[domain][window], window) if window else None
+        entry["window_now"] = summary(self._window_value(domain, window), window) if window else None
         return {"domain": domain, "ready": self.ready, **entry}
 
     async def write_snapshot(self) -> None:
@@ -248,6 +257,13 @@ class ThrottleProcessor:
             await asyncio.get_running_loop().run_in_executor(None, write_snapshot, path, snapshot)
         except OSError as error:
             log.warning("could not write the throttle snapshot %s: %s", path, error)
+
+    def _window_value(self, domain: str, window: WindowRange) -> dict[str, Any]:
+        """The counts of ``window``: its buckets summed. Read from the store, since reading a missing
+        key through the table would create it (and write it to the changelog)."""
+        store = self.buckets.table.data
+        buckets = bucket_ranges(window, self.size_s, self.step_s)
+        return merged(store.get((domain, bucket), {}) for bucket in buckets)
 
     def _domain_entry(self, domain: str) -> dict[str, Any]:
         record = self.states.get(domain) or {}
@@ -291,8 +307,8 @@ class ThrottleProcessor:
         self._recount_daily()
 
     def _drop_expired_windows(self) -> None:
-        """Windows recovered from the changelog are never expired by Faust: drop the old ones here."""
-        store = self.windows.table.data
+        """Buckets recovered from the changelog are never expired by Faust: drop the old ones here."""
+        store = self.buckets.table.data
         oldest_end = time.time() - self.expires_s
         stale = [key for key in list(store.keys()) if _window_end(key) < oldest_end]
         for key in stale:

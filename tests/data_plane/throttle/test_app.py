@@ -554,8 +554,8 @@ def test_offsets_are_committed_only_after_the_window_updates_they_cover(
 ) -> None:
     """SIGKILL mid-burst, right after a commit: every committed event must keep its count.
 
-    Each event updates ``size / step`` = 20 windows, so a burst keeps the producer's buffer full while
-    Faust commits every 0.2 s. faust-streaming's own flush returns before such a buffer is empty (see
+    Each event writes its bucket to a changelog, so a burst keeps the producer's buffer full while Faust
+    commits every 0.2 s. faust-streaming's own flush returns before such a buffer is empty (see
     :mod:`data_plane.throttle.producer`), which used to commit events whose window updates were still
     buffered: the kill lost them, and being committed they were not read again.
     """

@@ -24,7 +24,7 @@ from data_plane.throttle.exceptions import (
 from data_plane.throttle.limits import LimitsBook
 from data_plane.throttle.policy import Command, PolicyConfig, WindowCounts, domain_priority
 from data_plane.throttle.snapshot import read_snapshot, write_snapshot
-from data_plane.throttle.windows import add_sample, counts_of, summary, window_to_judge
+from data_plane.throttle.windows import add_sample, bucket_ranges, counts_of, merged, summary, window_to_judge
 from dualplane.core.settings import Settings
 from dualplane.namespaces import private_namespace
 
@@ -169,6 +169,36 @@ def test_the_judged_window_is_one_faust_keeps(size: int, step: int) -> None:
         assert window_to_judge(now, float(size), float(step), None) == window.earliest(now)
         changed = window_to_judge(now, float(size), float(step), now - rng.uniform(0, size))
         assert changed is None or changed in window.ranges(now)
+
+
+@pytest.mark.parametrize(("size", "step"), [(600, 60), (10, 2), (6, 1)])
+def test_a_window_summed_from_its_step_buckets_counts_what_a_hopping_table_would(
+    size: int, step: int
+) -> None:
+    """Buckets as a tumbling table keys them; every window, as a hopping table keeps it, equals the
+    sum of its buckets."""
+    hopping, tumbling = HoppingWindow(size, step), HoppingWindow(step, step)
+    outcomes = ["ok", "ok", "rate_limited", "timeout", "server_error", "forbidden"]
+    rng = random.Random(size)
+    windows: dict[tuple[float, float], dict[str, Any]] = {}
+    buckets: dict[tuple[float, float], dict[str, Any]] = {}
+    now = 1_800_000_000.0
+    for offset in range(400):
+        now += rng.uniform(0, step / 3)
+        retry_after = rng.choice([None, 1.0, 30.0])
+        at = datetime.fromtimestamp(now, UTC)
+        sample = parse_fetch_event(
+            event_bytes(rng.choice(outcomes), retry_after_s=retry_after, fetched_at=at)
+        )
+        for window in hopping.ranges(sample.fetched_at_s):
+            windows[window] = add_sample(windows.get(window, {}), sample, 0, offset)
+        (bucket,) = tumbling.ranges(sample.fetched_at_s)
+        buckets[bucket] = add_sample(buckets.get(bucket, {}), sample, 0, offset)
+    for window, value in windows.items():
+        summed = merged(buckets.get(b, {}) for b in bucket_ranges(window, float(size), float(step)))
+        assert summary(summed, window) == summary(value, window)
+        assert summed["total"] == value["total"] > 0
+    assert merged([]) == {} and counts_of(merged([{}, {}])) == WindowCounts()
 
 
 def test_after_a_change_only_later_windows_are_judged() -> None:
