@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pika
+from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from dualplane.core.settings import AmqpSettings
 
@@ -20,7 +21,7 @@ def connection_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pik
 
 def connect(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.BlockingConnection:
     """Open a blocking connection; raises ``pika.exceptions.AMQPConnectionError`` when unreachable."""
-    return pika.BlockingConnection(connection_parameters(amqp, timeout_s=timeout_s))
+    return _open(connection_parameters(amqp, timeout_s=timeout_s))
 
 
 def answers(amqp: AmqpSettings, *, timeout_s: float = 2.0) -> bool:
@@ -28,10 +29,20 @@ def answers(amqp: AmqpSettings, *, timeout_s: float = 2.0) -> bool:
     parameters = connection_parameters(amqp, timeout_s=timeout_s)
     parameters.connection_attempts = 1
     try:
-        pika.BlockingConnection(parameters).close()
+        _open(parameters).close()
     except pika.exceptions.AMQPError:
         return False
     return True
+
+
+def _open(parameters: pika.URLParameters) -> pika.BlockingConnection:
+    try:
+        return pika.BlockingConnection(parameters)
+    except AMQPConnectorException as error:
+        # When the last attempt timed out mid-handshake (a port held by something that never speaks
+        # AMQP, or a RabbitMQ still booting), pika raises its connector's own error, which is no
+        # AMQPError: callers catching AMQPError, and the CLI's one-line errors, would miss it.
+        raise pika.exceptions.AMQPConnectionError(f"{type(error).__name__}: {error}") from error
 
 
 def persistent(**properties: object) -> pika.BasicProperties:
