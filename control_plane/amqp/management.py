@@ -28,14 +28,24 @@ def queue_stats(amqp_settings: AmqpSettings, prefix: str = "") -> list[QueueStat
     credentials = amqp.connection_parameters(amqp_settings).credentials
     vhost = quote(amqp.connection_parameters(amqp_settings).virtual_host, safe="")
     url = f"{amqp_settings.management_url.rstrip('/')}/api/queues/{vhost}"
+    api = amqp_settings.management_url
     try:
         response = httpx.get(url, auth=(credentials.username, credentials.password), timeout=10)
-        response.raise_for_status()
     except httpx.HTTPError as error:
         raise ControlPlaneError(
-            f"the RabbitMQ management API at {amqp_settings.management_url} did not answer ({error}); "
+            f"the RabbitMQ management API at {api} did not answer ({error}); "
             "check DUALPLANE_AMQP_MANAGEMENT_URL and that rabbitmq_management is enabled"
         ) from error
+    if response.status_code == httpx.codes.UNAUTHORIZED:
+        # It answered: the plugin is there, the credentials are what is wrong (it used to be blamed).
+        raise ControlPlaneError(
+            f"the RabbitMQ management API at {api} refused the user or password of DUALPLANE_AMQP_URL"
+        )
+    if response.status_code != httpx.codes.OK:
+        raise ControlPlaneError(
+            f"the RabbitMQ management API at {api} answered HTTP {response.status_code} for "
+            f"{response.url.path}: {response.text[:200]}"
+        )
     return [_stats(queue) for queue in response.json() if str(queue.get("name", "")).startswith(prefix)]
 
 

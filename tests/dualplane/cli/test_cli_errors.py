@@ -89,3 +89,16 @@ def test_a_wrong_password_and_an_unwritable_output_are_one_line_with_exit_1(sett
     unwritable = run_cli("records", "export", "-o", "/nonexistent/x", env=settings.to_env(), timeout_s=60)
     assert unwritable.exit_code == 1
     assert _one_error_line(unwritable) == "error: No such file or directory: /nonexistent/x"
+
+
+def test_a_wrong_password_is_not_blamed_on_the_management_plugin(settings: Settings) -> None:
+    """A probe's finding: ``status`` said the management API did not answer and to enable
+    rabbitmq_management, when the API had answered 401 to a wrong password."""
+    url = settings.amqp.url.get_secret_value()
+    wrong = url.replace(":guest@", ":not-the-password@")
+    assert wrong != url
+    status = run_cli("status", "--json", env={**settings.to_env(), "DUALPLANE_AMQP_URL": wrong}, timeout_s=60)
+    assert status.exit_code == 0, status.stderr  # the other parts are still shown
+    reason = status.json()["errors"]["queues"]
+    assert "refused the user or password of DUALPLANE_AMQP_URL" in reason
+    assert "rabbitmq_management" not in reason
