@@ -7,10 +7,13 @@ import ipaddress
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.exceptions import SsrfRefused
+from control_plane.fetcher.classify import classify
+from control_plane.fetcher.exceptions import ConnectionFailed, SsrfRefused
+from control_plane.fetcher.retry_policy import Outcome
 from dualplane.core.web.exceptions import UnsafeUrl
 from dualplane.core.web.ssrf import IpAddress, SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import Recorder, fetch_request, make_app
@@ -27,7 +30,7 @@ def anyio_backend() -> str:
 
 def answers(*rounds: dict[str, str]) -> Resolve:
     """A DNS that answers from ``rounds[0]``, then ``rounds[1]``… (the last one from then on)."""
-    calls = []
+    calls: list[str] = []
 
     def resolve(host: str, port: int) -> list[IpAddress]:
         table = rounds[min(len(calls), len(rounds) - 1)]
@@ -74,7 +77,7 @@ def test_every_local_or_private_form_is_refused(url: str, reason: str) -> None:
 
 
 def test_a_name_resolving_to_a_private_address_is_refused() -> None:
-    guard = SsrfGuard(resolve=answers({"intranet.example": "10.20.30.40"}))
+    guard = SsrfGuard(resolve=answers({"127.0.0.1": "127.0.0.1", "intranet.example": "10.20.30.40"}))
     with pytest.raises(UnsafeUrl, match=r"intranet\.example resolves to 10\.20\.30\.40, a private address"):
         guard.check_sync("https://intranet.example/admin")
 
@@ -93,10 +96,17 @@ def test_public_addresses_pass() -> None:
     SsrfGuard().check_sync("http://[2606:2800:220:1::1]/")
 
 
+async def go(request: web.Request) -> web.Response:
+    """``/go?to=URL``: a redirect to anywhere."""
+    raise web.HTTPFound(request.query["to"])
+
+
 @pytest.fixture
 async def server() -> AsyncIterator[tuple[int, Recorder]]:
     recorder = Recorder()
-    async with TestServer(make_app(recorder), host="127.0.0.1") as running:
+    app = make_app(recorder)
+    app.router.add_get("/go", go)
+    async with TestServer(app, host="127.0.0.1") as running:
         assert running.port is not None
         yield running.port, recorder
 
@@ -124,4 +134,64 @@ async def test_dns_rebinding_between_the_check_and_the_connection_is_refused(
             SsrfRefused, match=r"rebind\.example resolves to 127\.0\.0\.1, a loopback address"
         ):
             await backend.fetch(fetch_request(f"http://rebind.example:{port}/page"))
+    assert recorder.hits["/page"] == 0
+
+
+async def test_a_redirect_within_the_site_is_checked_again_before_it_is_followed(
+    server: tuple[int, Recorder],
+) -> None:
+    """Through redirects: the site's name answers an allowed address for the first request (its
+    check, then its connection) and a private one when its redirect is about to be followed. The
+    hop is refused before it is requested."""
+    port, recorder = server
+    allowed, rebound = {"site.example": "127.0.0.1"}, {"site.example": "10.1.2.3"}
+    guard = SsrfGuard(["127.0.0.1"], resolve=answers(allowed, allowed, rebound))
+    async with DirectBackend(guard) as backend:
+        with pytest.raises(
+            SsrfRefused, match=r"redirect from .*/redirect/1 to .*/redirect/0 refused: "
+        ) as refused:
+            await backend.fetch(fetch_request(f"http://site.example:{port}/redirect/1"))
+    assert "site.example resolves to 10.1.2.3, a private address" in str(refused.value)
+    assert (recorder.hits["/redirect/1"], recorder.hits["/redirect/0"]) == (1, 0)
+
+
+@pytest.mark.parametrize(
+    ("host", "first_answer"),
+    [
+        ("10.1.2.3", "redirect"),
+        ("167772161", "redirect"),  # 10.0.0.1 in decimal
+        ("012.0.0.1", "refused"),  # 10.0.0.1 in octal: httpx will not read such a Location at all
+        ("[::ffff:10.0.0.1]", "redirect"),
+        ("[fd00::1]", "redirect"),
+        ("[fe80::1]", "redirect"),
+        ("224.0.0.1", "redirect"),
+        ("0.0.0.0", "redirect"),  # connecting to it reaches this host's own listeners, the server's too
+        ("[::]", "redirect"),
+        ("intranet.example", "redirect"),  # resolves to 10.20.30.40
+    ],
+)
+async def test_a_redirect_to_a_private_address_is_never_connected_to(
+    server: tuple[int, Recorder], host: str, first_answer: str
+) -> None:
+    """Through redirects: a redirect to another host is returned, not followed, and its target,
+    fetched as a task of its own, is refused before any connection (the server counts requests)."""
+    port, recorder = server
+    dns = SsrfGuard().resolve  # the real one: it reads the decimal, octal and IPv6 forms as the OS does
+
+    def resolve(name: str, port: int) -> list[IpAddress]:
+        return [ipaddress.ip_address("10.20.30.40")] if name == "intranet.example" else dns(name, port)
+
+    target = f"http://{host}:{port}/page"
+    async with DirectBackend(SsrfGuard(["127.0.0.1"], resolve=resolve)) as backend:
+        redirecting = fetch_request(f"http://127.0.0.1:{port}/go?to={target}")
+        if first_answer == "refused":
+            with pytest.raises(ConnectionFailed, match="Invalid URL in location header"):
+                await backend.fetch(redirecting)
+        else:
+            response = await backend.fetch(redirecting)
+            assert (response.status, response.redirect_chain) == (302, ())
+            assert classify(response).outcome is Outcome.REDIRECT
+            target = response.headers["location"]  # what the frontier is handed (aiohttp may reformat it)
+        with pytest.raises(SsrfRefused, match="refused to prevent SSRF"):
+            await backend.fetch(fetch_request(target))
     assert recorder.hits["/page"] == 0
