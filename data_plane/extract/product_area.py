@@ -26,6 +26,9 @@ ELSEWHERE_WORDS = frozenset(
      "wishlist", "recently", "viewed", "bundle", "accessories", "reviews", "comments", "products"}
 )  # fmt: skip
 ELSEWHERE_TAGS = frozenset({"nav", "footer", "aside"})
+CARD_SIBLINGS = 3
+"""This many like blocks side by side, each with a price, are cards of a listing or a product grid."""
+CARD_CHARS = 2000
 DATA_PRICE_ATTRIBUTES = ("data-price", "data-price-amount", "data-product-price")
 NOT_A_PRICE_WORDS = frozenset(
     {"unit", "per", "perunit", "save", "saving", "savings", "discount", "badge", "shipping", "delivery",
@@ -60,17 +63,19 @@ def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
     if price is not None:
         return main, price
     scope = area or main
-    return scope, _currency_amount(own_text(scope, heading))
+    # No price element outside cards: read the text, but not the cards' (a listing's first card is no price
+    # of the page's own; a product beside a grid of others still shows its price outside the grid).
+    return scope, _currency_amount(own_text(scope, heading, skip=_cards(main)))
 
 
-def own_text(scope: LexborNode, heading: LexborNode | None) -> str:
-    """The scope's text from the product name on, without containers about other products.
+def own_text(scope: LexborNode, heading: LexborNode | None, skip: frozenset[int] = frozenset()) -> str:
+    """The scope's text from the product name on, without containers about other products (nor ``skip``).
 
     Amounts above the name (the basket, a banner) or in related items are not the product's price.
     """
     skipped = {
         node.mem_id for node in scope.css("*") if node.tag in ELSEWHERE_TAGS or ELSEWHERE_WORDS & words(node)
-    }
+    } | skip
     parts: list[str] = []
     size, started = 0, heading is None
     for node in scope.traverse(include_text=True):
@@ -101,7 +106,7 @@ def _price_element(scope: LexborNode) -> Price | None:
             (node.attributes.get(name) for name in DATA_PRICE_ATTRIBUTES if name in node.attributes), None
         )
         amount = amount_of(raw or line(node))
-        if amount is not None and amount > 0 and not elsewhere(node, scope):
+        if amount is not None and amount > 0 and not elsewhere(node, scope) and not in_card(node, scope):
             shown = parse_price(line(node))
             return Price(amount, shown.currency if shown else None)
     candidates = [
@@ -109,12 +114,15 @@ def _price_element(scope: LexborNode) -> Price | None:
     ]
     priced = [(node, price) for node in candidates if (price := _positive(_shown_price(node)))]
     # An amount next to its currency first: a price split into parts ("$", "8", ".", "99", each in its
-    # own price-class element) must not be read from its innermost part alone ("99").
+    # own price-class element) must not be read from its innermost part alone ("99"). Cards are looked
+    # for only on the way, node by node: a listing has hundreds of price elements.
     with_currency = {node.mem_id: price for node, price in priced if price.currency is not None}
     for node in innermost(node for node, _ in priced if node.mem_id in with_currency):
-        return with_currency[node.mem_id]
+        if not in_card(node, scope):
+            return with_currency[node.mem_id]
+    prices = {node.mem_id: price for node, price in priced}
     inner = innermost(node for node, _ in priced)
-    return next(price for node, price in priced if node.mem_id == inner[0].mem_id) if inner else None
+    return next((prices[node.mem_id] for node in inner if not in_card(node, scope)), None)
 
 
 def _shown_price(node: LexborNode) -> Price | None:
@@ -154,6 +162,48 @@ def _currency_amount(area_text: str) -> Price | None:
 
 def _only_currency(text_line: str) -> bool:
     return find_currency(text_line) is not None and not any(char.isdigit() for char in text_line)
+
+
+def in_card(node: LexborNode, scope: LexborNode) -> bool:
+    return card_of(node, scope) is not None
+
+
+def card_of(node: LexborNode, scope: LexborNode) -> LexborNode | None:
+    """The block around ``node`` that is one of several like blocks (same tag and class), each with a price.
+
+    Those are a listing's cards, or a grid of other products nobody marked as such: a product page shows
+    its own price once, in a block of its own.
+    """
+    for block in ancestors(node):
+        parent = block.parent
+        if block.mem_id == scope.mem_id or parent is None:
+            return None
+        kind = block.attributes.get("class")
+        if not kind:
+            continue
+        alike = [
+            child
+            for child in parent.iter()
+            if child.tag == block.tag and child.attributes.get("class") == kind
+        ]
+        if len(alike) >= CARD_SIBLINGS and all(_priced(child) for child in alike[:CARD_SIBLINGS]):
+            return block
+    return None
+
+
+def _cards(scope: LexborNode) -> frozenset[int]:
+    """The cards (see :func:`card_of`) that ``scope``'s price elements sit in."""
+    shown = [
+        node
+        for node in scope.css("[class*=price i], [id*=price i]")
+        if _is_price_node(node, scope) and _positive(_shown_price(node))
+    ]
+    return frozenset(card.mem_id for node in innermost(shown) if (card := card_of(node, scope)) is not None)
+
+
+def _priced(block: LexborNode) -> bool:
+    found = parse_price(block.text(separator=" ")[:CARD_CHARS])
+    return found is not None and found.currency is not None
 
 
 def elsewhere(node: LexborNode, scope: LexborNode) -> bool:

@@ -75,3 +75,22 @@ def test_a_content_block_without_the_heading_is_not_the_main_content() -> None:
     assert Markup(html).main(headed=True).css_first("h1") is not None
     assert Markup(html).main().attributes.get("id") == "content"  # what articles read is unchanged
     assert price_of(html) == (Decimal("30.9900"), "USD")
+
+
+CARDS = "".join(
+    f"""<div class="col-sm-4"><a href="/p/{n}">Shampoo {n}</a><div class="grid-price">${n}.19</div>
+    <button>Add to Cart</button></div>"""
+    for n in (7, 8, 9)
+)
+
+
+def test_a_page_whose_prices_are_all_in_like_cards_is_a_listing() -> None:
+    html = f"""<html><body><div class="category"><h1>Shampoo &amp; Conditioner</h1><div class="row">{CARDS}
+    </div></div></body></html>"""
+    assert product_of(html) is None
+
+
+def test_a_grid_of_other_products_does_not_give_the_products_price() -> None:
+    html = f"""<html><body><div class="product"><h1>Blue Mug</h1><p>Our price: £15.50</p>
+    <button>Add to Cart</button><p>SKU: MUG-01</p></div><div class="row">{CARDS}</div></body></html>"""
+    assert price_of(html) == (Decimal("15.5000"), "GBP")
