@@ -49,7 +49,7 @@ from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckUnavailable
 from control_plane import amqp
 from control_plane.amqp.discovery import discovery_batches
-from control_plane.amqp.messages import new_id
+from control_plane.amqp.messages import DiscoveredBatch, new_id
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
 from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
@@ -304,6 +304,10 @@ class Extractor:
         try:
             record = self.extract(page, schema_version=self.schema_version)
             value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
+            # Made here, so that links the frontier could never take (a page with a negative depth)
+            # dead-letter the page: failing after the record, they aborted the transaction again and
+            # again, and no page after this one was extracted.
+            discoveries = self._link_messages(page, record)
         except RegistryError:
             raise  # down, or refusing the version: never the page's fault, so never a dead letter
         except Exception as error:
@@ -312,19 +316,21 @@ class Extractor:
         producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
         metrics.EXTRACT_SECONDS.observe(time.perf_counter() - started)
         self.records += 1
-        self._publish_links(page, record, links)
+        for routing_key, batch in discoveries:  # sent with the transaction's commit
+            links.publish(self.topology.discovery_exchange, routing_key, batch, message_id=new_id())
 
-    def _publish_links(self, page: Mapping[str, Any], record: Mapping[str, Any], tx: TxChannel) -> None:
-        """The record's links (parsed once, by the extraction) to the frontier, one level deeper:
-        one message per shard, sent with the transaction's commit."""
+    def _link_messages(
+        self, page: Mapping[str, Any], record: Mapping[str, Any]
+    ) -> list[tuple[str, DiscoveredBatch]]:
+        """The record's links (parsed once, by the extraction) for the frontier, one level deeper:
+        ``(routing key, message)``, one message per shard, validated."""
         follow_all = self.settings.extract.follow_nofollow
         urls = [link["url"] for link in record["links"] if follow_all or not link["nofollow"]]
         batches = discovery_batches(
             self.topology, page["job_id"], urls, depth=int(page["depth"]) + 1,
             source_url=page.get("final_url") or page["url"], trace_id=page.get("trace_id"),
         )  # fmt: skip
-        for routing_key, batch in batches:
-            tx.publish(self.topology.discovery_exchange, routing_key, batch, message_id=new_id())
+        return list(batches)
 
     def _dead_letter(
         self, message: Message, producer: Producer, reason: str, stage: str, page: Mapping[str, Any] | None
