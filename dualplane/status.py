@@ -64,6 +64,27 @@ def job_row(snapshot: dict[str, Any], finished: bool, now_s: float) -> dict[str,
     }
 
 
+def job_detail(
+    settings: Settings, snapshot: dict[str, Any], extractor_lag: int | None, now_s: float
+) -> dict[str, Any]:
+    """One job's full counters (``status --job``) with its state by :class:`FinishRule`.
+
+    The frontier's own ``idle`` (nothing queued, in flight, retrying or in the backlog) is shown as
+    ``frontier_idle``: named ``idle``, it said a job was idle while the extractor was still behind
+    (a probe's finding), and pages not yet extracted may hold links that start new tasks.
+    """
+    rule = FinishRule.from_settings(settings)
+    finished = extractor_lag is not None and rule.finished_at(snapshot, now_s, lag=extractor_lag)
+    counters = {key: value for key, value in snapshot.items() if key != "idle"}
+    state = job_row(snapshot, finished, now_s)["state"]
+    return {
+        **counters,
+        "state": state,
+        "frontier_idle": bool(snapshot.get("idle")),
+        "extractor_lag": extractor_lag,
+    }
+
+
 def _part(errors: dict[str, str], name: str, read: Callable[[], Any], empty: Any) -> Any:
     try:
         return read()

@@ -15,7 +15,7 @@ from control_plane.frontier.progress import ProgressReader
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
-from dualplane.status import gather
+from dualplane.status import gather, job_detail
 
 
 def status(
@@ -76,7 +76,8 @@ def _view(
                 f"no progress for job {job!r} yet: is the frontier running (`dualplane run frontier`) "
                 "and was the job submitted with `dualplane crawl`?"
             )
-        view["job"] = snapshot
+        lag = next((row["lag"] for row in view["lag"] if row["consumer"] == "extractor"), None)
+        view["job"] = job_detail(settings, snapshot, lag, time.time())
     return view
 
 

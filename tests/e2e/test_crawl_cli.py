@@ -8,13 +8,19 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition
 
+import schemas
 from control_plane import amqp
 from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
+from data_plane.extract.offline import raw_page
+from data_plane.kafka import clients
+from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.core.settings import LimitSettings, Settings
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
@@ -155,3 +161,40 @@ def test_crawl_wait_fails_when_the_job_does_not_finish_in_time(env: dict[str, st
     result = run_cli("crawl", *seed, "--job", "never", "--wait", "--timeout-s", "3", env=env)
     assert result.exit_code == 1, result.stdout + result.stderr
     assert "error: job never did not finish within 3 s" in result.stderr
+
+
+def test_status_of_a_job_says_running_while_the_extractor_is_behind(
+    private_settings: Settings, env: dict[str, str], services: None
+) -> None:
+    """A probe's finding: ``status --job`` said ``idle: true`` while the extractor still had the job's
+    pages to read. The frontier's word is ``frontier_idle``; the job's state is the finish rule's."""
+    with RecordingHost(latency_s=0.01) as host:
+        crawl = run_cli(
+            "crawl", "--seed", f"{host.base_url}/a", "--job", "behind", "--wait", "--json", env=env
+        )
+    assert crawl.exit_code == 0, (
+        crawl.stderr
+    )  # finished: nothing on pages.raw yet (no fetcher writes it here)
+
+    ensure_data_plane_topics(private_settings)
+    producer = clients.producer(private_settings.kafka)
+    page = raw_page(
+        b"<p>not extracted yet</p>", f"{host.base_url}/a", fetched_at=datetime.now(UTC), job_id="behind"
+    )
+    producer.produce(private_settings.topics.pages_raw, schemas.encode("raw_page", page), b"k", partition=0)
+    assert producer.flush(30) == 0
+
+    behind = run_cli("status", "--job", "behind", "--json", env=env)
+    assert behind.exit_code == 0, behind.stderr
+    job = behind.json()["job"]
+    assert (job["state"], job["frontier_idle"], job["extractor_lag"], job["done"]) == ("running", True, 1, 1)
+    assert "idle" not in job
+
+    group = f"{private_settings.kafka.group_prefix}-extractor"  # as an extractor commits it
+    consumer = clients.consumer(private_settings.kafka, group)
+    try:
+        consumer.commit(offsets=[TopicPartition(private_settings.topics.pages_raw, 0, 1)], asynchronous=False)
+    finally:
+        consumer.close()
+    caught_up = run_cli("status", "--job", "behind", "--json", env=env)
+    assert (caught_up.json()["job"]["state"], caught_up.json()["job"]["extractor_lag"]) == ("finished", 0)
