@@ -176,8 +176,25 @@ class TaskReport(ControlMessage):
         return self.stage in FINAL_STAGES
 
 
+MAX_BATCH_REPORTS = 1000
+
+
+class TaskReports(ControlMessage):
+    """The reports a fetcher has for one frontier shard after one pass, as one message.
+
+    Sent with the pass's commit, in the same AMQP transaction as the acks of the tasks they report
+    on: one publish, one frontier handling and one handled-message record per pass and shard, where
+    a report each cost two of each per task (started, then done).
+    """
+
+    kind = "reports"
+
+    reports: tuple[TaskReport, ...] = Field(min_length=1, max_length=MAX_BATCH_REPORTS)
+
+
 MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
-    message.kind: message for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport)
+    message.kind: message
+    for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports)
 }
 M = TypeVar("M", bound=ControlMessage)
 

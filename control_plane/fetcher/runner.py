@@ -32,7 +32,8 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   like any link, and each hop passes the SSRF guard on its own.
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
   confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ.
-  Reports to the frontier are published before the ack.
+  Reports to the frontier are published with the ack, in the same AMQP transaction (one
+  message per frontier shard and pass, :class:`~control_plane.amqp.messages.TaskReports`).
 """
 
 from __future__ import annotations
@@ -53,11 +54,13 @@ from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.amqp.dead_letters import dead_letter
 from control_plane.amqp.discovery import discovery_batches
 from control_plane.amqp.messages import (
+    MAX_BATCH_REPORTS,
     PRIORITIES,
     CrawlTask,
     Priority,
     ReportStage,
     TaskReport,
+    TaskReports,
     new_id,
 )
 from control_plane.amqp.topology import Topology
@@ -131,6 +134,7 @@ class TaskRunner:
         self.lane_shares = lane_shares(self.capacity)
         self.lane_in_flight: dict[Priority, int] = dict.fromkeys(PRIORITIES, 0)
         self.consumer_: ControlConsumer | None = None
+        self._reports: dict[str, list[TaskReport]] = {}  # frontier shard -> reports of this pass
 
     def consumer(self) -> ControlConsumer:
         """The lanes' consumer; starts the throttle view first (blocks until its state is read)."""
@@ -147,6 +151,7 @@ class TaskRunner:
             on_tick=self._on_tick,
             name="fetcher",
             transactional=True,
+            before_commit=self._send_reports,
             drained=self._drained,
             drain_timeout_s=self.settings.fetch.drain_timeout_s,
         )
@@ -168,6 +173,7 @@ class TaskRunner:
     def _on_connected(self, consumer: ControlConsumer) -> None:
         assert consumer.connection is not None
         self.waiting.clear()  # their deliveries belonged to the previous connection
+        self._reports.clear()  # and so did these: their tasks' acks were never committed
         # Tasks still running belong to it too: their results are dropped (the broker requeued them),
         # so they no longer count against the capacity.
         self.in_flight = 0
@@ -392,9 +398,17 @@ class TaskRunner:
             attempt=task.attempt,
             detail=detail,
         )
-        self._consumer().publish(
-            self.topology.reports_exchange, self.topology.route(task.domain), report, message_id=new_id()
-        )
+        self._reports.setdefault(self.topology.route(task.domain), []).append(report)
+
+    def _send_reports(self, consumer: ControlConsumer) -> bool:
+        """Before each commit: the pass's reports, one message per frontier shard, in the transaction
+        that also acks their tasks (so a report is sent exactly when its task's ack is)."""
+        for route, reports in self._reports.items():
+            for first in range(0, len(reports), MAX_BATCH_REPORTS):
+                batch = TaskReports(reports=tuple(reports[first : first + MAX_BATCH_REPORTS]))
+                consumer.publish(self.topology.reports_exchange, route, batch, message_id=new_id())
+        self._reports.clear()
+        return True
 
     def _channel(self) -> BlockingChannel:
         assert self.consumer_ is not None and self.consumer_.channel is not None

@@ -35,7 +35,14 @@ import pika
 from control_plane import amqp
 from control_plane.amqp.discovery import discovery_batches
 from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import DiscoveredBatch, DiscoveredUrl, JobSpec, TaskReport, decode
+from control_plane.amqp.messages import (
+    DiscoveredBatch,
+    DiscoveredUrl,
+    JobSpec,
+    TaskReport,
+    TaskReports,
+    decode,
+)
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
 from control_plane.frontier.changelog import Changelog, ensure_changelog
@@ -236,7 +243,7 @@ class _Mover:
             return fallback  # where its handled record is: that shard republishes, it does not admit
         if isinstance(message, JobSpec):
             return self._job_rules(message, message_id)
-        if isinstance(message, DiscoveredBatch):
+        if isinstance(message, DiscoveredBatch | TaskReports):
             return self._split(message, message_id)
         if isinstance(message, TaskReport | DiscoveredUrl):
             key = self.topology.route(message.domain) if isinstance(message, TaskReport) else None
@@ -250,7 +257,11 @@ class _Mover:
         body = spec.encode()
         return [(str(index), f"{message_id}/{index}", body) for index in range(self.topology.shards)]
 
-    def _split(self, batch: DiscoveredBatch, message_id: str | None) -> list[tuple[str, str | None, bytes]]:
+    def _split(
+        self, batch: DiscoveredBatch | TaskReports, message_id: str | None
+    ) -> list[tuple[str, str | None, bytes]]:
+        if isinstance(batch, TaskReports):
+            return self._split_reports(batch, message_id)
         parts = discovery_batches(
             self.topology, batch.job_id, batch.urls, depth=batch.depth, source_url=batch.source_url,
             trace_id=batch.trace_id, priority=batch.priority,
@@ -258,6 +269,17 @@ class _Mover:
         return [
             (key, f"{message_id}/{key}", part.model_copy(update={"seed": batch.seed}).encode())
             for key, part in parts
+        ]
+
+    def _split_reports(
+        self, batch: TaskReports, message_id: str | None
+    ) -> list[tuple[str, str | None, bytes]]:
+        by_route: dict[str, list[TaskReport]] = {}
+        for report in batch.reports:
+            by_route.setdefault(self.topology.route(report.domain), []).append(report)
+        return [
+            (key, f"{message_id}/{key}", TaskReports(reports=tuple(reports)).encode())
+            for key, reports in by_route.items()
         ]
 
     def _route_url(self, url: str) -> str:

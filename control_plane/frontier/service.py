@@ -37,7 +37,14 @@ from contextlib import AbstractContextManager
 
 from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import CrawlTask, DiscoveredBatch, DiscoveredUrl, JobSpec, TaskReport
+from control_plane.amqp.messages import (
+    CrawlTask,
+    DiscoveredBatch,
+    DiscoveredUrl,
+    JobSpec,
+    TaskReport,
+    TaskReports,
+)
 from control_plane.amqp.topology import Topology
 from control_plane.frontier import metrics
 from control_plane.frontier.admission import Admission, Batch
@@ -118,7 +125,7 @@ class Frontier:
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
-        kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport)
+        kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports)
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
             self.settings, bindings, prefetch=200, name=f"frontier-{self.shard}", transactional=True,
@@ -229,6 +236,9 @@ class Frontier:
             self.snapshots.mark(message.job_id)
         elif isinstance(message, TaskReport):
             self._report(message)
+        elif isinstance(message, TaskReports):
+            for report in message.reports:
+                self._report(report)
         elif isinstance(message, DiscoveredBatch):
             batch = Batch(message.job_id, message.urls, message.depth, message.priority, message.seed)
             self._discover(batch)

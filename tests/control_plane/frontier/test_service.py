@@ -6,8 +6,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from control_plane import amqp
 from control_plane.amqp.consumer import wait_for
-from control_plane.amqp.messages import JobSpec
+from control_plane.amqp.messages import CrawlTask, JobSpec, ReportStage, TaskReport, TaskReports, decode
+from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
@@ -144,3 +146,37 @@ def test_permits_are_resized_when_a_restarted_frontier_has_a_lower_p_d(
         assert wait_for(lambda: restarted.queue_depth(queue) == 1, 10), restarted.queue_depth(queue)
     finally:
         restarted.stop()
+
+
+def test_a_batch_of_reports_frees_the_slots_of_the_tasks_it_ends(running_frontier: RunningFrontier) -> None:
+    """A fetcher's pass reports as one ``TaskReports`` message: each final report in it frees its
+    domain's slot, which releases a parked task, and reports for one task count once."""
+    cap = running_frontier.frontier.slots_per_domain
+    spec = JobSpec(job_id="reported", obey_robots=False)
+    running_frontier.submit(spec, [f"http://busy.example/page/{i}" for i in range(cap + 5)])
+    running_frontier.wait_progress("reported", queued=cap, backlog=5)
+
+    topology = running_frontier.topology
+    connection = amqp.connect(running_frontier.settings.amqp)
+    try:
+        channel = confirmed_channel(connection)
+        tasks = []
+        for _ in range(3):
+            method, _properties, body = channel.basic_get(topology.lane_queue("normal"), auto_ack=True)
+            assert method is not None
+            tasks.append(decode(body, CrawlTask))
+        stages: tuple[ReportStage, ...] = ("started", "done", "done")  # a repeat must not free a slot
+        reports = [_report(task, stage) for task in tasks for stage in stages]
+        route = topology.route("busy.example")
+        publish(channel, topology.reports_exchange, route, TaskReports(reports=tuple(reports)))
+    finally:
+        connection.close()
+
+    running_frontier.wait_progress("reported", done=3, backlog=2, queued=cap)
+
+
+def _report(task: CrawlTask, stage: ReportStage) -> TaskReport:
+    return TaskReport(
+        task_id=task.task_id, job_id=task.job_id, trace_id=task.trace_id, url=task.url, domain=task.domain,
+        stage=stage,
+    )  # fmt: skip
