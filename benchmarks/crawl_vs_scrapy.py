@@ -199,7 +199,13 @@ class Layout:
 
 
 def crawl_dualplane(
-    site: Site, concurrency: int, layout: Layout, work: Path, profile: Path | None = None
+    site: Site,
+    concurrency: int,
+    layout: Layout,
+    work: Path,
+    profile: Path | None = None,
+    *,
+    gil: bool = False,
 ) -> Crawl:
     settings = _settings(work, concurrency, layout)
     env = {**os.environ, **settings.to_env()}
@@ -215,7 +221,7 @@ def crawl_dualplane(
     try:
         time.sleep(8)  # imports, topic and queue declarations, throttle view: before the clock starts
         site.reset()
-        spies = _profile(services, profile) if profile is not None else []
+        spies = _profile(services, profile, gil) if profile is not None else []
         cpu_before, broker_before = cpu_s([p.pid for p in services]), cpu_s(list(brokers.values()))
         each_broker_before = {name: cpu_s([pid]) for name, pid in brokers.items()}
         each_before = [cpu_s([p.pid]) for p in services]
@@ -251,13 +257,17 @@ def crawl_dualplane(
                                                    for name, c in each_broker.items()}})  # fmt: skip
 
 
-def _profile(services: list[subprocess.Popen[bytes]], out: Path) -> list[subprocess.Popen[bytes]]:
-    """Sample every process of each service (and its children) with py-spy at 50 Hz."""
+def _profile(
+    services: list[subprocess.Popen[bytes]], out: Path, gil: bool = False
+) -> list[subprocess.Popen[bytes]]:
+    """Sample every process of each service (and its children) with py-spy at 50 Hz; with ``gil``
+    only threads holding the GIL (Python's CPU, without time blocked in C calls and syscalls)."""
     spy = str(Path(sys.executable).parent / "py-spy")
     spies = []
     for name, process in zip(SERVICES, services, strict=True):
         command = [spy, "record", "--pid", str(process.pid), "--subprocesses", "--rate", "50",
                    "--format", "raw", "--output", str(out / f"{name}.txt")]  # fmt: skip
+        command += ["--gil"] if gil else []
         spies.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return spies
 
@@ -332,6 +342,8 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--profile", type=Path, help="write py-spy samples of every service here")
+    parser.add_argument("--gil", action="store_true", help="profile only threads holding the GIL")
+    parser.add_argument("--no-scrapy", action="store_true", help="dualplane alone (profiling runs)")
     args = parser.parse_args()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -345,7 +357,13 @@ def main() -> None:
             work = Path(tmp)
             ours, theirs = [], []
             for _ in range(args.rounds):
-                ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile))
+                ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile, gil=args.gil))
+                if args.no_scrapy:
+                    extra = ours[-1].extra
+                    rate = f"{ours[-1].pages_per_s:.1f} pages/s"
+                    cpu = f"CPU ms/page {extra['cpu_ms_per_page']}, brokers {extra['broker_cpu_ms_per_page']}"
+                    _say(args, f"  round: dualplane {rate}, {cpu}")
+                    continue
                 theirs.append(crawl_scrapy(site, args.concurrency, work))
                 rates = f"dualplane {ours[-1].pages_per_s:.1f} pages/s, scrapy {theirs[-1].pages_per_s:.1f}"
                 _say(
@@ -353,6 +371,8 @@ def main() -> None:
                     f"  round: {rates}; dualplane CPU ms/page {ours[-1].extra['cpu_ms_per_page']}, "
                     f"brokers {ours[-1].extra['broker_cpu_ms_per_page']}",
                 )
+            if args.no_scrapy:
+                return
             report["dualplane"], report["scrapy"] = median_crawl(ours), median_crawl(theirs)
             report["ratio"] = statistics.median(
                 o.pages_per_s / t.pages_per_s for o, t in zip(ours, theirs, strict=True)
