@@ -34,7 +34,7 @@ import schemas
 from connectors.sink.base import FileStart, Item, Sink, SinkFile
 from connectors.sink.compression import GzipMember
 from connectors.sink.exceptions import SinkUnavailable, Unwritable
-from connectors.sink.warc_records import WARC_VERSION, request_member, response_member
+from connectors.sink.warc_records import WARC_VERSION, archived_uri, request_member, response_member
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckError, ClaimCheckUnavailable
 from schemas.exceptions import RegistryError
@@ -67,11 +67,15 @@ class WarcSink(Sink):
         except Exception as error:
             raise Unwritable(f"undecodable raw page: {error}") from error
         body = self._body(page)
-        return Item("", str(page.get("job_id") or ""), self._members(message, page, body))
+        try:
+            members = self._members(message, page, body)
+        except Exception as error:  # a page no record can be made of: dead-lettered, never a stop
+            raise Unwritable(f"cannot archive a raw page: {type(error).__name__}: {error}") from error
+        return Item("", str(page.get("job_id") or ""), members)
 
     def _members(self, message: Message, page: dict[str, Any], body: bytes) -> bytes:
         topic, partition, offset = message.topic() or "", message.partition() or 0, message.offset() or 0
-        url = str(page.get("final_url") or page["url"])
+        url = archived_uri(str(page.get("final_url") or page["url"]))
         date = _warc_date(page["fetched_at"])
         response_id = _record_id(topic, partition, offset, "response")
         request = request_member(

@@ -7,16 +7,26 @@ Content-Length; the test ``tests/connectors/sink/test_warc_records.py`` compares
 from strings: the body is read twice (SHA-1 for the payload digest, SHA-1 with the HTTP head for the
 block digest) and compressed once, each record in one call (:mod:`connectors.sink.compression`). An
 HTTP head that is not plain ASCII is %-encoded by warcio itself, as it would be in ``WARCWriter``.
+
+A raw page is outside input (anyone may write ``pages.raw``, and a job id is whatever ``crawl --job``
+was given), so nothing of it reaches a header line unescaped: a URL that is not plain printable ASCII
+is archived in its URI form (:func:`archived_uri`), and control characters in a job id or in the
+page's header names and values are %-escaped. A CR LF there ended a header early or added one (a job id
+with a blank line in it cut the WARC head short), and a non-ASCII URL or header name raised, which
+stopped the sink at that page for ever.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
+import re
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
+from w3lib.url import safe_url_string
 from warcio.statusandheaders import StatusAndHeaders
 
 from connectors.sink.compression import GzipMember
@@ -25,6 +35,9 @@ WARC_VERSION = "WARC/1.0"
 RENAMED = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 RECORD_END = b"\r\n\r\n"
 EMPTY_SHA1 = "sha1:" + base64.b32encode(hashlib.sha1(b"").digest()).decode("ascii")
+NOT_PRINTABLE_ASCII = re.compile(r"[^\x21-\x7e]")
+CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")  # a tab may stand in a header value
+NOT_TOKEN = re.compile(r"[^\x21-\x7e]|:")
 
 
 def response_member(
@@ -38,7 +51,7 @@ def response_member(
     if page.get("body_truncated"):
         fields.append("WARC-Truncated: length")
     if page.get("job_id"):
-        fields.append(f"WARC-X-Dualplane-Job: {page['job_id']}")
+        fields.append(f"WARC-X-Dualplane-Job: {_escaped(CONTROL, str(page['job_id']))}")
     fields += [
         f"WARC-Block-Digest: {_sha1_label(block.digest())}",
         f"WARC-Payload-Digest: {_sha1_label(hashlib.sha1(body).digest())}",
@@ -75,17 +88,39 @@ def http_response_head(page: dict[str, Any], length: int) -> bytes:
     except ValueError:
         phrase = "Unknown"
     headers = [
-        (f"X-Archive-Orig-{name}" if name.lower() in RENAMED else name, str(value))
-        for name, value in dict(page.get("headers") or {}).items()
+        _archived_header(str(name), str(value)) for name, value in dict(page.get("headers") or {}).items()
     ]
     headers.append(("Content-Length", str(length)))
     return _http_head(f"HTTP/1.1 {status} {phrase}", headers)
 
 
+def _archived_header(name: str, value: str) -> tuple[str, str]:
+    name = _escaped(NOT_TOKEN, name)
+    return (f"X-Archive-Orig-{name}" if name.lower() in RENAMED else name), _escaped(CONTROL, value)
+
+
 def http_request_head(url: str) -> bytes:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # no URL at all (an unclosed IPv6 bracket): the request line names it whole
+        return _http_head(f"GET {url} HTTP/1.1", [("Host", "")])
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return _http_head(f"GET {target} HTTP/1.1", [("Host", parts.netloc)])
+
+
+def archived_uri(url: str) -> str:
+    """``url`` as the archive names it: unchanged when it is printable ASCII (as every URL the fetcher
+    writes), else its URI form (w3lib's: IDNA host, UTF-8 %-escapes) with whatever is still not
+    printable ASCII %-escaped (a host IDNA refuses), so that it can stand in a request line."""
+    if not NOT_PRINTABLE_ASCII.search(url):
+        return url
+    with contextlib.suppress(ValueError):  # e.g. a port out of range: then escaped as it is
+        url = safe_url_string(url)
+    return _escaped(NOT_PRINTABLE_ASCII, url)
+
+
+def _escaped(pattern: re.Pattern[str], text: str) -> str:
+    return pattern.sub(lambda match: quote(match.group(), safe=""), text)
 
 
 def _http_head(first_line: str, headers: list[tuple[str, str]]) -> bytes:

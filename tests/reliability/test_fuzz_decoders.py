@@ -2,12 +2,14 @@
 reject, and every reject says why. A fixed example budget and derandomized runs keep CI repeatable.
 
 Decoders: control messages (JSON, nested without bound), raw-page envelopes in both Avro wire
-formats (single-object and Confluent), robots.txt, URLs, charsets, and a whole extraction.
+formats (single-object and Confluent), robots.txt, URLs, charsets, a whole extraction, and the S3
+sink's WARC records of any raw page.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -16,8 +18,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from protego import Protego
+from warcio.archiveiterator import ArchiveIterator
 
 import schemas
+from connectors.sink.compression import gzip_member
+from connectors.sink.warc import WarcSink
 from control_plane.amqp.exceptions import MessageRejected
 from control_plane.amqp.messages import MESSAGE_TYPES, ControlMessage, decode
 from control_plane.frontier.robots import _Policy
@@ -26,6 +31,7 @@ from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.extract.source import read_source
 from dualplane.core.json_bounds import loads_bounded
+from dualplane.core.settings import Settings, SinkSettings
 from dualplane.core.web.charset import detect_charset
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import canonicalize, domain_of
@@ -193,3 +199,81 @@ def test_extraction_of_any_body_gives_a_record_or_a_reason(body: bytes, content_
         assert failed.reason.strip()
         return
     assert record["url"] == "https://fuzz.example/p"
+
+
+class _Message:
+    def __init__(self, value: bytes) -> None:
+        self._value = value
+
+    def value(self) -> bytes:
+        return self._value
+
+    def topic(self) -> str:
+        return "pages.raw"
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return 7
+
+
+WARC_SINK = WarcSink(
+    "pages.raw",
+    schemas.codec_for(Settings()),
+    None,  # type: ignore[arg-type]  # bodies are inline here: no claim check is read
+    gzip=gzip_member(SinkSettings(gzip_engine="zlib")),
+)
+RESPONSE_FIELDS = {
+    "WARC-Record-ID", "WARC-Date", "WARC-X-Dualplane-Job", "WARC-Block-Digest", "WARC-Payload-Digest",
+    "WARC-Type", "WARC-Target-URI", "Content-Type", "Content-Length",
+}  # fmt: skip
+urls = st.one_of(
+    st.text(max_size=80),
+    st.builds(lambda host, path: f"http://{host}/{path}", st.text(max_size=15), st.text(max_size=40)),
+)
+
+
+@BUDGET
+@given(
+    urls,
+    st.text(max_size=30),
+    st.dictionaries(st.text(max_size=15), st.text(max_size=30), max_size=4),
+    st.integers(min_value=-(2**31), max_value=2**31 - 1),
+    st.binary(max_size=300),
+)
+@example("http://bücher.example/straße", "", {}, 200, b"<p>an IRI</p>")  # found here: a non-ASCII URL raised
+@example("http://a.example/", "job\r\n\r\nWARC-Type: resource", {}, 200, b"x")  # cut the WARC head short
+@example("http://a.example/", "j", {"X-A": "1\r\nSet-Cookie: injected"}, 200, b"x")
+@example("http://a.example/", "j", {"Ünïcode": "v"}, 200, b"x")  # found here: a non-ASCII header name raised
+def test_any_raw_page_is_archived_as_two_records_a_warc_reader_reads_back(
+    url: str, job_id: str, headers: dict[str, str], status: int, body: bytes
+) -> None:
+    made = raw_page(
+        body, "http://fuzz.example/", fetched_at=AT, job_id=job_id, status=status, headers=headers
+    )
+    page = {**made, "url": url, "final_url": url, "task_id": "t"}
+    item = WARC_SINK.prepare(_Message(schemas.encode("raw_page", page)))  # type: ignore[arg-type]
+
+    read = []
+    for record in ArchiveIterator(io.BytesIO(item.payload)):
+        fields = [name for name, _ in record.rec_headers.headers]
+        read.append(
+            (record.rec_type, fields, record.rec_headers, record.http_headers, record.raw_stream.read())
+        )
+    assert [kind for kind, *_ in read] == ["request", "response"]
+    (_, _, request, _, _), (_, fields, response, http, payload) = read
+    if http is None:  # warcio reads the HTTP head only under an http(s) URI: the block is head and body
+        head, _, payload = payload.partition(b"\r\n\r\n")
+        assert head.count(b"\r\n") == len(headers) + 1  # the status line, each header and the length
+    else:
+        assert len(http.headers) == len(headers) + 1  # each of the page's headers, and the true length
+    assert payload == body
+    assert len(fields) == len(set(fields)) and set(fields) <= RESPONSE_FIELDS, fields
+    assert ("WARC-X-Dualplane-Job" in fields) == bool(job_id)
+    target = response.get_header("WARC-Target-URI")
+    assert (
+        target == request.get_header("WARC-Target-URI")
+        and (target or "x").isprintable()
+        and (target or "").isascii()
+    )
