@@ -13,12 +13,17 @@ bunch. A broker restart has landed when the broker listens again. Victims are dr
 (fetcher, extractor, frontier), so every kind of worker dies at least once. The figures and the
 time to finish after the last fault are printed. No politeness delay and 8 requests per host: the
 test must stay within CI's budget.
+
+It runs twice: as it is, and under a CPU hog (one busy process per core at the workers' own priority
+for the whole crawl), where timeouts, heartbeats and leases meet a starved machine.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -103,6 +108,20 @@ def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
     made = Pipeline(settings, tmp_path)
     yield made
     made.stop_all()
+
+
+@pytest.fixture(params=[False, True], ids=["plain", "under-a-cpu-hog"])
+def cpu_hog(request: pytest.FixtureRequest) -> Iterator[int]:
+    """How many busy processes share the machine with the crawl: none, or one per core."""
+    hogs = [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)
+    ] if request.param else []  # fmt: skip
+    try:
+        yield len(hogs)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait(10)
 
 
 class Restart:
@@ -194,7 +213,11 @@ def _trace(settings: Settings, urls: list[str], served: Counter[str]) -> str:
 
 @pytest.mark.timeout(600)
 def test_a_crawl_through_kills_and_broker_restarts_loses_nothing_and_records_each_page_once(
-    brokers: BrokerSession, settings: Settings, pipeline: Pipeline, capsys: pytest.CaptureFixture[str]
+    brokers: BrokerSession,
+    settings: Settings,
+    pipeline: Pipeline,
+    cpu_hog: int,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     if brokers.backend != "local":
         pytest.skip("restarting brokers needs the embedded stack (DUALPLANE_TEST_BACKEND=local)")
@@ -236,7 +259,9 @@ def test_a_crawl_through_kills_and_broker_restarts_loses_nothing_and_records_eac
     twice = [key for key, count in records.items() if count > 1]
     lost = reachable - {url for _, url in records}
     with capsys.disabled():
-        print(f"\nchaos crawl: {len(reachable)} reachable pages, {sum(records.values())} committed records, "
+        hogged = f" under a CPU hog of {cpu_hog} busy processes" if cpu_hog else ""
+        print(f"\nchaos crawl{hogged}: {len(reachable)} reachable pages, "
+              f"{sum(records.values())} committed records, "
               f"{len(twice)} duplicates, {len(lost)} lost, {refetched} refetches "
               f"({sum(raw_pages.values()) - len(raw_pages)} pages on pages.raw twice), {len(letters)} dead "
               f"letters; {time.monotonic() - started:.0f} s in all, finished {finished_s:.0f} s after the "
