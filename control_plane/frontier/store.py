@@ -148,6 +148,13 @@ class FrontierState:
         self._migrate()
         self.db.commit()
         self.dirty: set[tuple[str, str]] = set()  # (table, key) changed since the last commit
+        # Rows of ``dirty`` whose content is known from the write itself (a new task's, a task's new
+        # state): ``changes`` takes them from here instead of reading each back (a SELECT per task was
+        # a tenth of the frontier's time at 10,000 URLs/s).
+        self._rows: dict[tuple[str, str], dict[str, Any]] = {}
+        # (outstanding, permits, permits_declared_at) per domain, as read or written since the cache
+        # was last dropped; every write to a domain's row goes through here or drops its entry.
+        self._domains: dict[str, tuple[int, int, float | None]] = {}
         self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
 
     def _migrate(self) -> None:
@@ -159,12 +166,13 @@ class FrontierState:
     def commit(self) -> None:
         self.db.commit()
         self.dirty.clear()
+        self._rows.clear()
 
     def rollback(self) -> None:
         """Forget everything since the last commit (the changelog did not take it)."""
         self.db.rollback()
         self.dirty.clear()
-        self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
+        self.restored()
 
     def close(self) -> None:
         self.db.rollback()
@@ -174,8 +182,12 @@ class FrontierState:
 
     def changes(self) -> list[tuple[str, dict[str, Any] | None]]:
         """Every row changed since the last commit as ``("table/key", row)``; ``None``: deleted."""
-        changed = []
+        changed: list[tuple[str, dict[str, Any] | None]] = []
         for table, key in sorted(self.dirty):
+            known = self._rows.get((table, key))
+            if known is not None:
+                changed.append((f"{table}/{key}", known))
+                continue
             column = TABLE_KEYS[table]
             cursor = self.db.execute(f"SELECT * FROM {table} WHERE {column} = ?", (key,))
             row = cursor.fetchone()
@@ -189,6 +201,8 @@ class FrontierState:
         column = TABLE_KEYS.get(table)
         if column is None:
             raise ValueError(f"changelog row {name!r} names no table of the frontier state")
+        if table == "domains":
+            self._domains.pop(key, None)
         if row is None:
             self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (key,))
             return
@@ -200,7 +214,10 @@ class FrontierState:
         )
 
     def restored(self) -> None:
-        """Call after replaying a changelog: recompute what is cached in memory."""
+        """Call after replaying a changelog or rolling back (to a savepoint too): recompute what is
+        cached in memory."""
+        self._rows.clear()
+        self._domains.clear()
         self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
 
     def meta(self, name: str) -> str | None:
@@ -287,12 +304,18 @@ class FrontierState:
 
     def task_issued(self, task_id: str, job_id: str, domain: str) -> None:
         """Record a published task as queued and count it against its domain."""
-        self.db.execute(
+        cursor = self.db.execute(
             "INSERT OR IGNORE INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, 'queued')",
             (task_id, job_id, domain),
         )
         self.dirty.add(("tasks", task_id))
+        if cursor.rowcount == 1:  # else the row was there already: changes() reads it
+            self._task_row(task_id, job_id, domain, "queued")
         self.add_outstanding(domain, 1)
+
+    def _task_row(self, task_id: str, job_id: str, domain: str, state: str) -> None:
+        row = {"task_id": task_id, "job_id": job_id, "domain": domain, "state": state}
+        self._rows[("tasks", task_id)] = row
 
     def task_reported(self, task_id: str, job_id: str, domain: str, stage: str) -> bool:
         """Move the task to the state ``stage`` implies; True when it became final just now.
@@ -300,18 +323,21 @@ class FrontierState:
         Reports for a task already final are ignored, so duplicates after crashes count once.
         """
         new_state = STAGE_TO_STATE[stage]
-        row = self.db.execute("SELECT state FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+        query = "SELECT state, job_id, domain FROM tasks WHERE task_id = ?"
+        row = self.db.execute(query, (task_id,)).fetchone()
         if row is None:  # issued before this database existed: adopt it
             self.db.execute(
                 "INSERT INTO tasks (task_id, job_id, domain, state) VALUES (?, ?, ?, ?)",
                 (task_id, job_id, domain, new_state),
             )
             self.dirty.add(("tasks", task_id))
+            self._task_row(task_id, job_id, domain, new_state)
             return False
         if row[0] in FINAL_STATES or row[0] == new_state:
             return False
         self.db.execute("UPDATE tasks SET state = ? WHERE task_id = ?", (new_state, task_id))
         self.dirty.add(("tasks", task_id))
+        self._task_row(task_id, row[1], row[2], new_state)
         if new_state in FINAL_STATES:
             self.add_outstanding(domain, -1)
             return True
@@ -324,20 +350,27 @@ class FrontierState:
 
     def domain(self, domain: str) -> tuple[int, int, float | None]:
         """(outstanding, permits, permits_declared_at) of ``domain``."""
+        cached = self._domains.get(domain)
+        if cached is not None:
+            return cached
         row = self.db.execute(
             "SELECT outstanding, permits, permits_declared_at FROM domains WHERE domain = ?", (domain,)
         ).fetchone()
-        return (int(row[0]), int(row[1]), row[2]) if row else (0, 0, None)
+        found = (int(row[0]), int(row[1]), row[2]) if row else (0, 0, None)
+        self._domains[domain] = found
+        return found
 
     def add_outstanding(self, domain: str, delta: int) -> None:
-        before = self.domain(domain)[0]
+        before, permits, declared_at = self.domain(domain)
         self.db.execute(
             "INSERT INTO domains (domain, outstanding, last_active_at) VALUES (?, MAX(0, ?), ?) "
             "ON CONFLICT (domain) DO UPDATE SET outstanding = MAX(0, outstanding + ?), "
             "last_active_at = excluded.last_active_at",
             (domain, delta, time.time(), delta),
         )
-        self._outstanding += max(0, before + delta) - before
+        after = max(0, before + delta)
+        self._domains[domain] = (after, permits, declared_at)
+        self._outstanding += after - before
         self.dirty.add(("domains", domain))
 
     def set_permits(self, domain: str, permits: int, declared_at: float, debt: int = 0) -> None:
@@ -348,6 +381,7 @@ class FrontierState:
             "permits_declared_at = excluded.permits_declared_at, permit_debt = excluded.permit_debt",
             (domain, permits, declared_at, debt),
         )
+        self._domains.pop(domain, None)
         self.dirty.add(("domains", domain))
 
     def permit_ledger(self, domain: str) -> PermitLedger:
@@ -363,6 +397,7 @@ class FrontierState:
             "UPDATE domains SET permits = ?, permit_debt = ? WHERE domain = ?",
             (ledger.target, ledger.debt, domain),
         )
+        self._domains.pop(domain, None)
         self.dirty.add(("domains", domain))
 
     def domains_in_debt(self) -> list[str]:
