@@ -19,6 +19,8 @@ from data_plane.extract.product_markup import MarkupProduct, markup_product
 from data_plane.extract.schema_org import structured_product
 from data_plane.extract.structured import Structured
 
+LISTED_PRODUCTS = 3
+"""Structured data naming this many different products, none of them the page's heading, is a listing's."""
 EMBEDDED_FIELDS = ("price", "currency", "availability", "sku")
 """The embedded state is read only when one of these is still missing after structured data."""
 
@@ -34,6 +36,8 @@ def extract_product(
     Without ``heuristics`` only structured data is read: the extruct-only baseline of the benchmark.
     ``html`` is the page's source, where its embedded state JSON is looked for.
     """
+    if _lists_products(page, data):
+        return None
     structured = structured_product(data, base_url)
     declared = bool(data.products) or (data.og("og:type") or "").lower().startswith("product")
     if not heuristics:
@@ -45,6 +49,20 @@ def extract_product(
     if html and any(getattr(fields, name) is None for name in EMBEDDED_FIELDS):
         fields = fields.or_else(embedded_product(html, fields.name or shown.fields.name))
     return _visible_first(fields.or_else(shown.fields), shown)
+
+
+def _lists_products(page: Markup, data: Structured) -> bool:
+    """True when the structured data describes several products and none is the one the page is about.
+
+    A category or home page often publishes every product of its grid; a product page that publishes its
+    related items too names its own product in its ``<h1>``.
+    """
+    names = {" ".join(str(node.get("name") or "").split()).casefold() for node in data.products} - {""}
+    if len(names) < LISTED_PRODUCTS:
+        return False
+    heading = page.main(headed=True).css_first("h1")
+    title = " ".join(heading.text(separator=" ").split()).casefold() if heading is not None else ""
+    return not any(name in title or (title and title in name) for name in names)
 
 
 def _looks_like_one(shown: MarkupProduct) -> bool:

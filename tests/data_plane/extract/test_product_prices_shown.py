@@ -94,3 +94,18 @@ def test_a_grid_of_other_products_does_not_give_the_products_price() -> None:
     html = f"""<html><body><div class="product"><h1>Blue Mug</h1><p>Our price: £15.50</p>
     <button>Add to Cart</button><p>SKU: MUG-01</p></div><div class="row">{CARDS}</div></body></html>"""
     assert price_of(html) == (Decimal("15.5000"), "GBP")
+
+
+def _microdata_product(name: str, price: str) -> str:
+    return f"""<div itemscope itemtype="https://schema.org/Product"><span itemprop="name">{name}</span>
+    <div itemprop="offers" itemscope itemtype="https://schema.org/Offer"><span itemprop="price">{price}</span>
+    <meta itemprop="priceCurrency" content="GBP"></div></div>"""
+
+
+def test_structured_data_of_a_grid_whose_products_are_none_of_the_heading_is_a_listing() -> None:
+    grid = "".join(
+        _microdata_product(name, "10.00") for name in ("Polo Shirt", "Loose Jeans", "Tapered Jeans")
+    )
+    assert product_of(f"<html><body><h1>New In</h1>{grid}</body></html>") is None
+    shown = f"<html><body><h1>Polo Shirt</h1>{grid}</body></html>"
+    assert price_of(shown) == (Decimal("10.0000"), "GBP")
