@@ -2,8 +2,8 @@
 reject, and every reject says why. A fixed example budget and derandomized runs keep CI repeatable.
 
 Decoders: control messages (JSON, nested without bound), raw-page envelopes in both Avro wire
-formats (single-object and Confluent), robots.txt, URLs, charsets, a whole extraction, and the S3
-sink's WARC records of any raw page.
+formats (single-object and Confluent), robots.txt, URLs, charsets, a whole extraction, the
+extractor service's handling of any raw page, and the S3 sink's WARC records of any raw page.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from data_plane.extract.exceptions import ExtractionFailed
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.extract.source import read_source
+from data_plane.extractor.service import Extractor
 from dualplane.core.json_bounds import loads_bounded
 from dualplane.core.settings import Settings, SinkSettings
 from dualplane.core.web.charset import detect_charset
@@ -201,6 +202,56 @@ def test_extraction_of_any_body_gives_a_record_or_a_reason(body: bytes, content_
     assert record["url"] == "https://fuzz.example/p"
 
 
+class _Produced:
+    """What the extractor hands to its Kafka producer and its AMQP transaction (no broker here)."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, bytes]] = []
+
+    def produce(self, topic: str, value: bytes, key: bytes | None = None, **_: Any) -> None:
+        self.messages.append((topic, value))
+
+    def publish(self, exchange: str, routing_key: str, message: ControlMessage, **_: Any) -> None:
+        self.messages.append((exchange, message.encode()))
+
+
+EXTRACTOR = Extractor(Settings())
+page_urls = st.one_of(st.text(max_size=60), st.just("https://fuzz.example/p"))
+content_types = st.one_of(st.none(), st.sampled_from(["text/html", "application/pdf"]), st.text(max_size=20))
+raw_page_fields = st.fixed_dictionaries(
+    {
+        "url": page_urls,
+        "final_url": page_urls,
+        "job_id": st.text(max_size=20),
+        "depth": st.integers(min_value=-(2**31), max_value=2**31 - 1),
+        "status": st.integers(min_value=-(2**31), max_value=2**31 - 1),
+        "charset": st.one_of(st.none(), st.text(max_size=12)),
+        "content_type": content_types,
+    }
+)
+
+
+@SMALL_BUDGET
+@given(
+    raw_page_fields, st.one_of(st.binary(max_size=600), st.sampled_from([b"", b'<a href="/next">next</a>']))
+)
+@example({"depth": -2}, b'<a href="/next">next</a>')  # found auditing #16: the extractor crash-looped
+def test_the_extractor_ends_any_raw_page_as_one_record_or_one_dead_letter(
+    fields: dict[str, Any], body: bytes
+) -> None:
+    page = {**raw_page(body, "https://fuzz.example/p", fetched_at=AT), "task_id": "t", **fields}
+    produced = _Produced()
+    EXTRACTOR.handled.aborted()  # each example in a transaction of its own: no page was handled before
+    EXTRACTOR._handle(_Message(schemas.encode("raw_page", page)), produced, produced)  # type: ignore[arg-type]
+
+    topics = EXTRACTOR.settings.topics
+    ends = [topic for topic, _ in produced.messages if topic in (topics.records, topics.dead_letters)]
+    assert len(ends) == 1, ends
+    if ends == [topics.dead_letters]:
+        letter = schemas.decode(next(v for t, v in produced.messages if t == topics.dead_letters)).record
+        assert letter["reason"].strip() and letter["stage"]
+
+
 class _Message:
     def __init__(self, value: bytes) -> None:
         self._value = value
@@ -216,6 +267,9 @@ class _Message:
 
     def offset(self) -> int:
         return 7
+
+    def key(self) -> bytes:
+        return b"key"
 
 
 WARC_SINK = WarcSink(
