@@ -32,16 +32,18 @@ def extract_product(
 
     A page is a product page when its structured data declares a Product (or ``og:type`` product), or,
     with ``heuristics``, when its markup shows a price together with a SKU, an element about stock or
-    an add-to-cart control (a stock phrase in running text is not enough: articles quote them).
-    Without ``heuristics`` only structured data is read: the extruct-only baseline of the benchmark.
+    an add-to-cart control (a stock phrase in running text is not enough: articles quote them); with
+    ``heuristics``, not when its structured data names several products and none is its heading (a
+    listing). Without ``heuristics`` only structured data is read: the extruct-only baseline of the
+    benchmark.
     ``html`` is the page's source, where its embedded state JSON is looked for.
     """
-    if _lists_products(page, data):
-        return None
     structured = structured_product(data, base_url)
     declared = bool(data.products) or (data.og("og:type") or "").lower().startswith("product")
     if not heuristics:
         return structured.or_else(ProductFields(name=data.og("og:title"))) if declared else None
+    if _lists_products(page, data):
+        return None
     shown = markup_product(page, base_url, declared=declared)
     if not declared and not _looks_like_one(shown):
         return None
