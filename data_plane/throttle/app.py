@@ -13,13 +13,13 @@ Per domain (the topic's key, so one domain's events stay in one partition and on
 - ``buckets``: a **tumbling-window table** of one bucket per ``WINDOW_STEP_S`` of total / blocked
   (rate_limited, forbidden, blocked_challenge) / timeouts / server errors, latency and the largest
   Retry-After; the hopping window that is judged (size ``WINDOW_SIZE_S``, step ``WINDOW_STEP_S``) is
-  the sum of the buckets it spans (:mod:`data_plane.throttle.windows`), so an event costs one changelog
-  write, not one per window it falls in. Buckets are **relative to the event's ``fetched_at``**
-  (a time handler equivalent to ``relative_to_field(FetchEvent.fetched_at)``, which needs a Faust
-  Record where we have raw Avro) rather than ``relative_to_stream`` (the Kafka timestamp), because
-  fetched_at is when the site answered: a fetcher whose Kafka producer buffered through a broker
-  outage, or a replay, still lands each fetch in the window it happened in, and tests can place
-  events in time.
+  the sum of the buckets it spans (:mod:`data_plane.throttle.windows`). Events are counted into the
+  table's local store at once and each changed bucket is written to the changelog once per commit,
+  before the offsets (:mod:`data_plane.throttle.buckets`), not once per event, nor once per window
+  an event falls in. Buckets are **by the event's ``fetched_at``** rather than the Kafka timestamp,
+  because fetched_at is when the site answered: a fetcher whose Kafka producer buffered through a
+  broker outage, or a replay, still lands each fetch in the window it happened in, and tests can
+  place events in time.
 - ``states``: a plain table of the policy state (P_d, delay, pause, streaks) and the last command.
 
 On every event the policy (:func:`data_plane.throttle.policy.decide`) judges the domain's window
@@ -58,11 +58,11 @@ after every start and rebalance, before its agent sees an event. What we do abou
   A SIGKILLed worker's last window updates may never have reached the changelog; until the new worker
   has re-read those events its windows lack them. The snapshot's ``offsets`` (last offset handled per
   partition) says how far it has read.
-- **Recovered windows never expire** (Faust schedules expiry only for keys written after start,
-  robinhood/faust#44, faust-streaming#385). After each recovery we drop windows older than the
-  expiry from the local store; the changelog gets ``segment.ms`` equal to the window expiry so Kafka's
-  retention (Faust sets ``retention.ms`` to the expiry) really removes old windows and recovery stays
-  short, instead of replaying a week of segments.
+- **Buckets never expire by themselves** (Faust schedules expiry only for keys written through its
+  table API after start, robinhood/faust#44, faust-streaming#385). A timer and every recovery drop
+  buckets older than the expiry from the local store; the changelog gets ``segment.ms`` equal to the
+  window expiry so Kafka's retention (Faust sets ``retention.ms`` to the expiry) really removes old
+  buckets and recovery stays short, instead of replaying a week of segments.
 - **Windows closed during a rebalance are lost to ``on_window_close``** (faust-streaming#193): we never
   use ``on_window_close``; decisions read the table, so nothing depends on a close callback firing.
 - **``.current()`` of a hopping table is its newest, nearly empty window**: we read the oldest open

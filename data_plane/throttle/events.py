@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -48,14 +47,7 @@ def parse_fetch_event(value: Any) -> FetchSample:
     return _parse(value)
 
 
-def event_time_s(value: Any) -> float:
-    """``fetched_at`` of a raw fetch event, in epoch seconds: the windows' notion of time."""
-    return parse_fetch_event(value).fetched_at_s
-
-
-@functools.lru_cache(maxsize=256)
 def _parse(value: bytes) -> FetchSample:
-    # Cached: the agent and the windowed table's time handler both read each event; decode it once.
     try:
         decoded = schemas.decode(value)
     except SchemaError as error:

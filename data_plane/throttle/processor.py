@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import math
 import os
 import random
 import socket
@@ -14,22 +12,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-import faust
 from faust.tables.wrappers import WindowWrapper
 
+from data_plane.throttle.buckets import BucketStore
 from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.events import FetchSample, event_time_s, parse_fetch_event
+from data_plane.throttle.events import FetchSample, parse_fetch_event
 from data_plane.throttle.exceptions import BadFetchEvent
 from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
+from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.rewind import rewind_uncommitted
 from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import (
-    WindowRange,
-    add_sample,
-    bucket_ranges,
     counts_of,
-    merged,
     summary,
     window_to_judge,
 )
@@ -54,7 +49,7 @@ class ThrottleProcessor:
 
     def __init__(
         self,
-        app: faust.App,
+        app: ThrottleApp,
         settings: Settings,
         config: ThrottleSettings,
         partitions: int,
@@ -77,15 +72,15 @@ class ThrottleProcessor:
             settings.topics.throttle_state, key_type=bytes, value_type=bytes,
             key_serializer="raw", value_serializer="raw",
         )  # fmt: skip
-        # One bucket a step; a judged window is the sum of its buckets (see data_plane.throttle.windows).
+        # One bucket a step; a judged window is the sum of its buckets (see data_plane.throttle.windows),
+        # counted in memory and written per commit (data_plane.throttle.buckets).
         tumbling = app.Table(
             "buckets",
             default=dict,
             partitions=partitions,
             extra_topic_configs={"segment.ms": str(int(self.expires_s * 1000))},
         ).tumbling(self.step_s, expires=self.expires_s)
-        # relative_to(callable) is the general form of relative_to_field (not on the abstract type).
-        self.buckets = cast(WindowWrapper, tumbling).relative_to(_fetched_at)
+        self.buckets = BucketStore(cast(WindowWrapper, tumbling), self.size_s, self.step_s)
         self.states = app.Table("states", default=dict, partitions=partitions)
         # Requests per domain per UTC day, for the budget rule; no table (no changelog) without a budget.
         self.daily = app.Table("daily", default=dict, partitions=partitions) if config.daily_budget else None
@@ -115,6 +110,8 @@ class ThrottleProcessor:
         app.agent(self.events_topic, name="throttle")(throttle)
         app.task(start_publisher)
         app.timer(self.config.snapshot_interval_s, name="throttle-snapshot")(self.write_snapshot)
+        app.timer(self.step_s, name="throttle-expiry")(self._expire)
+        app.flush_hooks.append(self.buckets.write)  # counts reach the changelog before offsets commit
         app.page("/throttle/")(all_domains)
         app.page("/throttle/{domain}/")(one_domain)
         # cast: mode's receiver type names its signal argument by a string mypy cannot resolve.
@@ -143,7 +140,7 @@ class ThrottleProcessor:
     async def _handle(self, sample: FetchSample, event: Any) -> None:
         self.stats.events += 1
         partition, offset = event.message.partition, event.message.offset
-        self.buckets[sample.domain].apply(_add, (sample, partition, offset), event)
+        self.buckets.add(sample, partition, offset)
         used = self._count_daily(sample, partition, offset)
         if time.time() - sample.fetched_at_s > self.config.max_lag_s:
             self.stats.stale_events += 1
@@ -174,7 +171,7 @@ class ThrottleProcessor:
             return  # redelivered after a crash: this event was judged before the state was saved
         state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
         window = window_to_judge(now_s, self.size_s, self.step_s, state.last_change_s)
-        value = self._window_value(domain, window) if window is not None else {}
+        value = self.buckets.window_value(domain, window) if window is not None else {}
         counts = counts_of(value)
         budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
@@ -245,7 +242,7 @@ class ThrottleProcessor:
         """One domain's entry, with its window read from the table at the current wall-clock time."""
         entry = self._domain_entry(domain)
         window = window_to_judge(time.time(), self.size_s, self.step_s, entry["last_change_s"])
-        entry["window_now"] = summary(self._window_value(domain, window), window) if window else None
+        entry["window_now"] = summary(self.buckets.window_value(domain, window), window) if window else None
         return {"domain": domain, "ready": self.ready, **entry}
 
     async def write_snapshot(self) -> None:
@@ -257,13 +254,6 @@ class ThrottleProcessor:
             await asyncio.get_running_loop().run_in_executor(None, write_snapshot, path, snapshot)
         except OSError as error:
             log.warning("could not write the throttle snapshot %s: %s", path, error)
-
-    def _window_value(self, domain: str, window: WindowRange) -> dict[str, Any]:
-        """The counts of ``window``: its buckets summed. Read from the store, since reading a missing
-        key through the table would create it (and write it to the changelog)."""
-        store = self.buckets.table.data
-        buckets = bucket_ranges(window, self.size_s, self.step_s)
-        return merged(store.get((domain, bucket), {}) for bucket in buckets)
 
     def _domain_entry(self, domain: str) -> dict[str, Any]:
         record = self.states.get(domain) or {}
@@ -295,6 +285,7 @@ class ThrottleProcessor:
 
     async def _on_partitions_revoked(self, sender: Any, *args: Any, **kwargs: Any) -> None:
         self.ready = False
+        self.buckets.write()  # the commit that comes with the revocation flushes them
 
     async def _on_rebalance_complete(self, sender: Any, *args: Any, **kwargs: Any) -> None:
         await rewind_uncommitted(
@@ -308,14 +299,12 @@ class ThrottleProcessor:
 
     def _drop_expired_windows(self) -> None:
         """Buckets recovered from the changelog are never expired by Faust: drop the old ones here."""
-        store = self.buckets.table.data
-        oldest_end = time.time() - self.expires_s
-        stale = [key for key in list(store.keys()) if _window_end(key) < oldest_end]
-        for key in stale:
-            with contextlib.suppress(KeyError):
-                del store[key]
-        if stale:
-            log.info("dropped %d expired windows recovered from the changelog", len(stale))
+        dropped = self.buckets.drop_expired(time.time(), self.expires_s)
+        if dropped:
+            log.info("dropped %d expired buckets recovered from the changelog", dropped)
+
+    async def _expire(self) -> None:
+        self.buckets.drop_expired(time.time(), self.expires_s)
 
     def _recount_daily(self) -> None:
         if self.daily is None:
@@ -328,21 +317,3 @@ class ThrottleProcessor:
 
     async def _on_shutdown(self, sender: Any, *args: Any, **kwargs: Any) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.publisher.close)
-
-
-def _fetched_at(event: Any) -> float:
-    """The windowed table's time handler: the event's ``fetched_at`` (see the module docstring)."""
-    if event is None:
-        raise RuntimeError("the throttle windows are event-time windows: read them by explicit range")
-    return event_time_s(event.value)
-
-
-def _add(value: dict[str, Any], update: tuple[FetchSample, int, int]) -> dict[str, Any]:
-    return add_sample(value or {}, *update)
-
-
-def _window_end(key: Any) -> float:
-    try:
-        return float(key[1][1])
-    except (TypeError, IndexError, ValueError):
-        return math.inf  # not a windowed key: keep it

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import faust
@@ -69,6 +70,8 @@ class ChangelogSafeProducer(AIOKafkaProducer):
         before it announces a command) depends on those, and the agent keeps producing meanwhile, so
         waiting for every later message too could keep a busy worker from ever committing.
         """
+        for hook in getattr(self.app, "flush_hooks", ()):
+            hook()  # e.g. the buckets counted since the last flush go into the buffer first
         owed = set(self.unacknowledged)
         await super().flush()
         waited_s = 0.0
@@ -99,7 +102,15 @@ class ChangelogSafeProducer(AIOKafkaProducer):
 
 
 class ThrottleApp(faust.App):
-    """``faust.App`` with :class:`ChangelogSafeProducer` as its producer (the commit path flushes it)."""
+    """``faust.App`` with :class:`ChangelogSafeProducer` as its producer (the commit path flushes it).
+
+    ``flush_hooks`` run at the start of every flush, so writes held back in memory (the processor's
+    buckets, :mod:`data_plane.throttle.buckets`) are owed by the flush that precedes a commit.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.flush_hooks: list[Callable[[], object]] = []
 
     def _new_producer(self) -> ProducerT:
         return ChangelogSafeProducer(self.transport, loop=self.loop, beacon=self.beacon)

@@ -81,3 +81,17 @@ def test_a_failed_write_makes_every_later_flush_raise() -> None:
                 await producer.flush()
 
     run(scenario)
+
+
+def test_flush_hooks_run_first_so_their_writes_are_owed_by_that_flush() -> None:
+    async def scenario(producer: ChangelogSafeProducer, send: Callable[[], FutureMessage]) -> None:
+        held: list[FutureMessage] = []
+        cast_app: Any = producer.app
+        cast_app.flush_hooks.append(lambda: held.append(send()))  # writes held back until the flush
+        flush = asyncio.ensure_future(producer.flush())
+        await asyncio.sleep(0.05)
+        assert len(held) == 1 and not flush.done(), "the flush must wait for what its hooks wrote"
+        held[0].set_result(None)
+        await asyncio.wait_for(flush, 1)
+
+    run(scenario)
