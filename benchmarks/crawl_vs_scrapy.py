@@ -228,8 +228,11 @@ def crawl_dualplane(
         job = f"bench-{uuid.uuid4().hex[:6]}"
         _submit(settings, job, site.seeds)
         rule = FinishRule.from_settings(settings, quiet_s=2)
-        while not rule.finished(_progress(settings, job)):
-            time.sleep(0.5)
+        # One reader for the crawl: a new Kafka consumer reading the topic from its start every 0.5 s
+        # was load on the broker and the cores that Scrapy's run does not carry.
+        with ProgressReader(settings) as progress:
+            while not rule.finished(progress.job(job)):
+                time.sleep(0.5)
         cpu = cpu_s([p.pid for p in services]) - cpu_before
         each = [cpu_s([p.pid]) - before for p, before in zip(services, each_before, strict=True)]
         broker_cpu = cpu_s(list(brokers.values())) - broker_before
@@ -307,11 +310,6 @@ def _submit(settings: Settings, job: str, seeds: list[str]) -> None:
         submit_job(confirmed_channel(connection), Topology(settings.queues), spec, seeds)
     finally:
         connection.close()
-
-
-def _progress(settings: Settings, job: str) -> dict[str, Any] | None:
-    with ProgressReader(settings) as reader:
-        return reader.job(job)
 
 
 # -- report -----------------------------------------------------------------------------------
