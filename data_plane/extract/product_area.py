@@ -59,13 +59,14 @@ def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
                 return area, price
             if level >= AREA_LEVELS or area.mem_id == main.mem_id:
                 break
-    price = _price_element(main)
+    cards: set[int] = set()
+    price = _price_element(main, cards)
     if price is not None:
         return main, price
     scope = area or main
     # No price element outside cards: read the text, but not the cards' (a listing's first card is no price
     # of the page's own; a product beside a grid of others still shows its price outside the grid).
-    return scope, _currency_amount(own_text(scope, heading, skip=_cards(main)))
+    return scope, _currency_amount(own_text(scope, heading, skip=frozenset(cards)))
 
 
 def own_text(scope: LexborNode, heading: LexborNode | None, skip: frozenset[int] = frozenset()) -> str:
@@ -99,14 +100,22 @@ def _under(node: LexborNode, skipped: set[int], scope: LexborNode) -> bool:
     return False
 
 
-def _price_element(scope: LexborNode) -> Price | None:
+def _price_element(scope: LexborNode, cards: set[int] | None = None) -> Price | None:
+    """The price a price element in ``scope`` shows, outside cards; the cards met go into ``cards``."""
+
+    def outside_cards(node: LexborNode) -> bool:
+        card = card_of(node, scope)
+        if card is not None and cards is not None:
+            cards.add(card.mem_id)
+        return card is None
+
     for node in scope.css("[itemprop=price], [data-price], [data-price-amount], [data-product-price]"):
         raw = node.attributes.get("content") if node.attributes.get("itemprop") == "price" else None
         raw = raw or next(
             (node.attributes.get(name) for name in DATA_PRICE_ATTRIBUTES if name in node.attributes), None
         )
         amount = amount_of(raw or line(node))
-        if amount is not None and amount > 0 and not elsewhere(node, scope) and not in_card(node, scope):
+        if amount is not None and amount > 0 and not elsewhere(node, scope) and outside_cards(node):
             shown = parse_price(line(node))
             return Price(amount, shown.currency if shown else None)
     candidates = [
@@ -118,11 +127,11 @@ def _price_element(scope: LexborNode) -> Price | None:
     # for only on the way, node by node: a listing has hundreds of price elements.
     with_currency = {node.mem_id: price for node, price in priced if price.currency is not None}
     for node in innermost(node for node, _ in priced if node.mem_id in with_currency):
-        if not in_card(node, scope):
+        if outside_cards(node):
             return with_currency[node.mem_id]
     prices = {node.mem_id: price for node, price in priced}
     inner = innermost(node for node, _ in priced)
-    return next((prices[node.mem_id] for node in inner if not in_card(node, scope)), None)
+    return next((prices[node.mem_id] for node in inner if outside_cards(node)), None)
 
 
 def _shown_price(node: LexborNode) -> Price | None:
@@ -164,10 +173,6 @@ def _only_currency(text_line: str) -> bool:
     return find_currency(text_line) is not None and not any(char.isdigit() for char in text_line)
 
 
-def in_card(node: LexborNode, scope: LexborNode) -> bool:
-    return card_of(node, scope) is not None
-
-
 def card_of(node: LexborNode, scope: LexborNode) -> LexborNode | None:
     """The block around ``node`` that is one of several like blocks (same tag and class), each with a price.
 
@@ -189,16 +194,6 @@ def card_of(node: LexborNode, scope: LexborNode) -> LexborNode | None:
         if len(alike) >= CARD_SIBLINGS and all(_priced(child) for child in alike[:CARD_SIBLINGS]):
             return block
     return None
-
-
-def _cards(scope: LexborNode) -> frozenset[int]:
-    """The cards (see :func:`card_of`) that ``scope``'s price elements sit in."""
-    shown = [
-        node
-        for node in scope.css("[class*=price i], [id*=price i]")
-        if _is_price_node(node, scope) and _positive(_shown_price(node))
-    ]
-    return frozenset(card.mem_id for node in innermost(shown) if (card := card_of(node, scope)) is not None)
 
 
 def _priced(block: LexborNode) -> bool:
