@@ -115,7 +115,7 @@ class Frontier:
         self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
         self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
         self._committed_messages: list[str] = []
-        self._last = {"backlog": 0.0, "permits": 0.0, "snapshot": 0.0, "warm": 0.0, "handled": 0.0}
+        self._last = dict.fromkeys(("backlog", "permits", "snapshot", "warm", "handled", "pass"), 0.0)
 
     # wiring
 
@@ -330,6 +330,8 @@ class Frontier:
         commit: Kafka cannot take the changelog now, so nothing is acked and the pass is redone."""
         if not self.active and not self._inbox:
             return True
+        if self._coalescing():
+            return False  # nothing handled yet: the inbox waits for the next pass, unacked
         try:
             if not self.active:
                 self._activate()
@@ -349,12 +351,20 @@ class Frontier:
         for task in self._outbox:
             consumer.publish(self.topology.tasks_exchange, task.priority, task)
         self._inbox, self._outbox = [], []
+        self._last["pass"] = time.monotonic()
         self._committed_messages, self._pass_messages = self._pass_messages, []
         # Progress as of this pass is written with the next pass's changelog, once RabbitMQ has
         # this pass's tasks: a snapshot never counts as queued a task the lanes do not hold yet.
         if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
             self._held_snapshots = self.snapshots.due(self.state)
         return True
+
+    def _coalescing(self) -> bool:
+        """Whether to let more messages join this pass: a few arrived, and the last pass was recent."""
+        frontier = self.settings.frontier
+        if len(self._inbox) >= frontier.pass_messages or not self._inbox:
+            return False
+        return time.monotonic() - self._last["pass"] < frontier.pass_interval_ms / 1000
 
     def _write_changelog(self, progress: list[SideRecord]) -> None:
         """Write the pass's changed rows and new seen keys to the changelog (with the jobs' progress

@@ -43,6 +43,11 @@ class FrontierSettings(BaseSettings):
     robots_ttl_s: float = Field(default=86_400, gt=0)
     max_attempts: int = Field(default=5, ge=1)
     snapshot_interval_s: float = Field(default=1.0, gt=0)
+    # A pass (one changelog transaction, one SQLite commit, one AMQP transaction) waits this long
+    # after the previous one for more messages to share it, unless pass_messages are waiting already:
+    # messages trickling in one by one otherwise cost a Kafka transaction each.
+    pass_interval_ms: int = Field(default=100, ge=0)
+    pass_messages: int = Field(default=100, ge=1)
 
 
 class FetchSettings(BaseSettings):
