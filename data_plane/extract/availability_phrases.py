@@ -38,6 +38,11 @@ LIMITED = (
     rf"\b(?:endast|bara) {_N} kvar\b", r"\bf[åa] (?:på lager|igjen)\b", r"\bmuutama jäljellä\b",
     r"\bостал(?:ось|ся|ись) \d", r"残りわずか", r"\bson \d+ (?:adet|ürün)\b",
 )  # fmt: skip
+# A stock label answered yes or no ("In stock: Yes", "Auf Lager: nein", "Наличие на складе: Да").
+_STOCK_LABEL = (
+    r"\b(?:in stock|on stock|available|availability|auf lager|vorrätig|lieferbar|verfügbar|en stock|"
+    r"disponible|disponibile|op voorraad|na stanie|skladem|raktáron|в наличии|наличие(?: на складе)?)\s*:\s*"
+)
 OUT_OF_STOCK = (
     r"\bout[\s-]of[\s-]stock\b", r"\bsold[\s-]?out\b", r"\bnot (?:currently )?in stock\b",
     r"\b(?:currently|temporarily) (?:unavailable|not available)\b", r"\bno longer available\b",
@@ -54,6 +59,7 @@ OUT_OF_STOCK = (
     r"\bslut i lager\b", r"\bslutsåld\b", r"\bej i lager\b", r"\btillfälligt slut\b", r"\butsolgt\b",
     r"\budsolgt\b", r"\bikke på lager\b", r"\bloppuunmyyty\b", r"\bei varastossa\b", r"\bstokta yok\b",
     r"\btükendi\b", r"\bнет в наличии\b", r"\bраспродан", r"在庫切れ", r"売り切れ", r"缺货", r"售罄",
+    rf"{_STOCK_LABEL}(?:no|nein|non|nee|nie|ne|нет)\b",
 )  # fmt: skip
 IN_STOCK = (
     r"\bin[\s-]stock\b", r"\bavailable (?:now|to ship|instantly)\b",
@@ -64,7 +70,7 @@ IN_STOCK = (
     r"\bin magazzino\b", r"\bop voorraad\b", r"\bdirect leverbaar\b", r"\bem estoque\b", r"\bw magazynie\b",
     r"\bna stanie\b", r"\bskladem\b", r"\bna sklad[ěe]\b", r"\braktáron\b", r"\bkészleten\b",
     r"\bi lager\b", r"\bpå lager\b", r"\bvarastossa\b", r"\bstokta\b", r"\bв наличии\b", r"在庫あり", r"有货",
-    r"现货",
+    r"现货", rf"{_STOCK_LABEL}(?:yes|ja|oui|s[ií]|tak|ano|igen|да|есть)\b",
 )  # fmt: skip
 LOOSE_OUT_OF_STOCK = ("unavailable", "not available", "none in stock", "no stock", "0 in stock")
 """Out of stock only as the whole text of an element about stock ("Image unavailable" is no statement)."""

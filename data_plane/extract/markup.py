@@ -3,8 +3,10 @@
 The tree is parsed with selectolax (Lexbor: fast, forgiving of broken HTML) and then changed for
 reading: scripts, styles and templates are dropped, and so is every struck-through price (``<del>``,
 ``<s>``, ``line-through``, class or id words like ``old``, ``was``, ``compare``, ``rrp``), so that no
-heuristic can pick up the price a product used to cost. Block elements end with a line break, so
-text reads line by line as a browser shows it.
+heuristic can pick up the price a product used to cost, and every element styled ``visibility: hidden``
+(a notification dialog's "we don't have that one in stock" is no statement about the product). Elements
+styled ``display: none`` stay: shops' scripts show some of them (a low-stock warning) on load. Block
+elements end with a line break, so text reads line by line as a browser shows it.
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def _outermost(nodes: list[LexborNode]) -> list[LexborNode]:
 def _struck(node: LexborNode) -> bool:
     attributes = node.attributes  # built anew on each access: read once for all three
     style = (attributes.get("style") or "").replace(" ", "").lower()
-    if "line-through" in style:
+    if "line-through" in style or "visibility:hidden" in style:
         return True
     found = _words(attributes.get("class") or "", attributes.get("id") or "")
     return bool(OLD_PRICE_WORDS & found) or (

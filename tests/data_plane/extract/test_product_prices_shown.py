@@ -109,3 +109,12 @@ def test_structured_data_of_a_grid_whose_products_are_none_of_the_heading_is_a_l
     assert product_of(f"<html><body><h1>New In</h1>{grid}</body></html>") is None
     shown = f"<html><body><h1>Polo Shirt</h1>{grid}</body></html>"
     assert price_of(shown) == (Decimal("10.0000"), "GBP")
+
+
+def test_a_hidden_dialog_states_nothing_about_stock() -> None:
+    html = """<html><body><div class="product"><h1>Velvet Bag</h1><p>Product ID: VB-1</p>
+    <p class="price">SALE PRICE: $1.38</p><button>Add to Cart</button>
+    <div id="notify" style="position:absolute; visibility:hidden">We're really sorry... we don't
+    currently have that one in stock</div></div></body></html>"""
+    product = product_of(html)
+    assert product is not None and product.availability is None
