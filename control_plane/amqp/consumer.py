@@ -113,6 +113,9 @@ class ControlConsumer:
     # ``drain_timeout_s`` passes; then it closes (the broker requeues whatever is still unacked).
     drained: Callable[[ControlConsumer], bool] | None = None
     drain_timeout_s: float = 20.0
+    # A transactional consumer commits at most this often (0: after every pass). Each commit is a
+    # round trip, and work that trickles in one message per pass made one commit per message.
+    commit_interval_s: float = 0.0
     topology: Topology = field(init=False)
     connection: pika.BlockingConnection | None = field(init=False, default=None)
     channel: BlockingChannel | None = field(init=False, default=None)
@@ -121,6 +124,7 @@ class ControlConsumer:
     paused: set[str] = field(init=False, default_factory=set)
     _stop: threading.Event = field(init=False, default_factory=threading.Event)
     _tags: dict[str, str] = field(init=False, default_factory=dict)
+    _committed_at: float = field(init=False, default=0.0)
 
     def __post_init__(self) -> None:
         self.topology = Topology(self.settings.queues)
@@ -209,12 +213,14 @@ class ControlConsumer:
         if self.drained is not None:
             self._drain(channel)
 
-    def _pass(self) -> None:
+    def _pass(self, *, force_commit: bool = False) -> None:
         assert self.connection is not None
         self.connection.process_data_events(time_limit=0.2)
         if self.on_tick is not None:
             self.on_tick(self)
-        if self.tx is not None:
+        now = time.monotonic()
+        if self.tx is not None and (force_commit or now - self._committed_at >= self.commit_interval_s):
+            self._committed_at = now
             self.commit()
 
     def _drain(self, channel: BlockingChannel) -> None:
@@ -227,7 +233,7 @@ class ControlConsumer:
         started = time.monotonic()
         while not self.drained(self) and time.monotonic() < deadline:
             self._pass()
-        self._pass()  # settle and commit what the last callbacks did
+        self._pass(force_commit=True)  # settle and commit what the last callbacks did
         outcome = "finished" if self.drained(self) else "left to the broker (requeued)"
         log.info("%s: stopped pulling; in-flight work %s after %.1f s", self.name, outcome,
                  time.monotonic() - started)  # fmt: skip

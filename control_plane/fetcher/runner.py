@@ -76,6 +76,10 @@ from dualplane.core.web.urls import domain_of
 log = logging.getLogger(__name__)
 
 LANE_WEIGHTS: dict[Priority, float] = {"high": 0.5, "normal": 0.3, "bulk": 0.2}
+# Acks, reports, retries and deferrals go to RabbitMQ in one transaction at most this often: tasks end
+# one by one, and a commit (a round trip, and RabbitMQ's work) per task was most of the fetcher's
+# AMQP traffic. Each is settled only after Kafka has its outputs, whenever the commit comes.
+COMMIT_INTERVAL_S = 0.05
 
 
 class HandOffFailed(Exception):
@@ -139,10 +143,10 @@ class TaskRunner:
     def consumer(self) -> ControlConsumer:
         """The lanes' consumer; starts the throttle view first (blocks until its state is read)."""
         self.view.start()
-        bindings = {
-            self.topology.lane_queue(lane): QueueBinding(self.on_task, (CrawlTask,), prefetch=self.capacity)
-            for lane in PRIORITIES
-        }
+        # Twice the capacity: a finished task's ack waits for the next commit (COMMIT_INTERVAL_S) and
+        # counts against the prefetch until then, which must not starve the lanes of the next tasks.
+        lane = QueueBinding(self.on_task, (CrawlTask,), prefetch=2 * self.capacity)
+        bindings = {self.topology.lane_queue(priority): lane for priority in PRIORITIES}
         self.consumer_ = ControlConsumer(
             self.settings,
             bindings,
@@ -152,6 +156,7 @@ class TaskRunner:
             name="fetcher",
             transactional=True,
             before_commit=self._send_reports,
+            commit_interval_s=COMMIT_INTERVAL_S,
             drained=self._drained,
             drain_timeout_s=self.settings.fetch.drain_timeout_s,
         )
