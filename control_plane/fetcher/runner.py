@@ -5,7 +5,7 @@ async ``FetchWork`` coroutine per task on its own asyncio event loop thread, so 
 requests can be in flight on one thread. What it guarantees, whatever the work does:
 
 - **Capacity.** At most S_global (``DUALPLANE_LIMIT_FETCH_CONCURRENCY``) tasks run at once; each
-  lane may prefetch that many, so one lane alone can use the whole capacity (work-conserving: the
+  lane may prefetch twice that many, so one lane alone can use the whole capacity (work-conserving: the
   normal lane alone used to be capped at its 30% share, 4 of 16 requests in flight). When several
   lanes have work, tasks start by weight: a lane below its share (high 50%, normal 30%, bulk 20%)
   goes first, higher lanes before lower, so a flood of bulk work never starves high-priority tasks.
