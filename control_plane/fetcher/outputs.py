@@ -120,7 +120,10 @@ class KafkaOutputs:
         return self._new_producer(
             self.settings.kafka,
             **{
-                "linger.ms": 5,  # a task waits for this (plus the broker's ack) before it is acked
+                # A task waits for this (plus the broker's ack) before it is acked. 20 ms, not 5: messages
+                # spread over the topics' partitions arrive far apart, so each woke librdkafka's broker
+                # thread on its own (a write() made while holding the GIL) and went as its own request.
+                "linger.ms": 20,
                 "batch.size": 1_000_000,
                 "queue.buffering.max.kbytes": LOCAL_QUEUE_KBYTES,
                 "message.max.bytes": raw_page_max_message_bytes(self.settings),
