@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from data_plane.extract.availability_phrases import LOOSE, STRONG
+from data_plane.extract.availability_phrases import ANSWERED, LOOSE, STRONG
 
 Availability = Literal["in_stock", "out_of_stock", "limited", "preorder", "unknown"]
 
@@ -42,6 +42,10 @@ def availability_in(text: str, *, loose: bool = False) -> Availability | None:
     or "Skladem" also counts as in stock.
     """
     for availability, pattern in STRONG:
+        if availability == "out_of_stock" and ":" in text:  # pre-orders and low stock go first
+            answered = next((state for state, label in ANSWERED if label.search(text)), None)
+            if answered is not None:
+                return answered
         if pattern.search(text):
             return availability
     if loose:

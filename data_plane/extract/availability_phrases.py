@@ -59,7 +59,6 @@ OUT_OF_STOCK = (
     r"\bslut i lager\b", r"\bslutsåld\b", r"\bej i lager\b", r"\btillfälligt slut\b", r"\butsolgt\b",
     r"\budsolgt\b", r"\bikke på lager\b", r"\bloppuunmyyty\b", r"\bei varastossa\b", r"\bstokta yok\b",
     r"\btükendi\b", r"\bнет в наличии\b", r"\bраспродан", r"在庫切れ", r"売り切れ", r"缺货", r"售罄",
-    rf"{_STOCK_LABEL}(?:no|nein|non|nee|nie|ne|нет)\b",
 )  # fmt: skip
 IN_STOCK = (
     r"\bin[\s-]stock\b", r"\bavailable (?:now|to ship|instantly)\b",
@@ -70,7 +69,7 @@ IN_STOCK = (
     r"\bin magazzino\b", r"\bop voorraad\b", r"\bdirect leverbaar\b", r"\bem estoque\b", r"\bw magazynie\b",
     r"\bna stanie\b", r"\bskladem\b", r"\bna sklad[ěe]\b", r"\braktáron\b", r"\bkészleten\b",
     r"\bi lager\b", r"\bpå lager\b", r"\bvarastossa\b", r"\bstokta\b", r"\bв наличии\b", r"在庫あり", r"有货",
-    r"现货", rf"{_STOCK_LABEL}(?:yes|ja|oui|s[ií]|tak|ano|igen|да|есть)\b",
+    r"现货",
 )  # fmt: skip
 LOOSE_OUT_OF_STOCK = ("unavailable", "not available", "none in stock", "no stock", "0 in stock")
 """Out of stock only as the whole text of an element about stock ("Image unavailable" is no statement)."""
@@ -91,6 +90,12 @@ STRONG: tuple[tuple[State, re.Pattern[str]], ...] = (
     ("out_of_stock", _compiled(OUT_OF_STOCK)),
     ("in_stock", _compiled(IN_STOCK)),
 )
+ANSWERED: tuple[tuple[State, re.Pattern[str]], ...] = (
+    ("out_of_stock", re.compile(rf"{_STOCK_LABEL}(?:no|nein|non|nee|nie|ne|нет)\b", re.I)),
+    ("in_stock", re.compile(rf"{_STOCK_LABEL}(?:yes|ja|oui|s[ií]|tak|ano|igen|да|есть)\b", re.I)),
+)
+"""A stock label answered yes or no; read only in text holding a colon, before the out-of-stock and
+in-stock phrases ("In stock: No" holds "In stock")."""
 LOOSE: tuple[tuple[State, re.Pattern[str]], ...] = (
     ("out_of_stock", re.compile(rf"^\W*(?:{'|'.join(map(re.escape, LOOSE_OUT_OF_STOCK))})\W*$", re.I)),
     ("in_stock", re.compile(rf"^\W*(?:{'|'.join(map(re.escape, LOOSE_IN_STOCK))})\W*$", re.I)),
