@@ -45,6 +45,7 @@ class Markup:
         self.tree = LexborHTMLParser(html) if isinstance(html, str) else html
         self._metas = _meta_values(self.tree)
         self.lang = _attribute(self.tree.css_first("html"), "lang")
+        self._headed_main: LexborNode | None = None
         doomed = [*self.tree.css(DROPPED), *filter(_struck, self.tree.css("[class], [id], [style]"))]
         for node in _outermost(doomed):  # a removed node frees its children: never touch those again
             node.decompose()
@@ -67,10 +68,16 @@ class Markup:
         article's headline is looked for without it: a site's logo is often the first ``<h1>``, outside
         ``<main>``, where the page's title then stands in.)
         """
-        headed = headed and self.tree.css_first("h1") is not None
+        if headed and self._headed_main is not None:
+            return self._headed_main
+        headings = self.tree.css("h1") if headed else []
         for selector in ("main", "[role=main]", "#content", "#main", "body"):
             node = self.tree.css_first(selector)
-            if node is not None and (not headed or selector == "body" or node.css_first("h1") is not None):
+            if node is None:
+                continue
+            if not headings or selector == "body" or any(inside(heading, node) for heading in headings):
+                if headed:
+                    self._headed_main = node
                 return node
         root = self.tree.root
         assert root is not None  # Lexbor always builds <html>, even from an empty string

@@ -29,6 +29,7 @@ ELSEWHERE_TAGS = frozenset({"nav", "footer", "aside"})
 CARD_SIBLINGS = 3
 """This many like blocks side by side, each with a price, are cards of a listing or a product grid."""
 CARD_CHARS = 2000
+CURRENCY_LINE_CHARS = 12
 DATA_PRICE_ATTRIBUTES = ("data-price", "data-price-amount", "data-product-price")
 NOT_A_PRICE_WORDS = frozenset(
     {"unit", "per", "perunit", "save", "saving", "savings", "discount", "badge", "shipping", "delivery",
@@ -170,7 +171,12 @@ def _currency_amount(area_text: str) -> Price | None:
 
 
 def _only_currency(text_line: str) -> bool:
-    return find_currency(text_line) is not None and not any(char.isdigit() for char in text_line)
+    # A line that is only a currency is short ("€", "USD", "Kč"): longer ones are not searched at all.
+    return (
+        len(text_line) <= CURRENCY_LINE_CHARS
+        and find_currency(text_line) is not None
+        and not any(char.isdigit() for char in text_line)
+    )
 
 
 def card_of(node: LexborNode, scope: LexborNode) -> LexborNode | None:
