@@ -1,18 +1,20 @@
 """Reading a streamed HTTP response: content-type gate, size-capped decoded body, charset.
 
-We decompress ourselves instead of using httpx's decoders: those inflate each network chunk
-completely, so a gzip bomb fetched with a 1 MiB cap peaks at tens of MiB in memory before any size
-check can stop it. Here every chunk is inflated to at most the room left under ``max_bytes``.
+We decompress ourselves instead of using the HTTP clients' decoders (we read raw chunks): those
+inflate each network chunk completely, so a gzip bomb fetched with a 1 MiB cap peaks at tens of MiB
+in memory before any size check can stop it. Here every chunk is inflated to at most the room left
+under ``max_bytes``. The readers take any response with what :class:`RawResponse` names: the direct
+backend's aiohttp answers and the scraping API backend's ``httpx.Response``.
 """
 
 from __future__ import annotations
 
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-import httpx
 from w3lib.encoding import http_content_type_encoding
 
 from control_plane.fetcher.backends.base import FetchRequest, FetchResponse
@@ -24,6 +26,46 @@ ACCEPT_ENCODING = "gzip, deflate"
 GZIP_WBITS = 16 + zlib.MAX_WBITS
 ZLIB_WBITS = zlib.MAX_WBITS
 RAW_DEFLATE_WBITS = -zlib.MAX_WBITS
+
+
+class RawResponse(Protocol):
+    """A response whose body is still to be read, as the readers here need it."""
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Names in lower case (or looked up regardless of case), repeated ones joined with ", "."""
+        ...
+
+    def aiter_raw(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, still content-encoded."""
+        ...
+
+
+def decoded_headers(raw: Sequence[tuple[bytes, bytes]]) -> dict[str, str]:
+    """Raw header lines as a plain dict, the way httpx's ``Headers.items()`` gives them.
+
+    Names in lower case (ASCII letters only), a repeated name's values joined with ", " in the
+    order received, and every name and value decoded with the first of ASCII, UTF-8 and Latin-1
+    that fits them all.
+    """
+    encoding = _header_encoding(raw)
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in raw:
+        name, value = raw_name.lower().decode(encoding), raw_value.decode(encoding)
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
+def _header_encoding(lines: Sequence[tuple[bytes, bytes]]) -> str:
+    if all(name.isascii() and value.isascii() for name, value in lines):
+        return "ascii"
+    try:
+        for name, value in lines:
+            name.decode("utf-8")
+            value.decode("utf-8")
+    except UnicodeDecodeError:
+        return "iso-8859-1"
+    return "utf-8"
 
 
 @dataclass(frozen=True)
@@ -90,7 +132,7 @@ class BoundedDecoder:
 
 async def read_response(
     request: FetchRequest,
-    response: httpx.Response,
+    response: RawResponse,
     *,
     final_url: str,
     status: int,
@@ -137,7 +179,7 @@ async def read_response(
     )
 
 
-async def read_capped(response: httpx.Response, *, url: str, max_bytes: int, truncate: bool) -> Body:
+async def read_capped(response: RawResponse, *, url: str, max_bytes: int, truncate: bool) -> Body:
     """Read ``response``'s body, decoded, stopping as soon as it passes ``max_bytes``.
 
     Past the cap: with ``truncate`` return the first ``max_bytes`` bytes marked truncated, else
@@ -182,7 +224,7 @@ def mime_type(content_type_header: str | None) -> str | None:
     return kind or None
 
 
-def _content_length(response: httpx.Response) -> int | None:
+def _content_length(response: RawResponse) -> int | None:
     try:
         return int(response.headers["content-length"])
     except (KeyError, ValueError):

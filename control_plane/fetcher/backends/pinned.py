@@ -1,113 +1,126 @@
 """Connections only to addresses the SSRF guard checked: the guard resolves, the socket follows.
 
-httpx would resolve a host name again when it connects, after the guard resolved and checked it,
+aiohttp would resolve a host name again when it connects, after the guard resolved and checked it,
 and a DNS server that answers differently the second time (DNS rebinding) would get a private
-address past the guard. This network backend for httpcore (under httpx's transport) asks the guard
-for the addresses at connect time (:meth:`~dualplane.core.web.ssrf.SsrfGuard.pinned_addresses`, which
-resolves once and checks every one) and opens the socket to one of them; TLS still verifies
-the certificate against the host name, since httpcore passes the origin's name as SNI.
+address past the guard. :class:`GuardResolver` is the connector's resolver instead: for every new
+connection it asks the guard (:meth:`~dualplane.core.web.ssrf.SsrfGuard.pinned_addresses`, which
+resolves once and checks every address) and hands aiohttp those addresses only. aiohttp's own DNS
+cache is off, so no earlier answer is reused unchecked; a pooled connection stays on the address it
+was opened to. TLS still verifies the certificate against the host name (sent as SNI), with the
+CA bundle httpx used (certifi's), not the system's.
 
-Its streams also answer httpcore's "is this idle connection closed?" question cheaply. The pool asks
-it of every pooled connection on every request and every response close; anyio's answer builds the
-stream's whole attribute table, a ``getpeername`` call included, each time: 14% of a busy fetcher's
-samples in a crawl of 20 hosts (py-spy, ``benchmarks/crawl_vs_scrapy.py --profile``). The raw
-socket is looked up once instead.
+aiohttp connects to an IP-literal host without asking its resolver: :func:`check_ip_host` makes the
+same check for those, before each request, on the host as aiohttp parsed it. The connector speaks
+TCP only, so a Unix socket is never connected to.
 """
 
 from __future__ import annotations
 
+import functools
 import socket
 import ssl
-from collections.abc import Iterable
-from typing import Any
+from operator import itemgetter
 
-import httpcore
-import httpx
-from httpcore._utils import is_socket_readable  # the check httpcore's own streams make
+import aiohttp
+import certifi
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.client_proto import ResponseHandler
+from aiohttp.client_reqrep import ClientRequest
+from aiohttp.helpers import is_ip_address  # aiohttp's test before it skips its resolver
+from aiohttp.tracing import Trace
+from yarl import URL
 
-from dualplane.core.web.exceptions import UnsafeUrl
 from dualplane.core.web.ssrf import SsrfGuard
 
-SocketOption = tuple[int, int, int] | tuple[int, int, bytes | bytearray] | tuple[int, int, None, int]
+KEEPALIVE_S = 5.0  # how long an idle connection is kept for reuse (httpx's default)
 
 
-class PinnedNetwork(httpcore.AsyncNetworkBackend):
-    """Opens TCP connections to the address ``guard`` checked for each host, nothing else."""
+class GuardResolver(AbstractResolver):
+    """Resolves through ``guard``: :class:`~dualplane.core.web.exceptions.UnsafeUrl` for a refused
+    address, before any socket is opened."""
 
-    def __init__(self, guard: SsrfGuard, inner: httpcore.AsyncNetworkBackend | None = None) -> None:
+    def __init__(self, guard: SsrfGuard) -> None:
         self.guard = guard
-        self.inner = inner or httpcore.AnyIOBackend()
 
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         addresses = await self.guard.pinned_addresses(host, port)  # UnsafeUrl: never connected
-        for address in addresses[:-1]:  # e.g. ::1 then 127.0.0.1: the next one if one refuses
-            try:
-                return SocketStream(
-                    await self.inner.connect_tcp(address, port, timeout, local_address, socket_options)
-                )
-            except httpcore.ConnectError:
-                continue
-        return SocketStream(
-            await self.inner.connect_tcp(addresses[-1], port, timeout, local_address, socket_options)
-        )
+        return [
+            ResolveResult(
+                hostname=host,
+                host=address,
+                port=port,
+                family=socket.AF_INET6 if ":" in address else socket.AF_INET,
+                proto=socket.IPPROTO_TCP,
+                flags=socket.AI_NUMERICHOST,
+            )
+            for address in addresses  # e.g. ::1 then 127.0.0.1: the next one if one refuses
+        ]
 
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[SocketOption] | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise UnsafeUrl(f"a Unix socket ({path}) is never fetched")
-
-    async def sleep(self, seconds: float) -> None:
-        await self.inner.sleep(seconds)
+    async def close(self) -> None:
+        pass
 
 
-class SocketStream(httpcore.AsyncNetworkStream):
-    """``inner`` with its raw socket kept at hand for the pool's readability checks."""
-
-    def __init__(self, inner: httpcore.AsyncNetworkStream, raw_socket: socket.socket | None = None) -> None:
-        self.inner = inner
-        self.raw_socket = raw_socket if raw_socket is not None else inner.get_extra_info("socket")
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return await self.inner.read(max_bytes, timeout)
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        await self.inner.write(buffer, timeout)
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        # TLS runs over the same TCP socket: its readability is still the raw socket's
-        return SocketStream(
-            await self.inner.start_tls(ssl_context, server_hostname, timeout), self.raw_socket
-        )
-
-    def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable":
-            return is_socket_readable(self.raw_socket)
-        return self.inner.get_extra_info(info)
+async def check_ip_host(guard: SsrfGuard, url: URL) -> None:
+    """The guard's connection check for ``url`` when aiohttp will connect to its host without asking
+    :class:`GuardResolver`: when the host looks like an IP address by aiohttp's own test."""
+    host = url.raw_host
+    if host and is_ip_address(host):
+        await guard.pinned_addresses(host, url.port or 0)  # UnsafeUrl, also for what is no address
 
 
-def pinned_transport(guard: SsrfGuard, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
-    """httpx's own transport (TLS, HTTP/1.1, pooling), its connections made by :class:`PinnedNetwork`."""
-    transport = httpx.AsyncHTTPTransport(limits=limits, trust_env=False)
-    # httpx has no parameter for the network backend: rebuild its pool with ours, same settings.
-    pool = transport._pool
-    assert isinstance(pool, httpcore.AsyncConnectionPool)
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=pool._ssl_context,
-        max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections,
-        keepalive_expiry=limits.keepalive_expiry,
-        network_backend=PinnedNetwork(guard),
+class BoundedConnector(aiohttp.TCPConnector):
+    """aiohttp's pool holding at most ``limit`` connections open, idle ones included.
+
+    aiohttp's limit counts the connections in use only: a crawl over thousands of sites would keep
+    an idle one to every site fetched from in the last ``keepalive_timeout``, sockets without bound.
+    Before it opens a connection, this one closes the longest-idle ones past the limit, as httpx's
+    pool did.
+    """
+
+    async def _create_connection(
+        self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
+    ) -> ResponseHandler:
+        if self.limit:
+            self._close_idle(keep=self.limit - len(self._acquired))  # the new one is acquired already
+        return await super()._create_connection(req, traces, timeout)
+
+    def _close_idle(self, keep: int) -> None:
+        idle = [(used_at, key, protocol) for key, pool in self._conns.items() for protocol, used_at in pool]
+        if len(idle) <= keep:
+            return
+        idle.sort(key=itemgetter(0))
+        for used_at, key, protocol in idle[: len(idle) - max(keep, 0)]:
+            pool = self._conns[key]
+            pool.remove((protocol, used_at))
+            if not pool:
+                del self._conns[key]
+            protocol.close()
+
+
+def pinned_connector(guard: SsrfGuard, max_connections: int) -> aiohttp.TCPConnector:
+    """A pooled connector (keep-alive, at most ``max_connections`` open) that connects through ``guard``.
+
+    Call it inside the event loop that will use it.
+    """
+    return BoundedConnector(
+        resolver=GuardResolver(guard),
+        use_dns_cache=False,
+        limit=max_connections,
+        keepalive_timeout=KEEPALIVE_S,
+        ssl=tls_context(),
     )
-    return transport
+
+
+def proxy_connector(max_connections: int) -> aiohttp.TCPConnector:
+    """A pooled connector to a proxy, which resolves and connects to the targets itself."""
+    return BoundedConnector(limit=max_connections, keepalive_timeout=KEEPALIVE_S, ssl=tls_context())
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """Certificates verified against certifi's CA bundle and the host name; HTTP/1.1 only."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    context.set_alpn_protocols(["http/1.1"])
+    return context

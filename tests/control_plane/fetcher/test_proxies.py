@@ -122,10 +122,12 @@ class Proxy:
 
     banned: bool = False
     seen: list[str] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
 
     async def handle(self, request: web.Request) -> web.Response:
         target = str(request.url)  # absolute-form request line: the target URL
         self.seen.append(target)
+        self.authorizations.append(request.headers.get("Proxy-Authorization"))
         if self.banned:
             return web.Response(status=403, text="Forbidden\n")
         async with httpx.AsyncClient(trust_env=False) as client:
@@ -200,3 +202,17 @@ async def test_with_every_proxy_quarantined_the_fetch_fails_clearly(network: Net
         with pytest.raises(ConnectionFailed, match="all 1 proxies are quarantined"):
             await backend.fetch(_request(network.target))
     assert len(network.banned.seen) == 1
+
+
+@pytest.mark.anyio
+async def test_proxy_credentials_are_sent_to_the_proxy_and_kept_out_of_errors(network: Network) -> None:
+    """``http://user:secret@host:port`` authenticates to the proxy (Proxy-Authorization), and a proxy
+    that refuses to tunnel HTTPS fails the fetch as 'proxy failed' without the password in it."""
+    port = network.proxy_urls["banned"].rsplit(":", 1)[1]
+    pool = ProxyPool([f"http://user:secret@127.0.0.1:{port}"], quarantine_s=0)
+    async with DirectBackend(SsrfGuard(["127.0.0.1"]), proxies=pool) as backend:
+        assert (await backend.fetch(_request(network.target))).status == 403
+        with pytest.raises(ConnectionFailed, match=r"proxy failed \(\d{3} ") as failed:
+            await backend.fetch(_request("https://93.184.216.34/page"))
+    assert network.banned.authorizations == ["Basic dXNlcjpzZWNyZXQ="]  # user:secret; CONNECT got a 404
+    assert "secret" not in str(failed.value)
