@@ -71,19 +71,21 @@ async def check_ip_host(guard: SsrfGuard, url: URL) -> None:
 
 
 class BoundedConnector(aiohttp.TCPConnector):
-    """aiohttp's pool holding at most ``limit`` connections open, idle ones included.
+    """aiohttp's pool with at most ``limit`` idle connections as well as ``limit`` in use.
 
     aiohttp's limit counts the connections in use only: a crawl over thousands of sites would keep
     an idle one to every site fetched from in the last ``keepalive_timeout``, sockets without bound.
-    Before it opens a connection, this one closes the longest-idle ones past the limit, as httpx's
-    pool did.
+    Before it opens a connection, this one closes the longest-idle ones past ``limit``. Counting
+    idle ones against the limit of those in use, as httpx's pool did, made a fetch to one site close
+    another site's idle connection to open its own: 16 fetches at a time over two sample-site hosts
+    took 0.20-0.27 ms of CPU each instead of 0.11.
     """
 
     async def _create_connection(
         self, req: ClientRequest, traces: list[Trace], timeout: aiohttp.ClientTimeout
     ) -> ResponseHandler:
         if self.limit:
-            self._close_idle(keep=self.limit - len(self._acquired))  # the new one is acquired already
+            self._close_idle(keep=self.limit)
         return await super()._create_connection(req, traces, timeout)
 
     def _close_idle(self, keep: int) -> None:
@@ -91,7 +93,7 @@ class BoundedConnector(aiohttp.TCPConnector):
         if len(idle) <= keep:
             return
         idle.sort(key=itemgetter(0))
-        for used_at, key, protocol in idle[: len(idle) - max(keep, 0)]:
+        for used_at, key, protocol in idle[: len(idle) - keep]:
             pool = self._conns[key]
             pool.remove((protocol, used_at))
             if not pool:
@@ -100,7 +102,7 @@ class BoundedConnector(aiohttp.TCPConnector):
 
 
 def pinned_connector(guard: SsrfGuard, max_connections: int) -> aiohttp.TCPConnector:
-    """A pooled connector (keep-alive, at most ``max_connections`` open) that connects through ``guard``.
+    """A pooled connector (keep-alive, ``max_connections`` in use and idle) that connects through ``guard``.
 
     Call it inside the event loop that will use it.
     """
