@@ -75,15 +75,13 @@ def own_text(scope: LexborNode, heading: LexborNode | None, skip: frozenset[int]
 
     Amounts above the name (the basket, a banner) or in related items are not the product's price.
     """
-    skipped = {
-        node.mem_id for node in scope.css("*") if node.tag in ELSEWHERE_TAGS or ELSEWHERE_WORDS & words(node)
-    } | skip
+    elsewhere_below = _Elsewhere(scope, skip)
     parts: list[str] = []
     size, started = 0, heading is None
     for node in scope.traverse(include_text=True):
         if not started:
             started = node.mem_id == heading.mem_id if heading is not None else True
-        if not started or node.tag != "-text" or _under(node, skipped, scope):
+        if not started or node.tag != "-text" or elsewhere_below(node):
             continue
         parts.append(node.text_content or "")
         size += len(parts[-1])
@@ -92,13 +90,32 @@ def own_text(scope: LexborNode, heading: LexborNode | None, skip: frozenset[int]
     return "\n".join(" ".join(part.split()) for part in "".join(parts).splitlines())
 
 
-def _under(node: LexborNode, skipped: set[int], scope: LexborNode) -> bool:
-    for parent in ancestors(node):
-        if parent.mem_id == scope.mem_id:
-            return False
-        if parent.mem_id in skipped:
-            return True
-    return False
+class _Elsewhere:
+    """Whether a node of ``scope`` sits in a container about other products (or one of ``skip``).
+
+    Each container is judged once, from the top down, as the text nodes under it are met: walking
+    every text node's ancestors, or judging every element of a large scope up front, cost more.
+    """
+
+    def __init__(self, scope: LexborNode, skip: frozenset[int]) -> None:
+        self.skip = skip
+        self.verdicts: dict[int, bool] = {scope.mem_id: False}
+
+    def __call__(self, node: LexborNode) -> bool:
+        chain: list[LexborNode] = []
+        parent = node.parent
+        while parent is not None and parent.mem_id not in self.verdicts:
+            chain.append(parent)
+            parent = parent.parent
+        verdict = self.verdicts[parent.mem_id] if parent is not None else False
+        for container in reversed(chain):
+            verdict = verdict or (
+                container.mem_id in self.skip
+                or container.tag in ELSEWHERE_TAGS
+                or bool(ELSEWHERE_WORDS & words(container))
+            )
+            self.verdicts[container.mem_id] = verdict
+        return verdict
 
 
 def _price_element(scope: LexborNode, cards: set[int] | None = None) -> Price | None:
