@@ -182,7 +182,9 @@ DETECTORS: tuple[Detector, ...] = (
             r"|unusual traffic from your (?:computer )?network|please complete the security check"
             r"|press (?:&amp;|&) hold"
         ),
-        hints=(b"human", b"robot", b"unusual traffic", b"security check", b"hold"),
+        # One per alternative of the pattern, as specific as it allows: "robot" and "hold" stood in
+        # most pages (meta robots, placeholders), so the pattern ran on nearly every small page.
+        hints=(b"verify", b"are you a ", b"prove you", b"unusual traffic", b"security check", b"press &"),
         max_body_bytes=TINY_PAGE_BYTES,
     ),
 )
