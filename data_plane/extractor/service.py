@@ -78,7 +78,6 @@ COMMIT_BOUND_S = 90.0
 # a tight bound costs at most a redone batch (the successor producer fences this one).
 SEND_OFFSETS_TIMEOUT_S = 10.0
 SEND_OFFSETS_BOUND_S = 15.0
-TRANSACTION_BUDGET_S = 5.0  # commit early past this; the transaction timeout is 60 s
 STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
 # consume() waits this long for a full batch: short, since a page's links reach the frontier only
 # after its batch commits, and a crawl is as many such round trips deep as the site (waiting 0.5 s
@@ -160,7 +159,8 @@ class Extractor:
     def _run_once(self) -> None:
         # A killed extractor's open transaction holds back read_committed readers until it times
         # out (its successor has another id, so cannot fence it); transactions are kept well under
-        # the timeout by committing every TRANSACTION_BUDGET_S, so one slow page never exceeds it.
+        # the timeout by committing every DUALPLANE_EXTRACT_TRANSACTION_MS, so one slow page never
+        # exceeds it.
         producer = clients.producer(
             self.settings.kafka,
             **{
@@ -212,6 +212,7 @@ class Extractor:
         are committed: the caller waits and resumes at that page.
         """
         self.handled.load({message.partition() or 0 for message in batch})
+        budget_s = self.settings.extract.transaction_ms / 1000
         done = 0
         while done < len(batch):
             faulthandler.dump_traceback_later(STALL_REPORT_S)
@@ -228,8 +229,8 @@ class Extractor:
                         waiting = error  # nothing of this page was produced; its offset stays uncommitted
                         break
                     part.append(message)
-                    if time.monotonic() - started > TRANSACTION_BUDGET_S:
-                        break  # slow pages: commit what is done, go on in a new transaction
+                    if time.monotonic() - started > budget_s:
+                        break  # commit what is done (its links go out), go on in a new transaction
                 if part:
                     _commit_links(links, connection)  # the frontier has them before the pages count as done
                     metadata = consumer.consumer_group_metadata()

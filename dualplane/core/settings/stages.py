@@ -95,6 +95,10 @@ class ExtractSettings(BaseSettings):
 
     schema_version: int | None = Field(default=None, ge=1)  # None: the latest page_record version
     batch_size: int = Field(default=200, ge=1)  # pages per Kafka transaction at most
+    # A transaction commits once its pages took this long to extract, even short of batch_size: the
+    # links of its pages reach the frontier only with the commit, and a crawl is as many of these
+    # round trips deep as the site (200 pages a transaction left the fetchers waiting for work).
+    transaction_ms: int = Field(default=250, ge=1, le=30_000)
     follow_nofollow: bool = False
     # Bodies larger than this are dead-lettered ("oversize: ..."), not parsed: extraction takes about
     # 1 s and 35x the body in memory per MiB of HTML, so a 20 MiB page would stall a transaction.
