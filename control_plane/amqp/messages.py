@@ -13,7 +13,7 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from control_plane.amqp.exceptions import MessageRejected
 from dualplane.core.clock import utc_now
@@ -53,6 +53,24 @@ class AttemptRecord(BaseModel):
 
 
 EXTRACTOR_NAME = r"^[A-Za-z0-9][\w.-]{0,99}$"
+MAX_JOB_ID = 200
+
+
+def check_job_id(value: str) -> str:
+    """``value`` if it can be a job id, else ValueError saying why not."""
+    # A job id names S3 prefixes, WARC headers, log lines and metric labels: a line break in one
+    # could split a header line or a log record, so control characters are refused where jobs are made.
+    if not value:
+        raise ValueError("a job id cannot be empty")
+    if len(value) > MAX_JOB_ID:
+        raise ValueError(f"a job id is at most {MAX_JOB_ID} characters, this one has {len(value)}")
+    control = next((char for char in value if ord(char) < 0x20 or ord(char) == 0x7F), None)
+    if control is not None:
+        raise ValueError(f"a job id cannot hold control characters such as {control!r}")
+    return value
+
+
+JobId = Annotated[str, AfterValidator(check_job_id)]
 
 
 class JobSpec(ControlMessage):
@@ -60,7 +78,7 @@ class JobSpec(ControlMessage):
 
     kind = "job"
 
-    job_id: str
+    job_id: JobId
     allowed_domains: tuple[str, ...] = ()
     allow_patterns: tuple[str, ...] = ()
     deny_patterns: tuple[str, ...] = ()
@@ -90,7 +108,7 @@ class DiscoveredUrl(ControlMessage):
 
     kind = "discovered"
 
-    job_id: str
+    job_id: JobId
     trace_id: str = Field(default_factory=new_id)
     url: Annotated[str, Field(min_length=1, max_length=8192)]
     depth: int = Field(default=0, ge=0)
@@ -112,7 +130,7 @@ class DiscoveredBatch(ControlMessage):
 
     kind = "discovered_batch"
 
-    job_id: str
+    job_id: JobId
     trace_id: str = Field(default_factory=new_id)
     urls: tuple[Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS)], ...] = Field(
         min_length=1, max_length=MAX_BATCH_URLS
@@ -129,7 +147,7 @@ class CrawlTask(ControlMessage):
     kind = "task"
 
     task_id: str = Field(default_factory=new_id)
-    job_id: str
+    job_id: JobId
     trace_id: str
     url: str
     domain: str
@@ -161,7 +179,7 @@ class TaskReport(ControlMessage):
     kind = "report"
 
     task_id: str
-    job_id: str
+    job_id: JobId
     trace_id: str
     url: str
     domain: str

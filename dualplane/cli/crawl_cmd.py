@@ -11,7 +11,7 @@ import typer
 
 from connectors.seeds import SeedList, open_seed_list, seed_domains
 from control_plane import amqp
-from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority
+from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority, check_job_id
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.submit import submit_job
@@ -59,6 +59,11 @@ def crawl(
             f"{extractor!r} is no extractor plugin name (an entry point name of dualplane.extractors)",
             param_hint="--extractor",
         )
+    if job is not None:
+        try:
+            check_job_id(job)
+        except ValueError as error:
+            raise typer.BadParameter(str(error), param_hint="--job") from None
     domains = () if any_domain else tuple(allow_domain or _seed_domains(seeds, seed_list, settings))
     spec = JobSpec(
         job_id=job or f"job-{uuid.uuid4().hex[:12]}",

@@ -70,6 +70,13 @@ def test_a_bad_deny_pattern_is_a_usage_error_and_nothing_is_submitted() -> None:
     assert "submitted" not in result.stderr + result.stdout
 
 
+def test_a_job_id_with_a_line_break_is_a_usage_error_and_nothing_is_submitted() -> None:
+    result = run_cli("crawl", "--seed", "http://a.example/", "--job", "a\r\nb", timeout_s=60)
+    assert result.exit_code == 2
+    assert "a job id cannot hold control characters" in result.stderr
+    assert "submitted" not in result.stderr + result.stdout
+
+
 def test_a_misspelt_setting_is_warned_about() -> None:
     result = run_cli("config", "show", "--json", env={"DUALPLANE_LIMT_DOMAIN_CONCURRENCY": "3"}, timeout_s=60)
     assert result.exit_code == 0
