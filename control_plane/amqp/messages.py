@@ -210,9 +210,24 @@ class TaskReports(ControlMessage):
     reports: tuple[TaskReport, ...] = Field(min_length=1, max_length=MAX_BATCH_REPORTS)
 
 
+class Wake(ControlMessage):
+    """A nudge a frontier sends to its own shard queue, so that whichever frontier the broker made
+    the shard's active consumer gets a delivery and takes the shard over.
+
+    A frontier learns that it owns its shard only from a delivery (a single-active-consumer queue
+    says nothing else): an owner that took over a quiet shard, or that lost Kafka in a pass holding
+    only the jobs' progress, would otherwise never publish that progress, and a finished job would
+    look unfinished for good. It changes no state.
+    """
+
+    kind = "wake"
+
+    shard: int = Field(ge=0)
+
+
 MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     message.kind: message
-    for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports)
+    for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports, Wake)
 }
 M = TypeVar("M", bound=ControlMessage)
 

@@ -44,6 +44,8 @@ from control_plane.amqp.messages import (
     JobSpec,
     TaskReport,
     TaskReports,
+    Wake,
+    new_id,
 )
 from control_plane.amqp.topology import Topology
 from control_plane.frontier import metrics
@@ -70,6 +72,7 @@ Settle = tuple[Delivery, Exception | None]
 BACKLOG_SWEEP_S = 1.0
 PERMIT_SWEEP_S = 1.0  # catches overrides and pauses that ran out (no message marks that)
 WARM_EVERY_S = 5.0  # how often a standby reads the changelog it will need on takeover
+WAKE_RETRY_S = 2.0  # after Kafka refused a pass with no message to redo, try to take the shard over again
 HANDLED_KEPT_S = 7 * 86_400.0  # a handled message whose ack was committed but not recorded as such
 
 
@@ -109,6 +112,7 @@ class Frontier:
         self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
         self.consumer_: ControlConsumer | None = None
         self.active = False
+        self._wake_at: float | None = None  # when to send a Wake to the shard queue (see Wake)
         self._inbox: list[Delivery] = []  # the pass's deliveries, handled at its commit
         self._outbox: list[CrawlTask] = []  # tasks to publish with the pass's commit
         self._pass_keys: dict[bytes, int] = {}  # new seen keys of the pass -> site bucket
@@ -125,7 +129,7 @@ class Frontier:
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
-        kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports)
+        kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake)
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
             self.settings, bindings, prefetch=200, name=f"frontier-{self.shard}", transactional=True,
@@ -156,6 +160,7 @@ class Frontier:
         """A new connection: whatever this process did not commit is gone, and it may no longer own
         the shard (a standby may have taken over), so it waits for a delivery to find out."""
         self._deactivate()
+        self._wake_at = time.monotonic()  # if the broker made us the owner, nothing else may tell us
         assert consumer.connection is not None
         self.permits.channel = consumer.connection.channel()
         self.permits.channel.tx_select()
@@ -242,6 +247,8 @@ class Frontier:
         elif isinstance(message, DiscoveredBatch):
             batch = Batch(message.job_id, message.urls, message.depth, message.priority, message.seed)
             self._discover(batch)
+        elif isinstance(message, Wake):
+            pass  # its delivery alone made this frontier take the shard over (see Wake)
         elif isinstance(message, DiscoveredUrl):
             self._discover(
                 Batch(message.job_id, (message.url,), message.depth, message.priority, message.seed)
@@ -311,6 +318,10 @@ class Frontier:
     def _on_tick(self, consumer: ControlConsumer) -> None:
         now = time.monotonic()
         if not self.active:
+            if self._wake_at is not None and now >= self._wake_at:
+                self._wake_at = None  # published with the next commit, which an idle standby makes
+                queue = self.topology.frontier_queue(self.shard)
+                consumer.publish("", queue, Wake(shard=self.shard), message_id=new_id())
             if self._due("warm", WARM_EVERY_S, now):
                 self._warm()
             return
@@ -344,6 +355,8 @@ class Frontier:
         except ChangelogUnavailable as unavailable:
             log.warning("frontier shard %d: %s; holding %d messages and retrying", self.shard, unavailable,
                         len(self._inbox))  # fmt: skip
+            if not self._inbox:  # no delivery will come back to retry with: the jobs' progress would wait
+                self._wake_at = time.monotonic() + WAKE_RETRY_S
             self._abandon_pass()
             return False
         for delivery, failure in settles:

@@ -10,6 +10,7 @@ and the records topic exactly one committed record per page.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.topology import Topology
+from control_plane.frontier.progress import ProgressReader
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
@@ -102,3 +104,38 @@ def test_a_killed_shard_frontier_is_replaced_and_every_page_is_fetched_once(
     assert set(records) == reachable
     assert set(records.values()) == {1}, "a page has more than one committed record"
     assert progress["dead_lettered"] == 0
+
+
+@pytest.mark.timeout(300)
+def test_a_frontier_taking_over_a_quiet_shard_publishes_its_jobs_progress(
+    control_plane: ControlPlaneFactory, tmp_path: Path
+) -> None:
+    """The new owner of a shard that gets no more messages (no fetcher here: the seed's task waits in
+    its lane, and no report comes back) still takes the shard over and publishes its jobs' progress.
+    A frontier learns it owns a shard only from a delivery, so it sends itself a Wake: before, an owner
+    killed with progress not yet published (or that lost Kafka in a pass with only progress to write)
+    left a finished job looking unfinished for good (a chaos run waited 300 s on 'queued: 5')."""
+    settings = _settings(control_plane).model_copy(
+        update={"queues": control_plane.settings().queues.model_copy(update={"frontier_shards": 1})}
+    )
+    pipeline = Pipeline(settings, tmp_path)
+    probe = JobProbe(settings)
+    try:
+        first = _frontier(pipeline, 0, tmp_path / "first")
+        queue = Topology(settings.queues).frontier_queue(0)
+        assert wait_for(lambda: probe.consumers(queue) > 0, 60), pipeline.logs()
+        probe.submit(JobSpec(job_id="quiet", allowed_domains=("quiet.example",)), ["http://quiet.example/"])
+        probe.wait_progress("quiet", timeout_s=60, queued=1)
+        pipeline.kill(first)
+
+        taken_over_at = time.time()
+        _frontier(pipeline, 0, tmp_path / "second")  # another machine: an empty data directory
+        with ProgressReader(settings) as reader:
+            published = wait_for(
+                lambda: float((reader.job("quiet") or {}).get("published_at", 0)) > taken_over_at, 60, 0.5
+            )
+            latest = reader.job("quiet") or {}
+        assert published, f"the new owner never published the job's progress: {latest}\n{pipeline.logs()}"
+        assert latest["queued"] == 1 and latest["seeded"] == 1, latest  # as the changelog has it
+    finally:
+        pipeline.stop_all()
