@@ -47,9 +47,9 @@ from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import domain_of
 from data_plane.kafka.reader import read_to_end
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import domain_of
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.stack import LocalStack
 

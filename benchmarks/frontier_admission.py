@@ -41,7 +41,7 @@ from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
-from dualplane.core.settings import LimitSettings, Settings
+from core.settings import LimitSettings, Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 
 COUNTED = ("discovered", "duplicates", "out_of_scope", "invalid", "disallowed", "over_limit")

@@ -27,9 +27,9 @@ from prometheus_client import REGISTRY, generate_latest
 from control_plane.fetcher import metrics as fetcher_metrics
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.frontier import metrics as frontier_metrics
+from core import metrics
+from core.logs import bind_page, page_context, page_of
 from data_plane.extractor import metrics as extractor_metrics
-from dualplane.core import metrics
-from dualplane.core.logs import bind_page, page_context, page_of
 
 log = logging.getLogger("control_plane.fetcher.worker")
 

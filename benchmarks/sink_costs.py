@@ -36,7 +36,7 @@ from connectors.sink.warc import WarcSink
 from connectors.sink.warc_records import http_response_head, response_member
 from connectors.storage import s3
 from connectors.storage.claim_check import ClaimCheckStore
-from dualplane.core.settings import Settings
+from core.settings import Settings
 
 MB = 1_000_000
 MIN_MB = 20.0  # each step runs over at least this much, so one measurement takes 10-200 ms

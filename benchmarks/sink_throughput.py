@@ -55,11 +55,11 @@ from connectors.sink import S3Sink
 from connectors.sink.service import SESSION_TIMEOUT_MS
 from connectors.sink.session import BATCH, POLL_S, Session
 from connectors.storage import s3
+from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ensure_data_plane_topics
-from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 from dualplane.stack.manager import LocalStack

@@ -22,7 +22,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from dualplane.namespaces import drop_namespace
 from dualplane.testing.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
 

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from core.limits import Limits
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.limits import Limits
-from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.testing.fetch_events import synthetic_fetch_event
 

@@ -15,9 +15,9 @@ from control_plane import amqp
 from control_plane.amqp.management import queue_stats
 from control_plane.amqp.messages import PRIORITIES
 from control_plane.amqp.topology import Topology
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import topic_configs
-from dualplane.core.settings import Settings
 
 NAMESPACED_TOPICS = (
     "pages_raw",

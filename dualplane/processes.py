@@ -61,7 +61,7 @@ def run_processes(
 ) -> int:
     """Run the children until a signal (exit code 0) or until one dies on its own (1); while they all
     run, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``."""
-    from dualplane.core.settings import Settings  # noqa: PLC0415 (the parent needs only the shard count)
+    from core.settings import Settings  # noqa: PLC0415 (the parent needs only the shard count)
 
     if "frontier" in names and shards is None:
         shards = list(range(Settings.from_env().queues.frontier_shards))

@@ -27,13 +27,13 @@ from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
 from control_plane.frontier import metrics as frontier_metrics
+from core import metrics
+from core.settings import Settings
 from data_plane.extractor import metrics as extractor_metrics
 from data_plane.extractor.service import Extractor
 from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle import metrics as throttle_metrics
 from data_plane.throttle.view import ThrottleView
-from dualplane.core import metrics
-from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

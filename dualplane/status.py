@@ -21,9 +21,9 @@ from control_plane.amqp.management import queue_stats
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule, eta_s, finished_count, remaining
 from control_plane.frontier.progress import ProgressReader
+from core.settings import Settings
 from data_plane.kafka.lag import extractor_lag
 from data_plane.throttle.snapshot import read_snapshot
-from dualplane.core.settings import Settings
 
 MAX_THROTTLED = 20
 STALLED_AFTER_S = 300.0

@@ -8,7 +8,7 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from dualplane.core.settings import TopicSettings
+from core.settings import TopicSettings
 from schemas.exceptions import ManifestError, UnknownSchema
 
 MANIFEST = "manifest.json"

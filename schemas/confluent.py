@@ -17,7 +17,7 @@ incompatible fails that first write with :class:`SchemaRejected`, before any rea
 Off, the serializer only looks the schema up: an administrator registers versions beforehand and
 producers need read access only.
 
-Settings read: ``DUALPLANE_SCHEMA_REGISTRY_*`` (:class:`~dualplane.core.settings.SchemaRegistrySettings`).
+Settings read: ``DUALPLANE_SCHEMA_REGISTRY_*`` (:class:`~core.settings.SchemaRegistrySettings`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from confluent_kafka.schema_registry import SchemaRegistryClient, SchemaRegistry
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from dualplane.core.settings import SchemaRegistrySettings, mask_url_password
+from core.settings import SchemaRegistrySettings, mask_url_password
 from schemas.codec import describe_invalid
 from schemas.exceptions import (
     InvalidRecord,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dualplane.core.exceptions import DualplaneError
+from core.exceptions import DualplaneError
 
 
 class SchemaError(DualplaneError):

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from dualplane.core.settings import Settings, TopicSettings
+from core.settings import Settings, TopicSettings
 from schemas.catalog import Manifest, load_manifest
 from schemas.codec import Decoded, ResolveId, decode, encode, set_default_resolver
 from schemas.registry import default_registry

@@ -11,7 +11,7 @@ from connectors.seeds.base import SeedSource
 from connectors.seeds.lines import BadLine, SeedList, seed_domains
 from connectors.seeds.local import LocalSeedSource
 from connectors.seeds.s3 import S3SeedSource
-from dualplane.core.settings import Settings
+from core.settings import Settings
 
 __all__ = [
     "BadLine",

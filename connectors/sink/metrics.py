@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from connectors.sink.lag import sink_topics
+from core import metrics
 from data_plane.kafka.metrics import watch_lag
-from dualplane.core import metrics
 
 if TYPE_CHECKING:
     from connectors.sink.service import S3Sink

@@ -26,9 +26,9 @@ from connectors.sink.upload import ArchiveStore
 from connectors.sink.warc import WarcSink
 from connectors.storage import s3
 from connectors.storage.claim_check import ClaimCheckStore
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
-from dualplane.core.settings import Settings
 from schemas import codec_for
 
 log = logging.getLogger(__name__)

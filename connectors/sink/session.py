@@ -45,7 +45,7 @@ from connectors.sink.prepare import Outcome, Preparer
 from connectors.sink.spool import OpenFile
 from connectors.sink.upload import ArchiveStore
 from connectors.sink.uploads import Partition, Uploads
-from dualplane.core.settings import Settings
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from connectors.storage.exceptions import (
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from dualplane.core.settings import S3Settings
+from core.settings import S3Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pika
 from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
-from dualplane.core.settings import AmqpSettings
+from core.settings import AmqpSettings
 
 
 def connection_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.URLParameters:

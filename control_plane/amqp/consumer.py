@@ -39,9 +39,9 @@ from control_plane.amqp.messages import ControlMessage, decode
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
-from dualplane.core import metrics
-from dualplane.core.logs import page_context, page_of
-from dualplane.core.settings import Settings
+from core import metrics
+from core.logs import page_context, page_of
+from core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
-from dualplane.core.json_bounds import loads_bounded
+from core.json_bounds import loads_bounded
 
 REASON = "x-dualplane-reason"
 SOURCE_QUEUE = "x-dualplane-source-queue"

@@ -13,8 +13,8 @@ from collections.abc import Iterable, Iterator
 
 from control_plane.amqp.messages import MAX_BATCH_URLS, MAX_URL_CHARS, DiscoveredBatch, Priority, new_id
 from control_plane.amqp.topology import Topology
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import domain_of
+from core.web.exceptions import InvalidUrl
+from core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 

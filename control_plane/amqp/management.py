@@ -10,7 +10,7 @@ import httpx
 
 from control_plane import amqp
 from control_plane.amqp.exceptions import ControlPlaneError
-from dualplane.core.settings import AmqpSettings
+from core.settings import AmqpSettings
 
 
 @dataclass(frozen=True)

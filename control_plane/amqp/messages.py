@@ -16,8 +16,8 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from control_plane.amqp.exceptions import MessageRejected
-from dualplane.core.clock import utc_now
-from dualplane.core.json_bounds import JsonTooDeep, loads_bounded
+from core.clock import utc_now
+from core.json_bounds import JsonTooDeep, loads_bounded
 
 Priority = Literal["high", "normal", "bulk"]
 PRIORITIES: tuple[Priority, ...] = ("high", "normal", "bulk")

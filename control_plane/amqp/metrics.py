@@ -11,8 +11,8 @@ import os
 
 from control_plane.amqp.management import queue_stats
 from control_plane.amqp.topology import Topology
-from dualplane.core import metrics
-from dualplane.core.settings import Settings
+from core import metrics
+from core.settings import Settings
 
 QUEUE_TTL_S = 5.0  # the management API refreshes its figures every 5 s anyway
 

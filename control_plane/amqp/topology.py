@@ -30,8 +30,8 @@ from typing import Any
 from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane.amqp.messages import PRIORITIES, Priority
-from dualplane.core.settings import QueueSettings
-from dualplane.core.web.domains import shard_of
+from core.settings import QueueSettings
+from core.web.domains import shard_of
 
 
 class Topology:

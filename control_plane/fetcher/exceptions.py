@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from control_plane.fetcher.retry_policy import Outcome
-from dualplane.core.exceptions import DualplaneError
+from core.exceptions import DualplaneError
 
 
 class FetcherError(DualplaneError):

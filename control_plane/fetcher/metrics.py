@@ -2,20 +2,29 @@
 
 Counted in the fetch (:mod:`.worker`) and when a task is settled (:mod:`.runner`); requests in
 flight and tasks waiting for a permit are read from the runner when scraped (see
-``dualplane.core.metrics``).
+``core.metrics``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sized
+from typing import Protocol
 
 from prometheus_client import Counter, Histogram
 
+from control_plane.amqp.messages import Priority
 from control_plane.fetcher.retry_policy import Outcome
-from dualplane.core import metrics
+from core import metrics
 
-if TYPE_CHECKING:
-    from control_plane.fetcher.runner import TaskRunner
+
+class Watched(Protocol):
+    """What the scrape reads of a task runner (:class:`.runner.TaskRunner` is one)."""
+
+    @property
+    def lane_in_flight(self) -> Mapping[Priority, int]: ...
+    @property
+    def waiting(self) -> Sized: ...
+
 
 FETCHES = Counter("dualplane_fetches", "Fetch attempts, by outcome class", ["outcome"])
 FETCH_SECONDS = Histogram(
@@ -50,7 +59,7 @@ def fetched(outcome: Outcome, latency_ms: int, size_bytes: int) -> None:
         FETCHED_BYTES.inc(size_bytes)
 
 
-def watch(runner: TaskRunner) -> None:
+def watch(runner: Watched) -> None:
     """Export the runner's requests in flight (per lane) and the tasks waiting for a permit."""
     metrics.probe(
         "dualplane_fetch_in_flight",

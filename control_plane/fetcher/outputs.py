@@ -48,10 +48,10 @@ import schemas
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckUnavailable
 from control_plane.fetcher.runner import HandOffFailed
+from core import metrics
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import raw_page_max_message_bytes
-from dualplane.core import metrics
-from dualplane.core.settings import Settings
 from schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
   (a deferral, not an attempt).
 - **Throttle commands, obeyed at once.** The runner holds a
-  :class:`~dualplane.core.limits.LimitsSource` (the throttle's view, wired in by the services
+  :class:`~core.limits.LimitsSource` (the throttle's view, wired in by the services
   registry), started with it (so a fetcher restarted during a throttle starts throttled) and kept
   current by the throttle. Per domain (:mod:`control_plane.fetcher.politeness`): no more than
   the current concurrency in flight in this process, before the frontier has resized the permits;
@@ -66,12 +66,12 @@ from control_plane.amqp.messages import (
 from control_plane.amqp.topology import Topology
 from control_plane.fetcher import metrics, politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
-from dualplane.core import metrics as core_metrics
-from dualplane.core.limits import Limits, LimitsSource
-from dualplane.core.logs import bind_page, page_context
-from dualplane.core.settings import Settings
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import domain_of
+from core import metrics as core_metrics
+from core.limits import Limits, LimitsSource
+from core.logs import bind_page, page_context
+from core.settings import Settings
+from core.web.exceptions import InvalidUrl
+from core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 

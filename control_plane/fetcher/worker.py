@@ -26,8 +26,8 @@ from control_plane.fetcher.exceptions import FetchFailed
 from control_plane.fetcher.outputs import KafkaOutputs
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, HandOffFailed
-from dualplane.core.settings import Settings
-from dualplane.core.web.ssrf import SsrfGuard
+from core.settings import Settings
+from core.web.ssrf import SsrfGuard
 
 log = logging.getLogger(__name__)
 

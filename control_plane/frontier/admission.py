@@ -20,10 +20,10 @@ from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.scope import ScopeRules
 from control_plane.frontier.seen import SeenSet
 from control_plane.frontier.store import FrontierState
-from dualplane.core.web.domains import shard_bucket
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.ssrf import SsrfGuard
-from dualplane.core.web.urls import canonicalize, domain_of, url_key
+from core.web.domains import shard_bucket
+from core.web.exceptions import InvalidUrl
+from core.web.ssrf import SsrfGuard
+from core.web.urls import canonicalize, domain_of, url_key
 
 SAFE_HOST_TTL_S = 600.0  # how long an SSRF verdict on a host is trusted (it resolves DNS)
 # Links repeat (menus, listings: about two in three on the sample site): a link already known to be

@@ -10,7 +10,7 @@ Records, written by one Kafka transaction per commit of the shard:
   the backlog and handled messages (:meth:`~control_plane.frontier.store.FrontierState.changes`);
   compaction keeps the newest row per key.
 - ``seen/<bucket>/<id>`` -> the 16-byte seen-set keys a commit added, grouped by the site bucket of
-  their URLs (``dualplane.core.web.domains``): never deleted, so the seen set can be rebuilt whole.
+  their URLs (``core.web.domains``): never deleted, so the seen set can be rebuilt whole.
 
 Fencing: every frontier of shard ``i`` uses the transactional id ``<group prefix>-frontier-<i>``.
 :meth:`Changelog.open` is called when a frontier becomes the shard's active consumer: it fences the
@@ -31,8 +31,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
 from control_plane.frontier.exceptions import ChangelogUnavailable
+from core.settings import KafkaSettings
 from data_plane.kafka import clients
-from dualplane.core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from control_plane.amqp import permits
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.store import FrontierState
-from dualplane.core.limits import Limits, LimitsSource
+from core.limits import Limits, LimitsSource
 
 log = logging.getLogger(__name__)
 

@@ -1,20 +1,33 @@
 """The frontier's Prometheus metrics: URLs judged by verdict, tasks issued, outstanding tasks per shard.
 
 Verdicts are counted once per discovery batch; outstanding tasks and whether this process owns a
-shard are read when scraped (see ``dualplane.core.metrics``).
+shard are read when scraped (see ``core.metrics``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client import Counter
 
-from dualplane.core import metrics
+from core import metrics
 
-if TYPE_CHECKING:
-    from control_plane.frontier.service import Frontier
+
+class Outstanding(Protocol):
+    def total_outstanding(self) -> int: ...
+
+
+class Watched(Protocol):
+    """What the scrape reads of a shard's frontier (:class:`.service.Frontier` is one)."""
+
+    @property
+    def shard(self) -> int: ...
+    @property
+    def active(self) -> bool: ...
+    @property
+    def state(self) -> Outstanding: ...
+
 
 URLS = Counter(
     "dualplane_frontier_urls",
@@ -23,7 +36,7 @@ URLS = Counter(
 )
 TASKS_ISSUED = Counter("dualplane_frontier_tasks_issued", "Crawl tasks published to the lanes")
 
-_watched: dict[int, Frontier] = {}  # shard -> the frontier of this process serving it
+_watched: dict[int, Watched] = {}  # shard -> the frontier of this process serving it
 
 
 _verdicts: dict[str, Counter] = {}  # label children, bound once (a lookup costs more than the increment)
@@ -36,7 +49,7 @@ def judged(counts: Mapping[str, int]) -> None:
             child.inc(count)
 
 
-def watch(frontier: Frontier) -> None:
+def watch(frontier: Watched) -> None:
     """Export the shard's outstanding tasks and whether this process is its active frontier."""
     _watched[frontier.shard] = frontier
     metrics.probe(

@@ -48,10 +48,10 @@ from control_plane.amqp.transactions import TxChannel
 from control_plane.frontier.changelog import Changelog, ensure_changelog
 from control_plane.frontier.exceptions import ReshardRefused
 from control_plane.frontier.reshard_plan import Partition, Plan, handled_ids, job_rules, plan
+from core.settings import Settings
+from core.web.exceptions import InvalidUrl
+from core.web.urls import domain_of
 from data_plane.kafka import clients
-from dualplane.core.settings import Settings
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from control_plane.frontier.changelog import SEEN_PREFIX, Record
 from control_plane.frontier.store import FUNNEL
-from dualplane.core.web.domains import shard_of
+from core.web.domains import shard_of
 
 SITE_TABLES = ("domains", "tasks", "backlog")
 

@@ -13,7 +13,7 @@ import logging
 from control_plane.frontier.changelog import SEEN_PREFIX, Changelog
 from control_plane.frontier.seen import SeenSet
 from control_plane.frontier.store import FrontierState
-from dualplane.core.web.urls import KEY_BYTES
+from core.web.urls import KEY_BYTES
 
 log = logging.getLogger(__name__)
 

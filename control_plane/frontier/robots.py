@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 from protego import Protego
 
-from dualplane.core.web.urls import domain_of
+from core.web.urls import domain_of
 
 MAX_ROBOTS_BYTES = 500 * 1024
 """RFC 9309 asks parsers to read at least 500 KiB; we read exactly that and drop the rest."""
@@ -96,7 +96,7 @@ class RobotsCache:
         """The verdict for ``url`` (http or https), fetching its origin's robots.txt when not cached.
 
         Never raises for a bad robots.txt or an unreachable server (that is a verdict); raises
-        :class:`~dualplane.core.web.exceptions.InvalidUrl` when ``url`` itself is not an http(s) URL.
+        :class:`~core.web.exceptions.InvalidUrl` when ``url`` itself is not an http(s) URL.
         """
         domain = domain_of(url)  # validates first: urlsplit() below then cannot fail
         origin = f"{urlsplit(url.strip()).scheme.lower()}://{domain}"

@@ -12,7 +12,7 @@ from typing import Literal
 from rbloom import Bloom
 
 from control_plane.frontier.exceptions import SeenSetCorrupt
-from dualplane.core.web.urls import KEY_BYTES
+from core.web.urls import KEY_BYTES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS seen (key BLOB PRIMARY KEY) WITHOUT ROWID;
@@ -32,7 +32,7 @@ def _hash_key(key: bytes) -> int:
 
 
 class SeenSet:
-    """A persistent set of 16-byte URL keys (:func:`~dualplane.core.web.urls.url_key`) with bounded memory.
+    """A persistent set of 16-byte URL keys (:func:`~core.web.urls.url_key`) with bounded memory.
 
     The first ``exact_limit`` keys live in a SQLite table (``path``), exactly, on disk. Adding
     one more switches to a Bloom filter sized for ``expected_items`` at ``false_positive_rate``,

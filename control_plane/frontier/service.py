@@ -1,6 +1,6 @@
 """A frontier shard: turns its sites' discovered URLs into crawl tasks, exactly once, politely.
 
-Sites are spread over ``DUALPLANE_QUEUE_FRONTIER_SHARDS`` shards (``dualplane.core.web.domains``).
+Sites are spread over ``DUALPLANE_QUEUE_FRONTIER_SHARDS`` shards (``core.web.domains``).
 Shard ``i`` consumes one queue, which gets both the discovery and the fetchers' task reports for
 its sites, with a single active consumer: any number of frontiers may serve a shard, one works,
 the others stand by and take over when its connection drops.
@@ -22,7 +22,7 @@ frontier dies, each URL of a job becomes exactly one task.
 Becoming the active consumer (the first delivery after a connect) means taking the shard over:
 the changelog is opened, which fences the previous owner in Kafka, and read to its end into the
 local state (a standby keeps warm by reading it every few seconds). Throttle commands come through
-a :class:`~dualplane.core.limits.LimitsSource` (P_d and pauses; see :mod:`.domain_permits`).
+a :class:`~core.limits.LimitsSource` (P_d and pauses; see :mod:`.domain_permits`).
 
 Settings: ``DUALPLANE_FRONTIER_*``, ``DUALPLANE_QUEUE_*``, ``DUALPLANE_LIMIT_DOMAIN_CONCURRENCY``,
 ``DUALPLANE_FETCH_USER_AGENT`` (robots.txt), ``DUALPLANE_TOPIC_FRONTIER_CHANGELOG``.
@@ -58,11 +58,11 @@ from control_plane.frontier.restore import catch_up
 from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.seen import SeenSet
 from control_plane.frontier.store import FrontierState
-from dualplane.core.limits import Limits, LimitsSource
-from dualplane.core.logs import page_context, page_of
-from dualplane.core.settings import Settings
-from dualplane.core.web.ssrf import SsrfGuard
-from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS
+from core.limits import Limits, LimitsSource
+from core.logs import page_context, page_of
+from core.settings import Settings
+from core.web.ssrf import SsrfGuard
+from core.web.urls import DEFAULT_TRACKING_PARAMS
 
 log = logging.getLogger(__name__)
 

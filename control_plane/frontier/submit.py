@@ -15,8 +15,8 @@ from pika.adapters.blocking_connection import BlockingChannel
 from control_plane.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, new_id
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import domain_of
+from core.web.exceptions import InvalidUrl
+from core.web.urls import domain_of
 
 SEED_BATCH = 500
 

@@ -15,8 +15,8 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 from selectolax.lexbor import LexborHTMLParser as HTMLParser
 
+from core.web.urls import without_credentials
 from data_plane.extract import metrics
-from dualplane.core.web.urls import without_credentials
 
 CRAWLABLE_SCHEMES = frozenset({"http", "https"})
 MAX_TEXT = 200

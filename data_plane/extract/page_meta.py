@@ -2,7 +2,7 @@
 
 A ``rel=canonical`` link is trusted only on the page's own host (``www.`` aside): a canonical URL is
 the record key, and a page must not be able to overwrite another site's records. Canonical URLs are
-spelled the way the frontier spells URLs (:func:`dualplane.core.web.urls.canonicalize`).
+spelled the way the frontier spells URLs (:func:`core.web.urls.canonicalize`).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
+from core.web.exceptions import InvalidUrl
+from core.web.urls import canonicalize
 from data_plane.extract.markup import Markup, line
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import canonicalize
 
 MAX_TITLE_CHARS = 1000
 MAX_DESCRIPTION_CHARS = 5000

@@ -21,6 +21,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
+from core.web.urls import without_credentials
 from data_plane.extract import metrics
 from data_plane.extract.article import extract_article
 from data_plane.extract.exceptions import ExtractError, ExtractionFailed
@@ -34,7 +35,6 @@ from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
 from data_plane.extract.text import clip_text, main_text
-from dualplane.core.web.urls import without_credentials
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"

@@ -31,9 +31,9 @@ from collections.abc import Iterable
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.reader import read_to_end
-from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

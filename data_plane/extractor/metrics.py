@@ -7,15 +7,27 @@ records and dead letters are added to the shared produce counters once their tra
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from prometheus_client import Gauge, Histogram
 
+from core import metrics
+from core.settings import Settings
 from data_plane.kafka.metrics import watch_lag
-from dualplane.core import metrics
 
-if TYPE_CHECKING:
-    from data_plane.extractor.service import Extractor
+
+class Watched(Protocol):
+    """What the scrape reads of an extractor (:class:`.service.Extractor` is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def pages(self) -> int: ...
+    @property
+    def records(self) -> int: ...
+
 
 EXTRACT_SECONDS = Histogram(
     "dualplane_extract_duration_seconds",
@@ -24,7 +36,7 @@ EXTRACT_SECONDS = Histogram(
 )
 
 
-def watch(extractor: Extractor) -> None:
+def watch(extractor: Watched) -> None:
     """Export the extractor's counts and its consumer group's lag on ``pages.raw``."""
     metrics.probe(
         "dualplane_extractor_pages",

@@ -1,7 +1,7 @@
 """Reading the ``records`` topic from Python: typed page records, exactly once per page.
 
     from data_plane.extractor.records import iter_records
-    from dualplane.core.settings import Settings
+    from core.settings import Settings
 
     for record in iter_records(Settings.from_env(), from_beginning=True, follow=False):
         print(record.canonical_url, record.product.price if record.product else None)
@@ -26,9 +26,9 @@ from confluent_kafka import KafkaError
 from pydantic import BaseModel, ConfigDict, Field
 
 import schemas
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.reader import read_to_end
-from dualplane.core.settings import Settings
 
 
 class Link(BaseModel):

@@ -35,10 +35,10 @@ from typing import Any
 from confluent_kafka import Message, TopicPartition
 
 import schemas
+from core.exceptions import DualplaneError
+from core.settings import Settings
 from data_plane.extractor import metrics
 from data_plane.kafka import clients
-from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings
 from schemas.exceptions import RegistryError
 
 ProgressCallback = Callable[[int], None]

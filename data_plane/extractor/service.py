@@ -52,15 +52,15 @@ from control_plane.amqp.discovery import discovery_batches
 from control_plane.amqp.messages import DiscoveredBatch, new_id
 from control_plane.amqp.topology import Topology
 from control_plane.amqp.transactions import TxChannel
+from core import metrics as core_metrics
+from core.logs import page_context
+from core.settings import ExtractSettings, Settings
 from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor import metrics
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.extractor.handled import HandledPages, page_key
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
-from dualplane.core import metrics as core_metrics
-from dualplane.core.logs import page_context
-from dualplane.core.settings import ExtractSettings, Settings
 from schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)

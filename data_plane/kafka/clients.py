@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from dualplane.core.settings import KafkaSettings
+from core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

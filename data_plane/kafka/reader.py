@@ -11,8 +11,8 @@ from collections.abc import Collection, Iterator
 
 from confluent_kafka import Message, TopicPartition
 
+from core.settings import KafkaSettings
 from data_plane.kafka import clients
-from dualplane.core.settings import KafkaSettings
 
 
 def read_to_end(

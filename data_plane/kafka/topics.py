@@ -11,9 +11,9 @@ unchanged) need room for an inline body plus its envelope, not for the largest p
 
 from __future__ import annotations
 
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.schema_topic import publish_schemas
-from dualplane.core.settings import Settings
 
 WEEK_MS = str(7 * 86_400_000)
 ENVELOPE_HEADROOM_BYTES = 64 * 1024

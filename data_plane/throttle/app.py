@@ -85,6 +85,7 @@ from typing import Any
 import faust
 from mode.utils.times import want_seconds
 
+from core.settings import KafkaSettings, Settings, ThrottleSettings
 from data_plane.kafka import clients
 from data_plane.kafka.group_start import pin_group_start
 from data_plane.kafka.topics import topic_configs
@@ -92,7 +93,6 @@ from data_plane.throttle.exceptions import InvalidThrottleConfig
 from data_plane.throttle.processor import ThrottleProcessor
 from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
-from dualplane.core.settings import KafkaSettings, Settings, ThrottleSettings
 
 
 class ThrottleWorker(faust.Worker):

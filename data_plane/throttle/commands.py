@@ -17,9 +17,9 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 import schemas
 from control_plane.amqp.messages import ControlMessage
+from core.clock import utc_now
 from data_plane.throttle.exceptions import BadThrottleCommand
 from data_plane.throttle.policy import INT32_MAX, Command, WindowCounts
-from dualplane.core.clock import utc_now
 from schemas.exceptions import SchemaError
 
 AVRO_NAME = "throttle_command"

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.limits import Limits
 from data_plane.throttle.commands import AUTO, ThrottleCommand
-from dualplane.core.limits import Limits
 
 
 class LimitsBook:

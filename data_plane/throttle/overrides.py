@@ -20,13 +20,13 @@ from pika.exceptions import AMQPError
 
 from control_plane import amqp
 from control_plane.amqp.publisher import confirmed_channel, publish
+from core.clock import utc_now
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import topic_configs
 from data_plane.throttle.commands import AUTO, OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.view import read_latest_commands
-from dualplane.core.clock import utc_now
-from dualplane.core.settings import Settings
 
 TIMEOUT_S = 15.0
 

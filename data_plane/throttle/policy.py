@@ -42,7 +42,7 @@ import random
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from dualplane.core.settings import LimitSettings, ThrottleSettings
+from core.settings import LimitSettings, ThrottleSettings
 
 Priority = Literal["low", "normal"]
 
@@ -122,7 +122,7 @@ class PolicyConfig:
     """Tuning of the policy; every duration is in event-time seconds.
 
     No defaults and no checks here: both live once, in ``DUALPLANE_THROTTLE_*``
-    (:class:`~dualplane.core.settings.ThrottleSettings`); build it with :meth:`from_settings`.
+    (:class:`~core.settings.ThrottleSettings`); build it with :meth:`from_settings`.
     """
 
     step_s: float

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from faust.tables.wrappers import WindowWrapper
 
+from core.settings import Settings, ThrottleSettings
 from data_plane.throttle.buckets import BucketStore
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import FetchSample, parse_fetch_event
@@ -28,7 +29,6 @@ from data_plane.throttle.windows import (
     summary,
     window_to_judge,
 )
-from dualplane.core.settings import Settings, ThrottleSettings
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from pika.exceptions import AMQPError
 
 from control_plane import amqp
 from control_plane.amqp.publisher import confirmed_channel, publish
+from core.settings import AmqpSettings
 from data_plane.throttle.commands import ThrottleCommand
-from dualplane.core.settings import AmqpSettings
 
 log = logging.getLogger(__name__)
 

@@ -23,13 +23,13 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
 from control_plane import amqp
+from core.clock import utc_now
+from core.limits import Limits, OnChange
+from core.settings import KafkaSettings, Settings
 from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.commands import AUTO, ThrottleCommand
 from data_plane.throttle.exceptions import BadThrottleCommand, ThrottleError
 from data_plane.throttle.limits import LimitsBook
-from dualplane.core.clock import utc_now
-from dualplane.core.limits import Limits, OnChange
-from dualplane.core.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def load_latest_state(
 
 class ThrottleView:
     """Per-domain limits kept current from the throttle exchange: the fleet's
-    :class:`~dualplane.core.limits.LimitsSource`. Every public method is thread-safe."""
+    :class:`~core.limits.LimitsSource`. Every public method is thread-safe."""
 
     def __init__(
         self,

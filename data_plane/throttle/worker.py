@@ -1,13 +1,13 @@
 """The processor's Faust entry point: ``python -m faust -A data_plane.throttle.worker --datadir D worker``.
 
 Reads ``DUALPLANE_*`` (brokers, topic and exchange names, ``DUALPLANE_LIMIT_DOMAIN_*`` defaults) and
-``DUALPLANE_THROTTLE_*`` (:class:`dualplane.core.settings.ThrottleSettings`) once, at import.
+``DUALPLANE_THROTTLE_*`` (:class:`core.settings.ThrottleSettings`) once, at import.
 """
 
 from __future__ import annotations
 
+from core.settings import Settings
 from data_plane.throttle.app import build_app
-from dualplane.core.settings import Settings
 from schemas.serde import install
 
 settings = Settings.from_env()

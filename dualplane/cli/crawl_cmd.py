@@ -15,12 +15,12 @@ from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority, check
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.submit import submit_job
+from core.settings import Settings
+from core.web.exceptions import InvalidUrl
+from core.web.urls import domain_of
 from dualplane.cli.following import follow
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import report_bad_lines, seeding_progress
-from dualplane.core.settings import Settings
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import domain_of
 
 
 def crawl(

@@ -16,8 +16,8 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
+from core.settings import Settings
 from dualplane.cli.output import JsonOption, mark, print_json, progress, stderr, stdout, table
-from dualplane.core.settings import Settings
 from dualplane.demo.crawl import CrawlSummary, crawl_sample_site
 from dualplane.demo.live import LiveView
 from dualplane.demo.roundtrip import run_demo

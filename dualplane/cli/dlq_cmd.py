@@ -10,8 +10,8 @@ from control_plane import amqp
 from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
+from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.core.settings import Settings
 
 app = typer.Typer(help="Dead letters: messages that could not be handled, with the reason.")
 

@@ -17,8 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from control_plane.frontier.jobs import FinishRule, finished_count, remaining
 from control_plane.frontier.progress import ProgressReader
+from core.settings import Settings
 from dualplane.cli.output import stderr
-from dualplane.core.settings import Settings
 
 BROKER_ERRORS = (pika.exceptions.AMQPError, KafkaException, OSError)
 LOOK_EVERY_S = 1.0

@@ -12,6 +12,8 @@ import typer
 from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
+from core import settings as settings_module
+from core.exceptions import DualplaneError
 from dualplane.cli import (
     config_cmd,
     crawl_cmd,
@@ -31,8 +33,6 @@ from dualplane.cli import (
 )
 from dualplane.cli.errors import describe
 from dualplane.cli.output import stderr
-from dualplane.core import settings as settings_module
-from dualplane.core.exceptions import DualplaneError
 
 app = typer.Typer(
     name="dualplane",

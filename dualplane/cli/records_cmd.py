@@ -13,9 +13,9 @@ from fastavro import writer as avro_writer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 import schemas
+from core.settings import Settings
 from data_plane.extractor.records import PageRecord, iter_records
 from dualplane.cli.output import stderr
-from dualplane.core.settings import Settings
 
 app = typer.Typer(help="Read extracted page records (the records topic, committed records only).")
 

@@ -16,10 +16,10 @@ from rich.progress import (
 )
 
 import schemas
+from core import metrics
+from core.settings import Settings
 from data_plane.extractor.replay import plan, replay
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.core import metrics
-from dualplane.core.settings import Settings
 
 
 def replay_command(

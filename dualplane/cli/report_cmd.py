@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
+from core.exceptions import DualplaneError
+from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, progress, stdout
-from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings
 from dualplane.report import read_job, write_report
 
 

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from control_plane.frontier.reshard import reshard
+from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
-from dualplane.core.settings import Settings
 
 
 def reshard_command(

@@ -9,9 +9,9 @@ from typing import Annotated
 import typer
 from rich.logging import RichHandler
 
+from core import logs
+from core.settings import LogFormat, Settings
 from dualplane.cli.output import stderr
-from dualplane.core import logs
-from dualplane.core.settings import LogFormat, Settings
 from dualplane.processes import run_processes
 from dualplane.services import SERVICE_NAMES, run_services
 
@@ -64,7 +64,7 @@ def _shards(settings: Settings, chosen: list[int] | None) -> list[int] | None:
 
 def configure_logging(level: str, log_format: LogFormat = "text") -> None:
     """Rich output on a terminal; plain one-line records (with time and process) in files and compose
-    logs; one JSON object per line with ``DUALPLANE_LOG_FORMAT=json`` (see ``dualplane.core.logs``)."""
+    logs; one JSON object per line with ``DUALPLANE_LOG_FORMAT=json`` (see ``core.logs``)."""
     handler: logging.Handler | None = None
     if log_format == "text" and stderr.is_terminal:
         handler = RichHandler(console=stderr, show_path=False)

@@ -12,9 +12,9 @@ from rich.live import Live
 from rich.table import Table
 
 from control_plane.frontier.progress import ProgressReader
+from core.exceptions import DualplaneError
+from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings
 from dualplane.status import gather, job_detail
 
 

@@ -11,21 +11,21 @@ from typing import Annotated, Any
 
 import typer
 
+from core.clock import utc_now
+from core.exceptions import DualplaneError
+from core.settings import Settings
+from core.web.exceptions import InvalidUrl
+from core.web.urls import domain_of
 from data_plane.throttle import overrides
 from data_plane.throttle.commands import OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.snapshot import read_snapshot
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.core.clock import utc_now
-from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import domain_of
 
 app = typer.Typer(help="Adaptive throttling: what the block-ratio processor decided per domain, and why.")
 
 STALE_AFTER_S = 10
-# A politeness key as the frontier makes it (dualplane.core.web.urls.domain_of): a host, maybe ":port".
+# A politeness key as the frontier makes it (core.web.urls.domain_of): a host, maybe ":port".
 DOMAIN = re.compile(r"^[a-z0-9.\-\[\]:_]+$")
 
 DomainArgument = Annotated[

@@ -24,12 +24,12 @@ from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize, domain_of
 from data_plane.extractor.records import PageRecord, iter_records
 from data_plane.extractor.replay import plan, replay
 from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.demo.antibot import ANTI_BOT, PROTECTED_HOST, ThrottleWatch, throttle_tuning
 from dualplane.demo.live import LiveView
 from dualplane.namespaces import private_namespace

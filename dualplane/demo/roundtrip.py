@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from connectors.storage import s3
 from control_plane import amqp
+from core.settings import Settings
 from data_plane.kafka import clients
-from dualplane.core.settings import Settings
 
 DEMO_TOPIC = "dualplane.demo"
 DEMO_QUEUE = "dualplane.demo"

@@ -15,10 +15,10 @@ from typing import Any
 
 import schemas
 from control_plane.frontier.progress import ProgressReader
+from core.settings import Settings
 from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.exceptions import BadThrottleCommand
-from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from jinja2 import Environment
 
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from dualplane.report import figures
 from dualplane.report.data import JobData
 

@@ -27,10 +27,10 @@ from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.submit import submit_job
+from core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
+from core.web.urls import domain_of
 from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
-from dualplane.core.web.urls import domain_of
 from dualplane.demo.crawl import running_services
 from dualplane.namespaces import private_namespace
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec

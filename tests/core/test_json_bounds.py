@@ -10,7 +10,7 @@ import pytest
 from control_plane.amqp.dead_letters import DeadLetter
 from control_plane.amqp.exceptions import MessageRejected
 from control_plane.amqp.messages import DiscoveredBatch, decode
-from dualplane.core.json_bounds import JsonTooDeep, loads_bounded, nesting_depth
+from core.json_bounds import JsonTooDeep, loads_bounded, nesting_depth
 
 pytestmark = pytest.mark.unit
 

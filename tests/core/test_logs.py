@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from dualplane.core import logs
+from core import logs
 
 pytestmark = pytest.mark.unit
 

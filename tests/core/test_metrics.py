@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from dualplane.core import metrics
+from core import metrics
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from tests.support.cli import run_cli
 from tests.support.factories import KafkaTopicFactory
 

@@ -18,10 +18,10 @@ import schemas
 from control_plane import amqp
 from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
+from core.settings import LimitSettings, Settings
 from data_plane.extract.offline import raw_page
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ensure_data_plane_topics
-from dualplane.core.settings import LimitSettings, Settings
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.cli import run_cli

@@ -14,8 +14,8 @@ import pytest
 
 from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import canonicalize, domain_of
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession

@@ -20,8 +20,8 @@ from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.progress import ProgressReader
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import canonicalize, domain_of
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

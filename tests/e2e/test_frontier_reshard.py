@@ -17,8 +17,8 @@ import pytest
 from control_plane.amqp.consumer import wait_for
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.topology import Topology
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import canonicalize, domain_of
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory

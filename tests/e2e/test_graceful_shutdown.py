@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from control_plane.amqp.messages import JobSpec
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import canonicalize, domain_of
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.archive import all_avro_rows
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

@@ -20,11 +20,11 @@ import schemas
 from connectors.sink.lag import sink_lag
 from connectors.storage import s3
 from control_plane.amqp.messages import JobSpec
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import domain_of
 from data_plane.extractor.replay import plan, replay
 from data_plane.kafka.lag import extractor_lag
 from data_plane.kafka.reader import read_to_end
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.archive import avro_rows, get, list_keys, warc_entries
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

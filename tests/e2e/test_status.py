@@ -18,8 +18,8 @@ from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.publisher import confirmed_channel
 from control_plane.amqp.topology import Topology
 from control_plane.frontier.submit import submit_job
-from dualplane.core.settings import LimitSettings, Settings
-from dualplane.core.web.urls import domain_of
+from core.settings import LimitSettings, Settings
+from core.web.urls import domain_of
 from tests.support.cli import CliResult, interruptible, run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.paths import REPO_ROOT

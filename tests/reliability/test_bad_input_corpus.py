@@ -20,9 +20,9 @@ from control_plane.fetcher.backends.base import FetchRequest
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.classify import classify
 from control_plane.fetcher.exceptions import FetchFailed
+from core.web.ssrf import SsrfGuard
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
-from dualplane.core.web.ssrf import SsrfGuard
 from tests.support.bad_input import CASES, Case, make_app, markdown_table
 from tests.support.paths import REPO_ROOT
 

@@ -36,8 +36,8 @@ from control_plane import amqp
 from control_plane.amqp.dead_letters import list_dead_letters
 from control_plane.amqp.messages import JobSpec
 from control_plane.amqp.topology import Topology
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import canonicalize, domain_of
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession

@@ -31,13 +31,13 @@ from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.outputs import KafkaOutputs
 from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.ssrf import SsrfGuard
+from core.web.urls import domain_of
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import Extractor
 from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.ssrf import SsrfGuard
-from dualplane.core.web.urls import domain_of
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.frontier import JobProbe
 from tests.support.kafka_relay import KafkaRelay

@@ -26,16 +26,16 @@ from connectors.sink.warc import WarcSink
 from control_plane.amqp.exceptions import MessageRejected
 from control_plane.amqp.messages import MESSAGE_TYPES, ControlMessage, decode
 from control_plane.frontier.robots import _Policy
+from core.json_bounds import loads_bounded
+from core.settings import Settings, SinkSettings
+from core.web.charset import detect_charset
+from core.web.exceptions import InvalidUrl
+from core.web.urls import canonicalize, domain_of
 from data_plane.extract.exceptions import ExtractionFailed
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.extract.source import read_source
 from data_plane.extractor.service import Extractor
-from dualplane.core.json_bounds import loads_bounded
-from dualplane.core.settings import Settings, SinkSettings
-from dualplane.core.web.charset import detect_charset
-from dualplane.core.web.exceptions import InvalidUrl
-from dualplane.core.web.urls import canonicalize, domain_of
 from schemas.exceptions import SchemaError
 from schemas.registry import or_default
 

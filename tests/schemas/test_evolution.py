@@ -12,7 +12,7 @@ import pytest
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.read import SchemaResolutionError
 
-from dualplane.core.settings import TopicSettings
+from core.settings import TopicSettings
 from schemas.catalog import BreakingVersion, ManifestEntry, load_manifest, schema_path, schema_paths
 from schemas.compatibility import check_backward
 from schemas.registry import default_registry

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import schemas
-from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import TopicSettings
+from core.exceptions import DualplaneError
+from core.settings import TopicSettings
 from schemas.catalog import Manifest, load_manifest
 from schemas.exceptions import ManifestError, SchemaConflict, SchemaError, UnknownSchema
 from schemas.registry import SchemaRegistry

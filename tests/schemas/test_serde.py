@@ -12,7 +12,7 @@ from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import schemaless_writer
 
 import schemas
-from dualplane.core.settings import SchemaRegistrySettings, Settings
+from core.settings import SchemaRegistrySettings, Settings
 from dualplane.namespaces import private_namespace
 from schemas.codec import set_default_resolver
 from schemas.confluent import ConfluentRegistry, subject_for

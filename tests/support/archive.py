@@ -12,7 +12,7 @@ from avro.io import DatumReader
 from warcio.archiveiterator import ArchiveIterator
 
 from connectors.storage import s3
-from dualplane.core.settings import Settings
+from core.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from connectors.storage import s3
 from control_plane import amqp
+from core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
 from data_plane.kafka import clients
-from dualplane.core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
 from dualplane.stack import LocalStack
 from tests.support.containers import ContainersUnavailable, start_containers, wait_until
 

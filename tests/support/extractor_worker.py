@@ -19,9 +19,9 @@ import threading
 import pika
 
 from control_plane.amqp.transactions import TxChannel
+from core.settings import Settings
 from data_plane.extractor import service
 from data_plane.extractor.service import Extractor
-from dualplane.core.settings import Settings
 
 HOLD_ENV = "HOLD_TRANSACTION"
 

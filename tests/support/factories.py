@@ -13,8 +13,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from connectors.storage import s3
 from control_plane import amqp
+from core.settings import Settings
 from data_plane.kafka import clients
-from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 
 

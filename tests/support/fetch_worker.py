@@ -15,8 +15,8 @@ import httpx
 from control_plane.amqp.messages import CrawlTask
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
+from core.settings import Settings
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.settings import Settings
 
 
 async def http_get(client: httpx.AsyncClient, task: CrawlTask) -> FetchResult:

@@ -16,8 +16,8 @@ from control_plane.frontier import Frontier
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
+from core.settings import Settings
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.settings import Settings
 
 
 class JobProbe:

@@ -19,7 +19,7 @@ from w3lib.encoding import http_content_type_encoding
 
 from control_plane.fetcher.backends.base import FetchRequest, FetchResponse
 from control_plane.fetcher.exceptions import TooLarge, UndecodableBody, UnwantedContent
-from dualplane.core.web.charset import detect_charset
+from core.web.charset import detect_charset
 
 # Only what BoundedDecoder inflates; a server that ignores it gets UndecodableBody.
 ACCEPT_ENCODING = "gzip, deflate"

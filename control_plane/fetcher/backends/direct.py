@@ -34,12 +34,12 @@ from control_plane.fetcher.exceptions import (
     InvalidTarget,
     SsrfRefused,
 )
-from dualplane.core.web.exceptions import InvalidUrl, UnsafeUrl
-from dualplane.core.web.ssrf import SsrfGuard
-from dualplane.core.web.urls import domain_of
+from core.web.exceptions import InvalidUrl, UnsafeUrl
+from core.web.ssrf import SsrfGuard
+from core.web.urls import domain_of
 
 if TYPE_CHECKING:
-    from dualplane.core.settings import Settings
+    from core.settings import Settings
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Limits of a response head. httpx allowed 100 KiB for a whole head; aiohttp bounds each line and

@@ -3,7 +3,7 @@
 aiohttp would resolve a host name again when it connects, after the guard resolved and checked it,
 and a DNS server that answers differently the second time (DNS rebinding) would get a private
 address past the guard. :class:`GuardResolver` is the connector's resolver instead: for every new
-connection it asks the guard (:meth:`~dualplane.core.web.ssrf.SsrfGuard.pinned_addresses`, which
+connection it asks the guard (:meth:`~core.web.ssrf.SsrfGuard.pinned_addresses`, which
 resolves once and checks every address) and hands aiohttp those addresses only. aiohttp's own DNS
 cache is off, so no earlier answer is reused unchecked; a pooled connection stays on the address it
 was opened to. TLS still verifies the certificate against the host name (sent as SNI), with the
@@ -30,13 +30,13 @@ from aiohttp.helpers import is_ip_address  # aiohttp's test before it skips its 
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from dualplane.core.web.ssrf import SsrfGuard
+from core.web.ssrf import SsrfGuard
 
 KEEPALIVE_S = 5.0  # how long an idle connection is kept for reuse (httpx's default)
 
 
 class GuardResolver(AbstractResolver):
-    """Resolves through ``guard``: :class:`~dualplane.core.web.exceptions.UnsafeUrl` for a refused
+    """Resolves through ``guard``: :class:`~core.web.exceptions.UnsafeUrl` for a refused
     address, before any socket is opened."""
 
     def __init__(self, guard: SsrfGuard) -> None:

@@ -1,6 +1,6 @@
 """The URL a direct fetch asks for, spelled as httpx spelled it, for aiohttp to send unchanged.
 
-Task URLs are canonical (``dualplane.core.web.urls.canonicalize``) and pass as they are. yarl's own
+Task URLs are canonical (``core.web.urls.canonicalize``) and pass as they are. yarl's own
 quoting, aiohttp's default, would decode the escapes of unreserved characters (``%7E`` to ``~``),
 re-encode a "%" not followed by two hex digits, and write a space in a query as "+": a server would
 be asked for another spelling of the URL it linked to.

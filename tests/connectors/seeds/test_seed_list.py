@@ -10,7 +10,7 @@ import pytest
 from connectors.seeds import SeedList, open_seed_list, seed_domains
 from connectors.seeds.exceptions import SeedListError
 from connectors.storage import s3
-from dualplane.core.settings import SeedSettings, Settings
+from core.settings import SeedSettings, Settings
 from tests.support.factories import S3BucketFactory
 
 GOOD = ["https://shop.example/a", "http://news.example:8080/b?x=1", "https://shop.example/c"]

@@ -11,7 +11,7 @@ import schemas
 from connectors.sink.avro import AvroSink
 from connectors.sink.avro_check import DatumCheck
 from connectors.sink.exceptions import Unwritable
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from schemas.wire import SINGLE_OBJECT_HEADER_BYTES
 from tests.support.sink import record
 

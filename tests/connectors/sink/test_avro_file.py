@@ -12,7 +12,7 @@ import schemas
 from connectors.sink.avro import BLOCK_RECORDS, AvroSink
 from connectors.sink.base import FileStart
 from connectors.sink.compression import deflate_block
-from dualplane.core.settings import Settings, SinkSettings
+from core.settings import Settings, SinkSettings
 from tests.support.archive import avro_rows
 from tests.support.sink import record
 

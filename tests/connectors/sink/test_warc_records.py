@@ -17,7 +17,7 @@ from warcio.warcwriter import WARCWriter
 
 from connectors.sink.compression import gzip_member
 from connectors.sink.warc_records import WARC_VERSION, request_member, response_member
-from dualplane.core.settings import SinkSettings
+from core.settings import SinkSettings
 from tests.support.sink import page
 
 pytestmark = pytest.mark.unit

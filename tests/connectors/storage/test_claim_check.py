@@ -24,10 +24,10 @@ from connectors.storage.exceptions import (
     ClaimCheckUnavailable,
 )
 from control_plane.fetcher.runner import HandOffFailed
+from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.kafka.reader import read_to_end
 from data_plane.kafka.topics import ensure_data_plane_topics
-from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from tests.support.factories import S3BucketFactory, unique_name
 from tests.support.hand_off import hand_off

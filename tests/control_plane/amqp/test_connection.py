@@ -16,7 +16,7 @@ import pika.exceptions
 import pytest
 
 from control_plane import amqp
-from dualplane.core.settings import AmqpSettings
+from core.settings import AmqpSettings
 
 pytestmark = pytest.mark.unit
 

@@ -14,7 +14,7 @@ from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters, redri
 from control_plane.amqp.messages import DiscoveredUrl
 from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.threads import running
 

@@ -10,7 +10,7 @@ import pytest
 from control_plane.amqp.discovery import discovery_batches
 from control_plane.amqp.messages import MAX_URL_CHARS
 from control_plane.amqp.topology import Topology
-from dualplane.core.settings import QueueSettings
+from core.settings import QueueSettings
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pika
 import pytest
 
 from control_plane import amqp
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from tests.support.factories import AmqpQueueFactory
 
 pytestmark = pytest.mark.integration

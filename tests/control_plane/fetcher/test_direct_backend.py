@@ -31,7 +31,7 @@ from control_plane.fetcher.exceptions import (
     UnwantedContent,
 )
 from control_plane.fetcher.retry_policy import Outcome
-from dualplane.core.web.ssrf import SsrfGuard
+from core.web.ssrf import SsrfGuard
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 

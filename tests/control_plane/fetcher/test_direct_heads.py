@@ -15,7 +15,7 @@ import pytest
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.exceptions import ConnectionFailed, FetchTimeout, InvalidTarget
 from control_plane.fetcher.retry_policy import Outcome
-from dualplane.core.web.ssrf import SsrfGuard
+from core.web.ssrf import SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import fetch_request
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

@@ -24,11 +24,11 @@ from control_plane.amqp.publisher import confirmed_channel, publish
 from control_plane.amqp.topology import Topology
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import domain_of
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.overrides import issue
 from data_plane.throttle.view import ThrottleView
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import domain_of
 from tests.support.factories import ControlPlaneFactory
 from tests.support.fetch_worker import http_get
 from tests.support.frontier import RunningFrontier

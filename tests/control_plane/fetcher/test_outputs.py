@@ -18,7 +18,7 @@ from confluent_kafka import KafkaError
 
 from control_plane.fetcher.outputs import KafkaOutputs
 from control_plane.fetcher.runner import HandOffFailed
-from dualplane.core.settings import Settings
+from core.settings import Settings
 
 pytestmark = pytest.mark.unit
 

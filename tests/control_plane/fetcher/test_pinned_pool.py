@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestServer
 
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.backends.pinned import pinned_connector
-from dualplane.core.web.ssrf import SsrfGuard
+from core.web.ssrf import SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import fetch_request
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

@@ -15,8 +15,8 @@ from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters
 from control_plane.amqp.messages import CrawlTask
 from control_plane.amqp.publisher import publish
 from control_plane.amqp.topology import Topology
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
-from dualplane.core.web.urls import domain_of
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import domain_of
 from tests.control_plane.fetcher.test_obeys_throttle import Lanes, fetcher
 from tests.support.factories import ControlPlaneFactory
 from tests.support.recording_server import RecordingHost

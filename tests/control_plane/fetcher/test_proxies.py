@@ -17,7 +17,7 @@ from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.backends.proxies import ProxyPool
 from control_plane.fetcher.exceptions import ConnectionFailed
 from control_plane.fetcher.retry_policy import Outcome
-from dualplane.core.web.ssrf import SsrfGuard
+from core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 

@@ -16,8 +16,8 @@ from control_plane.fetcher.backends.pinned import check_ip_host
 from control_plane.fetcher.classify import classify
 from control_plane.fetcher.exceptions import SsrfRefused
 from control_plane.fetcher.retry_policy import Outcome
-from dualplane.core.web.exceptions import UnsafeUrl
-from dualplane.core.web.ssrf import IpAddress, SsrfGuard
+from core.web.exceptions import UnsafeUrl
+from core.web.ssrf import IpAddress, SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import Recorder, fetch_request, make_app
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

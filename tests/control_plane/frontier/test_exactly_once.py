@@ -22,7 +22,7 @@ from control_plane import amqp
 from control_plane.amqp.consumer import ControlConsumer, wait_for
 from control_plane.amqp.messages import DiscoveredBatch, JobSpec, new_id
 from control_plane.amqp.publisher import confirmed_channel, publish
-from dualplane.core.settings import Settings
+from core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from control_plane.amqp.messages import JobSpec
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.factories import ControlPlaneFactory

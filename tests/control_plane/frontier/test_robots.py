@@ -249,7 +249,7 @@ def test_the_cache_keeps_at_most_max_domains_origins(server: RobotsServer, clock
 
 
 def test_invalid_urls_are_refused_before_any_fetch(robots: RobotsCache) -> None:
-    from dualplane.core.web.exceptions import InvalidUrl  # noqa: PLC0415 (kept next to its only use)
+    from core.web.exceptions import InvalidUrl  # noqa: PLC0415 (kept next to its only use)
 
     with pytest.raises(InvalidUrl, match="not an http"):
         robots.check("ftp://example.com/file")

@@ -6,7 +6,7 @@ import codecs
 
 import pytest
 
-from dualplane.core.web.charset import SNIFF_BYTES, detect_charset
+from core.web.charset import SNIFF_BYTES, detect_charset
 
 pytestmark = pytest.mark.unit
 

@@ -17,13 +17,13 @@ from confluent_kafka import TopicPartition
 
 import schemas
 from connectors.storage.claim_check import ClaimCheckStore
+from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import STORE_RETRY_S, Extractor
 from data_plane.kafka import clients
 from data_plane.kafka.reader import read_to_end
 from data_plane.kafka.topics import ensure_data_plane_topics
-from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.tcp_relay import TcpRelay, free_port
 

@@ -7,8 +7,8 @@ import json
 import pytest
 from confluent_kafka.admin import ConfigResource
 
+from core.settings import Settings
 from data_plane.kafka.schema_topic import entry_value, load_schemas_from_topic, publish_schemas
-from dualplane.core.settings import Settings
 from schemas import SchemaRegistry, decode, encode
 from schemas.exceptions import SchemaTopicError, UnknownSchema
 from schemas.registry import default_registry

@@ -27,13 +27,13 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from control_plane import amqp
+from core.limits import Limits
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ensure_data_plane_topics
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.snapshot import read_snapshot
 from data_plane.throttle.view import ThrottleView, load_latest_state
-from dualplane.core.limits import Limits
-from dualplane.core.settings import Settings
 from dualplane.testing.fetch_events import synthetic_fetch_event
 from tests.support.factories import ControlPlaneFactory, closing
 from tests.support.paths import REPO_ROOT

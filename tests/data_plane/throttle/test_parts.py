@@ -14,6 +14,7 @@ from faust.windows import HoppingWindow
 from pydantic import ValidationError
 
 import schemas
+from core.settings import Settings
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import parse_fetch_event
 from data_plane.throttle.exceptions import (
@@ -25,7 +26,6 @@ from data_plane.throttle.limits import LimitsBook
 from data_plane.throttle.policy import Command, PolicyConfig, WindowCounts, domain_priority
 from data_plane.throttle.snapshot import read_snapshot, write_snapshot
 from data_plane.throttle.windows import add_sample, bucket_ranges, counts_of, merged, summary, window_to_judge
-from dualplane.core.settings import Settings
 from dualplane.namespaces import private_namespace
 
 pytestmark = pytest.mark.unit

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import pytest
 
+from core.settings import LimitSettings, ThrottleSettings
 from data_plane.throttle.policy import (
     Budget,
     Command,
@@ -21,7 +22,6 @@ from data_plane.throttle.policy import (
     cooldown_ms,
     decide,
 )
-from dualplane.core.settings import LimitSettings, ThrottleSettings
 
 pytestmark = pytest.mark.unit
 

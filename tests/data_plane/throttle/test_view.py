@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Producer
 
 from control_plane import amqp
+from core.settings import Settings
 from data_plane.kafka import clients
 from data_plane.kafka.topics import ensure_data_plane_topics
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.view import ThrottleView, load_latest_state, read_latest_commands
-from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -2,7 +2,7 @@
 
 - ``DUALPLANE_METRICS_PORT``: the Prometheus endpoint of a ``dualplane run`` process (0: none).
   ``dualplane run --processes N`` gives child ``i`` the port ``DUALPLANE_METRICS_PORT + i`` (one
-  registry per process, see ``dualplane.core.metrics``); the throttle's Faust child has no port of
+  registry per process, see ``core.metrics``); the throttle's Faust child has no port of
   its own, its figures are exported by the process that runs it.
 - ``DUALPLANE_METRICS_BIND``: the address it listens on (``0.0.0.0`` in containers).
 - ``DUALPLANE_METRICS_MAX_DOMAINS``: per-domain series (block ratio, P_d, delay) are limited to
@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-from dualplane.core.settings.base import section
+from core.settings.base import section
 
 LogFormat = Literal["text", "json"]
 

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings
 
-from dualplane.core.settings.base import section
+from core.settings.base import section
 
 
 def _default_data_dir() -> Path:

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings
 
-from dualplane.core.settings.base import section
+from core.settings.base import section
 
 
 class KafkaSettings(BaseSettings):
@@ -128,7 +128,7 @@ class QueueSettings(BaseSettings):
     retry_prefix: str = "dualplane.retry"
     permits_prefix: str = "dualplane.permits"
     # Frontier shards: discovery and reports are routed by site to this many queues, each owned by
-    # one active frontier (see dualplane.core.web.domains). Every process must agree on it.
+    # one active frontier (see core.web.domains). Every process must agree on it.
     frontier_shards: int = Field(default=1, ge=1, le=1024)
     # name=milliseconds pairs; a retry goes to the shortest tier at least as long as its delay.
     retry_tiers: str = "5s=5000,30s=30000,2m=120000,10m=600000"
