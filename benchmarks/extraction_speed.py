@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core")
+PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")
 SETS = ("dev", "test", "sample-site")
 
 

@@ -27,15 +27,15 @@ import time
 import uuid
 from pathlib import Path
 
-from control_plane import amqp
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
+from brokers.kafka.reader import read_to_end
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import domain_of
-from data_plane.kafka.reader import read_to_end
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 

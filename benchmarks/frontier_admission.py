@@ -34,11 +34,11 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from control_plane import amqp
-from control_plane.amqp.discovery import discovery_batches
-from control_plane.amqp.messages import DiscoveredUrl, JobSpec, new_id
-from control_plane.amqp.publisher import confirmed_channel, publish
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.discovery import discovery_batches
+from brokers.amqp.messages import DiscoveredUrl, JobSpec, new_id
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from core.settings import LimitSettings, Settings

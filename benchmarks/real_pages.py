@@ -43,7 +43,7 @@ from scoring import Score, mean_prf, shingle_prf, token_prf
 from data_plane.extract.offline import raw_page
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core")
+PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")
 PRODUCT_FIELDS = ("price", "currency", "sku", "availability")
 BASELINES = ("trafilatura", "extruct")
 Output = dict[str, Any]  # {"body": str | None, "product": dict | None, "ms": float}

@@ -34,13 +34,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.settings import Settings
 from core.web.urls import canonicalize
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.extractor.replay import plan, replay
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 

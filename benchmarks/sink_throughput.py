@@ -51,6 +51,8 @@ from confluent_kafka import TopicPartition
 from sink_costs import PutMeter, avro_costs, warc_costs
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from connectors.sink import S3Sink
 from connectors.sink.service import SESSION_TIMEOUT_MS
 from connectors.sink.session import BATCH, POLL_S, Session
@@ -58,8 +60,6 @@ from connectors.storage import s3
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 from dualplane.stack.manager import LocalStack

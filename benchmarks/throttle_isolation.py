@@ -62,12 +62,12 @@ from rich.console import Console
 from rich.table import Table
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics, raw_page_max_message_bytes
 from control_plane.fetcher.outputs import LOCAL_QUEUE_KBYTES
 from core.limits import Limits
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics, raw_page_max_message_bytes
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.view import ThrottleView

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from brokers.kafka import clients
+from brokers.kafka.topics import prepare_data_plane
 from core.limits import Limits
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.view import ThrottleView
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.testing.fetch_events import synthetic_fetch_event

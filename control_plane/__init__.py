@@ -1,1 +1,1 @@
-"""Control plane on RabbitMQ: topology, control messages, frontier, retries, throttle state, fetcher."""
+"""Control plane stages on RabbitMQ: the frontier (admission, retries, job progress) and the fetcher."""

@@ -1,1 +1,1 @@
-"""Data plane on Kafka: topics and clients, raw pages, extraction, replay, Faust processors."""
+"""Data plane stages on Kafka: extraction (library and service), replay, the Faust throttle."""

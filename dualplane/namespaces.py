@@ -11,13 +11,13 @@ from __future__ import annotations
 from contextlib import suppress
 from pathlib import Path
 
-from control_plane import amqp
-from control_plane.amqp.management import queue_stats
-from control_plane.amqp.messages import PRIORITIES
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.management import queue_stats
+from brokers.amqp.messages import PRIORITIES
+from brokers.amqp.topology import Topology
+from brokers.kafka import clients
+from brokers.kafka.topics import topic_configs
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import topic_configs
 
 NAMESPACED_TOPICS = (
     "pages_raw",

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from brokers.amqp import metrics as amqp_metrics
+from brokers.kafka.topics import prepare_data_plane
 from connectors.sink import S3Sink
 from connectors.sink import metrics as sink_metrics
-from control_plane.amqp import metrics as amqp_metrics
 from control_plane.fetcher import metrics as fetcher_metrics
 from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
@@ -31,7 +32,6 @@ from core import metrics
 from core.settings import Settings
 from data_plane.extractor import metrics as extractor_metrics
 from data_plane.extractor.service import Extractor
-from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle import metrics as throttle_metrics
 from data_plane.throttle.view import ThrottleView
 

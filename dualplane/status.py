@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from brokers.amqp.management import queue_stats
+from brokers.amqp.topology import Topology
+from brokers.kafka.lag import extractor_lag
 from connectors.sink.lag import sink_lag
-from control_plane.amqp.management import queue_stats
-from control_plane.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule, eta_s, finished_count, remaining
 from control_plane.frontier.progress import ProgressReader
 from core.settings import Settings
-from data_plane.kafka.lag import extractor_lag
 from data_plane.throttle.snapshot import read_snapshot
 
 MAX_THROTTLED = 20

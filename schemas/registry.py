@@ -125,9 +125,9 @@ class SchemaRegistry:
         if schema is None:
             raise UnknownSchema(
                 f"writer schema fingerprint 0x{fingerprint:016x} is not known to this process; publish "
-                "schemas with data_plane.kafka.schema_topic.publish_schemas (to the topic "
+                "schemas with brokers.kafka.schema_topic.publish_schemas (to the topic "
                 "DUALPLANE_TOPIC_SCHEMAS names) and load them here with "
-                "data_plane.kafka.schema_topic.load_schemas_from_topic, or upgrade this consumer",
+                "brokers.kafka.schema_topic.load_schemas_from_topic, or upgrade this consumer",
                 fingerprint=fingerprint,
             )
         return schema

@@ -2,7 +2,7 @@
 
 Default, without a registry: Avro single-object encoding (``C3 01``, the CRC-64-AVRO fingerprint of
 the writer schema, the body); every schema is also on the compacted schema topic
-(:mod:`data_plane.kafka.schema_topic`), so any consumer can resolve any fingerprint. With
+(:mod:`brokers.kafka.schema_topic`), so any consumer can resolve any fingerprint. With
 ``DUALPLANE_SCHEMA_REGISTRY_URL`` set: the Confluent wire format (``00``, the 4-byte registry id, the
 body) through confluent-kafka's ``AvroSerializer`` (:mod:`schemas.confluent`). Decoding accepts both
 in either mode; a Confluent frame needs the registry to resolve its id.

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from brokers.kafka.metrics import watch_lag
 from connectors.sink.lag import sink_topics
 from core import metrics
-from data_plane.kafka.metrics import watch_lag
 
 if TYPE_CHECKING:
     from connectors.sink.service import S3Sink

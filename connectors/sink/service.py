@@ -16,6 +16,8 @@ import threading
 from collections import Counter
 from datetime import timedelta
 
+from brokers.kafka import clients
+from brokers.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from connectors.sink.avro import AvroSink
 from connectors.sink.base import Sink
 from connectors.sink.compression import deflate_block, gzip_member
@@ -27,8 +29,6 @@ from connectors.sink.warc import WarcSink
 from connectors.storage import s3
 from connectors.storage.claim_check import ClaimCheckStore
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from schemas import codec_for
 
 log = logging.getLogger(__name__)

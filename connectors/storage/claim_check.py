@@ -209,7 +209,7 @@ class ClaimCheckStore:
 DAY_S = 86_400
 DEAD_LETTER_RETENTION_S = (
     30 * DAY_S
-)  # data_plane.kafka.topics keeps dead letters (which carry references) 30 days
+)  # brokers.kafka.topics keeps dead letters (which carry references) 30 days
 
 
 def lifecycle_rule(pages_raw_retention_ms: int, refresh_after_s: float) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from prometheus_client import Counter, Histogram
 
-from control_plane.amqp.messages import Priority
+from brokers.amqp.messages import Priority
 from control_plane.fetcher.retry_policy import Outcome
 from core import metrics
 

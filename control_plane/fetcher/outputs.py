@@ -45,13 +45,13 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.topics import raw_page_max_message_bytes
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckUnavailable
 from control_plane.fetcher.runner import HandOffFailed
 from core import metrics
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import raw_page_max_message_bytes
 from schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """A fetcher's own politeness per domain, on top of the fleet-wide permits: pure bookkeeping.
 
-The permits (:mod:`control_plane.amqp.permits`) bound concurrency across the fleet, but the frontier
+The permits (:mod:`brokers.amqp.permits`) bound concurrency across the fleet, but the frontier
 resizes them only after a throttle command reached it and fetchers gave held permits back. A
 fetcher obeys a command the moment its :class:`~data_plane.throttle.view.ThrottleView` has it:
 

@@ -10,7 +10,7 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   lanes have work, tasks start by weight: a lane below its share (high 50%, normal 30%, bulk 20%)
   goes first, higher lanes before lower, so a flood of bulk work never starves high-priority tasks.
 - **Per-domain concurrency across the fleet.** A task runs only while it holds one of its
-  domain's P_d permits (:mod:`control_plane.amqp.permits`). With no free permit the task waits up to
+  domain's P_d permits (:mod:`brokers.amqp.permits`). With no free permit the task waits up to
   ``DUALPLANE_FETCH_PERMIT_WAIT_S`` locally, then goes back through the shortest delay tier
   (a deferral, not an attempt).
 - **Throttle commands, obeyed at once.** The runner holds a
@@ -33,7 +33,7 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
   confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ.
   Reports to the frontier are published with the ack, in the same AMQP transaction (one
-  message per frontier shard and pass, :class:`~control_plane.amqp.messages.TaskReports`).
+  message per frontier shard and pass, :class:`~brokers.amqp.messages.TaskReports`).
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ from datetime import UTC, datetime, timedelta
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane.amqp import permits
-from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
-from control_plane.amqp.dead_letters import dead_letter
-from control_plane.amqp.discovery import discovery_batches
-from control_plane.amqp.messages import (
+from brokers.amqp import permits
+from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
+from brokers.amqp.dead_letters import dead_letter
+from brokers.amqp.discovery import discovery_batches
+from brokers.amqp.messages import (
     MAX_BATCH_REPORTS,
     PRIORITIES,
     CrawlTask,
@@ -63,7 +63,7 @@ from control_plane.amqp.messages import (
     TaskReports,
     new_id,
 )
-from control_plane.amqp.topology import Topology
+from brokers.amqp.topology import Topology
 from control_plane.fetcher import metrics, politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
 from core import metrics as core_metrics

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin
 
-from control_plane.amqp.messages import CrawlTask
+from brokers.amqp.messages import CrawlTask
 from control_plane.fetcher import metrics
 from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from control_plane.fetcher.backends.direct import DirectBackend

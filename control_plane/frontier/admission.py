@@ -1,7 +1,7 @@
 """The road a discovered URL takes into the frontier, for a whole batch of URLs at once.
 
 For each URL, in order: canonicalize → the job's scope → dedup (per job) → the job's page limit →
-robots.txt. What survives becomes a :class:`~control_plane.amqp.messages.CrawlTask`; the
+robots.txt. What survives becomes a :class:`~brokers.amqp.messages.CrawlTask`; the
 frontier then issues it at once or parks it in the backlog (``service``). Counters are summed
 for the batch and written once, and new seen keys are only collected here: they join the seen set
 when the frontier commits, so a batch that fails half way leaves no trace.
@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from control_plane.amqp.messages import CrawlTask, JobSpec, Priority, new_id
+from brokers.amqp.messages import CrawlTask, JobSpec, Priority, new_id
 from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.scope import ScopeRules
 from control_plane.frontier.seen import SeenSet

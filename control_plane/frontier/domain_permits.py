@@ -1,6 +1,6 @@
 """Each domain's permit queue, kept at the domain's current P_d by the shard that owns the domain.
 
-A domain's permits (:mod:`control_plane.amqp.permits`) are made when its first task is issued,
+A domain's permits (:mod:`brokers.amqp.permits`) are made when its first task is issued,
 sized from the throttle's current concurrency (a throttled new domain starts throttled), and
 resized fleet-wide when a command (or an override expiring) changes it: raised at once, lowered
 by destroying free permits and paying the rest back as held ones return (the debt).
@@ -21,8 +21,8 @@ import time
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane.amqp import permits
-from control_plane.amqp.topology import Topology
+from brokers.amqp import permits
+from brokers.amqp.topology import Topology
 from control_plane.frontier.store import FrontierState
 from core.limits import Limits, LimitsSource
 

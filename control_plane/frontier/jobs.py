@@ -23,11 +23,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from brokers.kafka import clients
+from brokers.kafka.lag import extractor_lag
 from control_plane.frontier.changelog import ensure_changelog
 from control_plane.frontier.store import FrontierState
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.lag import extractor_lag
 
 RATE_WINDOW_S = 30.0
 # Compaction only cleans closed segments: roll them hourly so the topic stays near one record per job.

@@ -12,9 +12,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
+from brokers.kafka import clients
 from control_plane.frontier.jobs import ensure_progress_topic
 from core.settings import KafkaSettings, Settings
-from data_plane.kafka import clients
 
 READ_WAIT_S = 0.05  # a reader is caught up once a poll this long brings nothing new
 # How the shards' values add up, where not by summing.

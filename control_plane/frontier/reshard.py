@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 
 import pika
 
-from control_plane import amqp
-from control_plane.amqp.discovery import discovery_batches
-from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import (
+from brokers import amqp
+from brokers.amqp.discovery import discovery_batches
+from brokers.amqp.exceptions import MessageRejected
+from brokers.amqp.messages import (
     DiscoveredBatch,
     DiscoveredUrl,
     JobSpec,
@@ -43,15 +43,15 @@ from control_plane.amqp.messages import (
     TaskReports,
     decode,
 )
-from control_plane.amqp.topology import Topology
-from control_plane.amqp.transactions import TxChannel
+from brokers.amqp.topology import Topology
+from brokers.amqp.transactions import TxChannel
+from brokers.kafka import clients
 from control_plane.frontier.changelog import Changelog, ensure_changelog
 from control_plane.frontier.exceptions import ReshardRefused
 from control_plane.frontier.reshard_plan import Partition, Plan, handled_ids, job_rules, plan
 from core.settings import Settings
 from core.web.exceptions import InvalidUrl
 from core.web.urls import domain_of
-from data_plane.kafka import clients
 
 log = logging.getLogger(__name__)
 

@@ -35,9 +35,9 @@ import logging
 import time
 from contextlib import AbstractContextManager
 
-from control_plane.amqp.consumer import ControlConsumer, Delivery, QueueBinding
-from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import (
+from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
+from brokers.amqp.exceptions import MessageRejected
+from brokers.amqp.messages import (
     CrawlTask,
     DiscoveredBatch,
     DiscoveredUrl,
@@ -47,7 +47,7 @@ from control_plane.amqp.messages import (
     Wake,
     new_id,
 )
-from control_plane.amqp.topology import Topology
+from brokers.amqp.topology import Topology
 from control_plane.frontier import metrics
 from control_plane.frontier.admission import Admission, Batch
 from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records

@@ -20,8 +20,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.permits import PermitLedger
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.permits import PermitLedger
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

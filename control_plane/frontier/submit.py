@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterable
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, new_id
-from control_plane.amqp.publisher import publish
-from control_plane.amqp.topology import Topology
+from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, new_id
+from brokers.amqp.publisher import publish
+from brokers.amqp.topology import Topology
 from core.web.exceptions import InvalidUrl
 from core.web.urls import domain_of
 

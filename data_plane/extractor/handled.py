@@ -31,9 +31,9 @@ from collections.abc import Iterable
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
+from brokers.kafka import clients
+from brokers.kafka.reader import read_to_end
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.reader import read_to_end
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from typing import Protocol
 
 from prometheus_client import Gauge, Histogram
 
+from brokers.kafka.metrics import watch_lag
 from core import metrics
 from core.settings import Settings
-from data_plane.kafka.metrics import watch_lag
 
 
 class Watched(Protocol):

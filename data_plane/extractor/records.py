@@ -26,9 +26,9 @@ from confluent_kafka import KafkaError
 from pydantic import BaseModel, ConfigDict, Field
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.reader import read_to_end
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.reader import read_to_end
 
 
 class Link(BaseModel):

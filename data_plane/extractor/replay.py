@@ -35,10 +35,10 @@ from typing import Any
 from confluent_kafka import Message, TopicPartition
 
 import schemas
+from brokers.kafka import clients
 from core.exceptions import DualplaneError
 from core.settings import Settings
 from data_plane.extractor import metrics
-from data_plane.kafka import clients
 from schemas.exceptions import RegistryError
 
 ProgressCallback = Callable[[int], None]

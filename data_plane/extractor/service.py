@@ -45,13 +45,15 @@ import pika
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 import schemas
+from brokers import amqp
+from brokers.amqp.discovery import discovery_batches
+from brokers.amqp.messages import DiscoveredBatch, new_id
+from brokers.amqp.topology import Topology
+from brokers.amqp.transactions import TxChannel
+from brokers.kafka import clients
+from brokers.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckUnavailable
-from control_plane import amqp
-from control_plane.amqp.discovery import discovery_batches
-from control_plane.amqp.messages import DiscoveredBatch, new_id
-from control_plane.amqp.topology import Topology
-from control_plane.amqp.transactions import TxChannel
 from core import metrics as core_metrics
 from core.logs import page_context
 from core.settings import ExtractSettings, Settings
@@ -59,8 +61,6 @@ from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor import metrics
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.extractor.handled import HandledPages, page_key
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)

@@ -52,7 +52,7 @@ after every start and rebalance, before its agent sees an event. What we do abou
   rewind such partitions to their start (:mod:`data_plane.throttle.rewind`). With ``latest``
   (``DUALPLANE_THROTTLE_OFFSET_RESET``, the default) there would be no start to go back to, as each
   new owner applies "latest" again, later: the app pins the group's start before the worker joins
-  (:mod:`data_plane.kafka.group_start`).
+  (:mod:`brokers.kafka.group_start`).
 - **"Recovered" is not "caught up"**: Faust signals a rebalance complete (our ``ready``) when the
   tables are rebuilt, *before* it seeks to the committed offsets and re-reads the events after them.
   A SIGKILLed worker's last window updates may never have reached the changelog; until the new worker
@@ -85,10 +85,10 @@ from typing import Any
 import faust
 from mode.utils.times import want_seconds
 
+from brokers.kafka import clients
+from brokers.kafka.group_start import pin_group_start
+from brokers.kafka.topics import topic_configs
 from core.settings import KafkaSettings, Settings, ThrottleSettings
-from data_plane.kafka import clients
-from data_plane.kafka.group_start import pin_group_start
-from data_plane.kafka.topics import topic_configs
 from data_plane.throttle.exceptions import InvalidThrottleConfig
 from data_plane.throttle.processor import ThrottleProcessor
 from data_plane.throttle.producer import ThrottleApp

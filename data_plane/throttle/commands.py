@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 import schemas
-from control_plane.amqp.messages import ControlMessage
+from brokers.amqp.messages import ControlMessage
 from core.clock import utc_now
 from data_plane.throttle.exceptions import BadThrottleCommand
 from data_plane.throttle.policy import INT32_MAX, Command, WindowCounts

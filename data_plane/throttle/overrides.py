@@ -18,12 +18,12 @@ from datetime import datetime
 from confluent_kafka import KafkaError, KafkaException, Message
 from pika.exceptions import AMQPError
 
-from control_plane import amqp
-from control_plane.amqp.publisher import confirmed_channel, publish
+from brokers import amqp
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.kafka import clients
+from brokers.kafka.topics import topic_configs
 from core.clock import utc_now
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import topic_configs
 from data_plane.throttle.commands import AUTO, OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.view import read_latest_commands

@@ -24,8 +24,8 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import AMQPError
 
-from control_plane import amqp
-from control_plane.amqp.publisher import confirmed_channel, publish
+from brokers import amqp
+from brokers.amqp.publisher import confirmed_channel, publish
 from core.settings import AmqpSettings
 from data_plane.throttle.commands import ThrottleCommand
 
@@ -133,7 +133,7 @@ class CommandPublisher:
     def _open(self) -> tuple[pika.BlockingConnection, BlockingChannel]:
         connection = self._connect()
         channel = confirmed_channel(connection)
-        channel.exchange_declare(self.exchange, "fanout", durable=True)  # as control_plane.amqp.topology does
+        channel.exchange_declare(self.exchange, "fanout", durable=True)  # as brokers.amqp.topology does
         return connection, channel
 
     def _publish(self, channel: BlockingChannel, batch: list[ThrottleCommand]) -> None:

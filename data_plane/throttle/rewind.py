@@ -25,7 +25,7 @@ async def rewind_uncommitted(consumer: Any, topic: str, offset_reset: str) -> li
 
     ``consumer`` is the Faust app's consumer, called between recovery and the resumed flow. With
     ``latest``, a partition without any committed offset is left alone (there is no fixed start to
-    go back to; :func:`data_plane.kafka.group_start.pin_group_start` makes that case rare). Returns
+    go back to; :func:`brokers.kafka.group_start.pin_group_start` makes that case rare). Returns
     the partitions rewound.
     """
     committed: Mapping[Any, int | None] = await consumer.seek_to_committed()

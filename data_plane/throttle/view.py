@@ -22,11 +22,11 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from control_plane import amqp
+from brokers import amqp
+from brokers.kafka.reader import read_to_end
 from core.clock import utc_now
 from core.limits import Limits, OnChange
 from core.settings import KafkaSettings, Settings
-from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.commands import AUTO, ThrottleCommand
 from data_plane.throttle.exceptions import BadThrottleCommand, ThrottleError
 from data_plane.throttle.limits import LimitsBook

@@ -9,11 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
+from brokers import amqp
+from brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority, check_job_id
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
 from connectors.seeds import SeedList, open_seed_list, seed_domains
-from control_plane import amqp
-from control_plane.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority, check_job_id
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
 from control_plane.frontier.submit import submit_job
 from core.settings import Settings
 from core.web.exceptions import InvalidUrl

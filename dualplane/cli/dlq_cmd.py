@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from control_plane import amqp
-from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
 from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import schemas
-from control_plane import amqp
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
+from brokers.kafka.reader import read_to_end
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
@@ -28,7 +29,6 @@ from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import canonicalize, domain_of
 from data_plane.extractor.records import PageRecord, iter_records
 from data_plane.extractor.replay import plan, replay
-from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.view import ThrottleView
 from dualplane.demo.antibot import ANTI_BOT, PROTECTED_HOST, ThrottleWatch, throttle_tuning
 from dualplane.demo.live import LiveView

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
+from brokers import amqp
+from brokers.kafka import clients
 from connectors.storage import s3
-from control_plane import amqp
 from core.settings import Settings
-from data_plane.kafka import clients
 
 DEMO_TOPIC = "dualplane.demo"
 DEMO_QUEUE = "dualplane.demo"

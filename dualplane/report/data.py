@@ -14,9 +14,9 @@ from datetime import datetime
 from typing import Any
 
 import schemas
+from brokers.kafka.reader import read_to_end
 from control_plane.frontier.progress import ProgressReader
 from core.settings import Settings
-from data_plane.kafka.reader import read_to_end
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.exceptions import BadThrottleCommand
 

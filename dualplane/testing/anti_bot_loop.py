@@ -22,14 +22,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from control_plane import amqp
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
+from brokers.kafka.topics import prepare_data_plane
 from control_plane.frontier.submit import submit_job
 from core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
 from core.web.urls import domain_of
-from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.view import ThrottleView
 from dualplane.demo.crawl import running_services
 from dualplane.namespaces import private_namespace

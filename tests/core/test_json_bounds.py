@@ -7,9 +7,9 @@ import json
 import pika
 import pytest
 
-from control_plane.amqp.dead_letters import DeadLetter
-from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import DiscoveredBatch, decode
+from brokers.amqp.dead_letters import DeadLetter
+from brokers.amqp.exceptions import MessageRejected
+from brokers.amqp.messages import DiscoveredBatch, decode
 from core.json_bounds import JsonTooDeep, loads_bounded, nesting_depth
 
 pytestmark = pytest.mark.unit

@@ -16,7 +16,7 @@ from tests.support.paths import REPO_ROOT
 pytestmark = pytest.mark.unit
 
 DOCKER = REPO_ROOT / "docker"
-SOURCES = ("control_plane", "data_plane", "connectors", "dualplane", "core")
+SOURCES = ("control_plane", "data_plane", "connectors", "dualplane", "core", "brokers")
 
 
 def exported_metrics() -> set[str]:

@@ -15,13 +15,13 @@ import pytest
 from confluent_kafka import TopicPartition
 
 import schemas
-from control_plane import amqp
-from control_plane.amqp.publisher import confirmed_channel, publish
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.settings import LimitSettings, Settings
 from data_plane.extract.offline import raw_page
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.cli import run_cli

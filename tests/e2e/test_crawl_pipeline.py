@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.amqp.consumer import wait_for
-from control_plane.amqp.messages import JobSpec
+from brokers.amqp.consumer import wait_for
+from brokers.amqp.messages import JobSpec
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec

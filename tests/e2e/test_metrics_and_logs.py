@@ -19,7 +19,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from control_plane.amqp.messages import JobSpec
+from brokers.amqp.messages import JobSpec
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec

@@ -18,15 +18,15 @@ import fastavro
 import pytest
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.reader import read_to_end
+from brokers.kafka.topics import ensure_data_plane_topics
 from connectors.storage.claim_check import KEY_PREFIX
 from core.settings import ExtractSettings, Settings
 from core.web.urls import canonicalize
 from data_plane.extract.offline import raw_page
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.replay import plan, replay
-from data_plane.kafka import clients
-from data_plane.kafka.reader import read_to_end
-from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.sample_site import SampleSite, SiteModel, SiteSpec, reachable_urls
 from tests.support.cli import interruptible, run_cli
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.amqp.messages import JobSpec
+from brokers.amqp.messages import JobSpec
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec

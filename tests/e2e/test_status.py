@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from control_plane import amqp
-from control_plane.amqp.management import queue_stats
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.management import queue_stats
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
 from control_plane.frontier.submit import submit_job
 from core.settings import LimitSettings, Settings
 from core.web.urls import domain_of

@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
-from control_plane import amqp
-from control_plane.amqp.dead_letters import list_dead_letters
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.dead_letters import list_dead_letters
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.topology import Topology
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec

@@ -21,12 +21,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from brokers import amqp
+from brokers.amqp import permits
+from brokers.amqp.messages import CrawlTask
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
+from brokers.kafka.topics import prepare_data_plane
 from connectors.storage.claim_check import ClaimCheckStore
-from control_plane import amqp
-from control_plane.amqp import permits
-from control_plane.amqp.messages import CrawlTask
-from control_plane.amqp.publisher import confirmed_channel, publish
-from control_plane.amqp.topology import Topology
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.outputs import KafkaOutputs
 from control_plane.fetcher.runner import TaskRunner
@@ -36,7 +37,6 @@ from core.web.ssrf import SsrfGuard
 from core.web.urls import domain_of
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import Extractor
-from data_plane.kafka.topics import prepare_data_plane
 from data_plane.throttle.view import ThrottleView
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.frontier import JobProbe

@@ -21,10 +21,10 @@ from protego import Protego
 from warcio.archiveiterator import ArchiveIterator
 
 import schemas
+from brokers.amqp.exceptions import MessageRejected
+from brokers.amqp.messages import MESSAGE_TYPES, ControlMessage, decode
 from connectors.sink.compression import gzip_member
 from connectors.sink.warc import WarcSink
-from control_plane.amqp.exceptions import MessageRejected
-from control_plane.amqp.messages import MESSAGE_TYPES, ControlMessage, decode
 from control_plane.frontier.robots import _Policy
 from core.json_bounds import loads_bounded
 from core.settings import Settings, SinkSettings

@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from control_plane import amqp
-from control_plane.amqp.messages import CrawlTask
-from control_plane.amqp.publisher import confirmed_channel, publish
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.messages import CrawlTask
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 

@@ -27,13 +27,13 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.reader import read_to_end
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.settings import SchemaRegistrySettings, Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import STORE_RETRY_S, Extractor
-from data_plane.kafka import clients
-from data_plane.kafka.reader import read_to_end
-from data_plane.kafka.topics import ensure_data_plane_topics
 from dualplane.stack import LocalStack
 from dualplane.stack.schema_registry import SchemaRegistryServer
 from schemas.confluent import subject_for

@@ -18,7 +18,7 @@ import threading
 
 import pika
 
-from control_plane.amqp.transactions import TxChannel
+from brokers.amqp.transactions import TxChannel
 from core.settings import Settings
 from data_plane.extractor import service
 from data_plane.extractor.service import Extractor

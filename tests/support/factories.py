@@ -11,10 +11,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from brokers import amqp
+from brokers.kafka import clients
 from connectors.storage import s3
-from control_plane import amqp
 from core.settings import Settings
-from data_plane.kafka import clients
 from dualplane.namespaces import drop_namespace, private_namespace
 
 

@@ -12,7 +12,7 @@ import sys
 
 import httpx
 
-from control_plane.amqp.messages import CrawlTask
+from brokers.amqp.messages import CrawlTask
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
 from core.settings import Settings

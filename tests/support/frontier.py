@@ -7,11 +7,11 @@ import time
 
 import pika
 
-from control_plane import amqp
-from control_plane.amqp.consumer import wait_for
-from control_plane.amqp.messages import JobSpec
-from control_plane.amqp.publisher import confirmed_channel
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.consumer import wait_for
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
 from control_plane.frontier import Frontier
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import schemas
+from brokers.kafka.reader import read_to_end
 from core.settings import Settings
-from data_plane.kafka.reader import read_to_end
 from tests.support.paths import REPO_ROOT
 
 ROOT = REPO_ROOT

@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from connectors.sink import S3Sink
 from connectors.sink.lag import sink_lag
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from tests.schemas.test_codec import page_record
 from tests.support.hand_off import hand_off
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from control_plane.amqp.consumer import ControlConsumer
+from brokers.amqp.consumer import ControlConsumer
 
 
 @contextmanager

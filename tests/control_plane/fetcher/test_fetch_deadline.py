@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from control_plane.amqp.messages import CrawlTask
+from brokers.amqp.messages import CrawlTask
 from control_plane.fetcher.backends.direct import DirectBackend
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.worker import Fetcher

@@ -17,11 +17,11 @@ from contextlib import contextmanager, suppress
 import httpx
 import pytest
 
-from control_plane import amqp
-from control_plane.amqp import permits
-from control_plane.amqp.messages import CrawlTask, JobSpec, Priority
-from control_plane.amqp.publisher import confirmed_channel, publish
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp import permits
+from brokers.amqp.messages import CrawlTask, JobSpec, Priority
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
 from core.settings import FetchSettings, LimitSettings, Settings

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.amqp.consumer import wait_for
-from control_plane.amqp.dead_letters import DeadLetter, list_dead_letters
-from control_plane.amqp.messages import CrawlTask
-from control_plane.amqp.publisher import publish
-from control_plane.amqp.topology import Topology
+from brokers.amqp.consumer import wait_for
+from brokers.amqp.dead_letters import DeadLetter, list_dead_letters
+from brokers.amqp.messages import CrawlTask
+from brokers.amqp.publisher import publish
+from brokers.amqp.topology import Topology
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import domain_of
 from tests.control_plane.fetcher.test_obeys_throttle import Lanes, fetcher

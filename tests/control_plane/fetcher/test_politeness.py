@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from control_plane.amqp.permits import PermitLedger
+from brokers.amqp.permits import PermitLedger
 from control_plane.fetcher.politeness import DomainGate, cooldown_s, delay_ms, hold_s
 
 pytestmark = pytest.mark.unit

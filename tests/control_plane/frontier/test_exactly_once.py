@@ -18,10 +18,10 @@ from pathlib import Path
 import pika
 import pytest
 
-from control_plane import amqp
-from control_plane.amqp.consumer import ControlConsumer, wait_for
-from control_plane.amqp.messages import DiscoveredBatch, JobSpec, new_id
-from control_plane.amqp.publisher import confirmed_channel, publish
+from brokers import amqp
+from brokers.amqp.consumer import ControlConsumer, wait_for
+from brokers.amqp.messages import DiscoveredBatch, JobSpec, new_id
+from brokers.amqp.publisher import confirmed_channel, publish
 from core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.amqp.messages import JobSpec
+from brokers.amqp.messages import JobSpec
 from core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from control_plane import amqp
-from control_plane.amqp.consumer import wait_for
-from control_plane.amqp.messages import CrawlTask, JobSpec, ReportStage, TaskReport, TaskReports, decode
-from control_plane.amqp.publisher import confirmed_channel, publish
-from control_plane.amqp.topology import Topology
+from brokers import amqp
+from brokers.amqp.consumer import wait_for
+from brokers.amqp.messages import CrawlTask, JobSpec, ReportStage, TaskReport, TaskReports, decode
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

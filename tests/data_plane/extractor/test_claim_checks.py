@@ -16,14 +16,14 @@ import pytest
 from confluent_kafka import TopicPartition
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.reader import read_to_end
+from brokers.kafka.topics import ensure_data_plane_topics
 from connectors.storage.claim_check import ClaimCheckStore
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import STORE_RETRY_S, Extractor
-from data_plane.kafka import clients
-from data_plane.kafka.reader import read_to_end
-from data_plane.kafka.topics import ensure_data_plane_topics
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.tcp_relay import TcpRelay, free_port
 

@@ -18,13 +18,13 @@ from datetime import UTC, datetime
 import pytest
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.reader import read_to_end
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import Extractor
-from data_plane.kafka import clients
-from data_plane.kafka.reader import read_to_end
-from data_plane.kafka.topics import ensure_data_plane_topics
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

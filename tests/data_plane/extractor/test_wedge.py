@@ -20,13 +20,13 @@ import pytest
 from confluent_kafka import Producer
 
 import schemas
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
 from data_plane.extractor import service as extractor_service
 from data_plane.extractor.records import iter_records
 from data_plane.extractor.service import Extractor
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

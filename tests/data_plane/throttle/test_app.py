@@ -26,11 +26,11 @@ import httpx
 import pytest
 from confluent_kafka import TopicPartition
 
-from control_plane import amqp
+from brokers import amqp
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.limits import Limits
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.snapshot import read_snapshot
 from data_plane.throttle.view import ThrottleView, load_latest_state

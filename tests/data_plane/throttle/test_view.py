@@ -11,10 +11,10 @@ import pika
 import pytest
 from confluent_kafka import Producer
 
-from control_plane import amqp
+from brokers import amqp
+from brokers.kafka import clients
+from brokers.kafka.topics import ensure_data_plane_topics
 from core.settings import Settings
-from data_plane.kafka import clients
-from data_plane.kafka.topics import ensure_data_plane_topics
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.view import ThrottleView, load_latest_state, read_latest_commands

@@ -1,0 +1,269 @@
+"""Versioned, validated control messages and their JSON wire format.
+
+Every body is a JSON object with ``kind`` and ``version``. :func:`decode` turns any body into a
+typed message or raises :class:`MessageRejected` with a reason a person can act on; consumers
+dead-letter such messages at once instead of retrying them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from brokers.amqp.exceptions import MessageRejected
+from core.clock import utc_now
+from core.json_bounds import JsonTooDeep, loads_bounded
+
+Priority = Literal["high", "normal", "bulk"]
+PRIORITIES: tuple[Priority, ...] = ("high", "normal", "bulk")
+CONTENT_TYPE = "application/json"
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ControlMessage(BaseModel):
+    """Base of every control message: a ``kind`` naming the type and a schema ``version``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: ClassVar[str]
+    versions: ClassVar[frozenset[int]] = frozenset({1})
+    version: int = 1
+
+    def encode(self) -> bytes:
+        return json.dumps({"kind": self.kind, **self.model_dump(mode="json")}, separators=(",", ":")).encode()
+
+
+class AttemptRecord(BaseModel):
+    """One earlier attempt at a task, kept in the task so a dead letter tells its whole story."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempt: int
+    at: datetime
+    outcome: str
+    detail: str = ""
+
+
+EXTRACTOR_NAME = r"^[A-Za-z0-9][\w.-]{0,99}$"
+MAX_JOB_ID = 200
+
+
+def check_job_id(value: str) -> str:
+    """``value`` if it can be a job id, else ValueError saying why not."""
+    # A job id names S3 prefixes, WARC headers, log lines and metric labels: a line break in one
+    # could split a header line or a log record, so control characters are refused where jobs are made.
+    if not value:
+        raise ValueError("a job id cannot be empty")
+    if len(value) > MAX_JOB_ID:
+        raise ValueError(f"a job id is at most {MAX_JOB_ID} characters, this one has {len(value)}")
+    control = next((char for char in value if ord(char) < 0x20 or ord(char) == 0x7F), None)
+    if control is not None:
+        raise ValueError(f"a job id cannot hold control characters such as {control!r}")
+    return value
+
+
+JobId = Annotated[str, AfterValidator(check_job_id)]
+
+
+class JobSpec(ControlMessage):
+    """A crawl job's rules, sent to the frontier before its seeds."""
+
+    kind = "job"
+
+    job_id: JobId
+    allowed_domains: tuple[str, ...] = ()
+    allow_patterns: tuple[str, ...] = ()
+    deny_patterns: tuple[str, ...] = ()
+    max_depth: int | None = Field(default=None, ge=0)
+    max_pages: int | None = Field(default=None, ge=1)
+    priority: Priority = "normal"
+    obey_robots: bool = True
+    created_at: datetime = Field(default_factory=utc_now)
+    # The extractor plugin (entry point name, group dualplane.extractors) for the job's pages.
+    extractor: str | None = Field(default=None, pattern=EXTRACTOR_NAME)
+
+    @field_validator("allow_patterns", "deny_patterns")
+    @classmethod
+    def _regexes(cls, patterns: tuple[str, ...]) -> tuple[str, ...]:
+        # Checked where the job is made and where it is read: a bad one used to be accepted by
+        # ``crawl`` and the job then rejected by the frontier, silently.
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ValueError(f"{pattern!r} is not a regular expression: {error}") from error
+        return patterns
+
+
+class DiscoveredUrl(ControlMessage):
+    """A URL someone found (a seed, or a link on a fetched page) for the frontier to consider."""
+
+    kind = "discovered"
+
+    job_id: JobId
+    trace_id: str = Field(default_factory=new_id)
+    url: Annotated[str, Field(min_length=1, max_length=8192)]
+    depth: int = Field(default=0, ge=0)
+    priority: Priority | None = None
+    source_url: str | None = None
+    seed: bool = False
+
+
+MAX_URL_CHARS = 8192
+MAX_BATCH_URLS = 1000
+
+
+class DiscoveredBatch(ControlMessage):
+    """The URLs one page (or one slice of a seed list) hands to one frontier shard, as one message.
+
+    A page's links travel together: one publish and one frontier pass per page and shard instead of
+    one per link. ``trace_id`` is the source page's; each admitted task gets a trace of its own.
+    """
+
+    kind = "discovered_batch"
+
+    job_id: JobId
+    trace_id: str = Field(default_factory=new_id)
+    urls: tuple[Annotated[str, Field(min_length=1, max_length=MAX_URL_CHARS)], ...] = Field(
+        min_length=1, max_length=MAX_BATCH_URLS
+    )
+    depth: int = Field(default=0, ge=0)
+    priority: Priority | None = None
+    source_url: str | None = None
+    seed: bool = False
+
+
+class CrawlTask(ControlMessage):
+    """One URL to fetch, admitted by the frontier; the unit of work of the fetchers."""
+
+    kind = "task"
+
+    task_id: str = Field(default_factory=new_id)
+    job_id: JobId
+    trace_id: str
+    url: str
+    domain: str
+    depth: int = Field(ge=0)
+    priority: Priority = "normal"
+    attempt: int = Field(default=1, ge=1)
+    max_attempts: int = Field(default=5, ge=1)
+    created_at: datetime = Field(default_factory=utc_now)
+    not_before: datetime | None = None
+    crawl_delay_ms: int | None = Field(default=None, ge=0)  # robots.txt Crawl-delay, when stricter
+    extractor: str | None = None  # the job's extractor plugin, carried to the raw page
+    history: tuple[AttemptRecord, ...] = ()
+
+    def next_attempt(self, outcome: str, detail: str, not_before: datetime | None) -> CrawlTask:
+        """The same task for its next attempt, with this attempt added to its history."""
+        record = AttemptRecord(attempt=self.attempt, at=utc_now(), outcome=outcome, detail=detail)
+        return self.model_copy(
+            update={"attempt": self.attempt + 1, "not_before": not_before, "history": (*self.history, record)}
+        )
+
+
+ReportStage = Literal["started", "retrying", "done", "failed", "dead_lettered"]
+FINAL_STAGES: frozenset[str] = frozenset({"done", "failed", "dead_lettered"})
+
+
+class TaskReport(ControlMessage):
+    """What happened to a task, sent by the fetcher back to the frontier (counters, admission)."""
+
+    kind = "report"
+
+    task_id: str
+    job_id: JobId
+    trace_id: str
+    url: str
+    domain: str
+    stage: ReportStage
+    outcome: str = ""
+    attempt: int = 1
+    detail: str = ""
+    at: datetime = Field(default_factory=utc_now)
+
+    @property
+    def final(self) -> bool:
+        return self.stage in FINAL_STAGES
+
+
+MAX_BATCH_REPORTS = 1000
+
+
+class TaskReports(ControlMessage):
+    """The reports a fetcher has for one frontier shard after one pass, as one message.
+
+    Sent with the pass's commit, in the same AMQP transaction as the acks of the tasks they report
+    on: one publish, one frontier handling and one handled-message record per pass and shard, where
+    a report each cost two of each per task (started, then done).
+    """
+
+    kind = "reports"
+
+    reports: tuple[TaskReport, ...] = Field(min_length=1, max_length=MAX_BATCH_REPORTS)
+
+
+class Wake(ControlMessage):
+    """A nudge a frontier sends to its own shard queue, so that whichever frontier the broker made
+    the shard's active consumer gets a delivery and takes the shard over.
+
+    A frontier learns that it owns its shard only from a delivery (a single-active-consumer queue
+    says nothing else): an owner that took over a quiet shard, or that lost Kafka in a pass holding
+    only the jobs' progress, would otherwise never publish that progress, and a finished job would
+    look unfinished for good. It changes no state.
+    """
+
+    kind = "wake"
+
+    shard: int = Field(ge=0)
+
+
+MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
+    message.kind: message
+    for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports, Wake)
+}
+M = TypeVar("M", bound=ControlMessage)
+
+
+def decode(body: bytes, expected: type[M] | tuple[type[ControlMessage], ...] | None = None) -> Any:
+    """Parse ``body`` into its message type, or raise :class:`MessageRejected` saying why not."""
+    fields = _json_object(body)
+    kind, version = fields.pop("kind", None), fields.get("version", 1)
+    message_type = MESSAGE_TYPES.get(kind) if isinstance(kind, str) else None
+    if message_type is None:
+        raise MessageRejected(f"unknown message kind {kind!r}; known kinds: {', '.join(MESSAGE_TYPES)}")
+    if not isinstance(version, int) or version not in message_type.versions:  # [] is not hashable
+        known = ", ".join(str(v) for v in sorted(message_type.versions))
+        raise MessageRejected(
+            f"unknown version {version!r} of {kind!r} messages; this worker understands {known}: "
+            "upgrade the worker, or fix the message and redrive it"
+        )
+    allowed = expected if isinstance(expected, tuple) else (expected,) if expected else None
+    if allowed is not None and message_type not in allowed:
+        names = ", ".join(t.kind for t in allowed)
+        raise MessageRejected(f"a {kind!r} message arrived where only {names} are expected")
+    try:
+        return message_type.model_validate(fields)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise MessageRejected(f"invalid {kind!r} message: {problems}") from error
+
+
+def _json_object(body: bytes) -> dict[str, Any]:
+    try:
+        fields = loads_bounded(body)
+    except JsonTooDeep as error:  # refused before parsing: deep nesting raises RecursionError there
+        raise MessageRejected(f"{error}; body starts {body[:40].decode('utf-8', 'replace')!r}") from error
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        preview = body[:80].decode("utf-8", "replace")
+        raise MessageRejected(f"malformed JSON ({error}); body starts {preview!r}") from error
+    if not isinstance(fields, dict):
+        raise MessageRejected(f"expected a JSON object, got {type(fields).__name__}")
+    return fields

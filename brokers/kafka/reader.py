@@ -1,0 +1,57 @@
+"""Reading a topic from its beginning (or a set of offsets) to the end it had when we started.
+
+The bounded read that replay, ``records export``, the demo's checks and the tests all need:
+the end offsets are fixed first, so the read always terminates even while producers write.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Iterator
+
+from confluent_kafka import Message, TopicPartition
+
+from brokers.kafka import clients
+from core.settings import KafkaSettings
+
+
+def read_to_end(
+    kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0, partitions: Collection[int] | None = None
+) -> Iterator[Message]:
+    """Every message of ``topic`` (or of its ``partitions``) up to the end offsets at the time of the call.
+
+    Only committed messages of transactional producers are returned (``read_committed``), so an open
+    transaction holds the read back until it ends; ``timeout_s`` is how long it may make no progress.
+    """
+    consumer = clients.consumer(kafka, f"{kafka.group_prefix}-reader", **{"enable.partition.eof": True})
+    try:
+        metadata = consumer.list_topics(topic, timeout=timeout_s).topics[topic]
+        ends: dict[int, int] = {}
+        starts = []
+        for partition in metadata.partitions:
+            if partitions is not None and partition not in partitions:
+                continue
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            if high > low:
+                ends[partition] = high
+                starts.append(TopicPartition(topic, partition, low))
+        consumer.assign(starts)
+        deadline = time.monotonic() + timeout_s
+        while ends:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                partition, offset = message.partition(), message.offset()
+                if partition in ends and offset is not None and offset < ends[partition]:
+                    deadline = time.monotonic() + timeout_s
+                    yield message
+            # The position skips transaction markers, which occupy offsets but are never delivered:
+            # a partition is read once its position reaches the end offset fixed at the start.
+            for position in consumer.position([TopicPartition(topic, p) for p in ends]):
+                if position.offset >= ends[position.partition]:
+                    del ends[position.partition]
+            if ends and time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{topic}: no progress for {timeout_s:.0f} s; partitions left {sorted(ends)}"
+                )
+    finally:
+        consumer.close()
