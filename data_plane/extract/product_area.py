@@ -109,11 +109,7 @@ class _Elsewhere:
             parent = parent.parent
         verdict = self.verdicts[parent.mem_id] if parent is not None else False
         for container in reversed(chain):
-            verdict = verdict or (
-                container.mem_id in self.skip
-                or container.tag in ELSEWHERE_TAGS
-                or bool(ELSEWHERE_WORDS & words(container))
-            )
+            verdict = verdict or container.mem_id in self.skip or about_others(container)
             self.verdicts[container.mem_id] = verdict
         return verdict
 
@@ -229,6 +225,18 @@ def elsewhere(node: LexborNode, scope: LexborNode) -> bool:
     for parent in ancestors(node):
         if parent.mem_id == scope.mem_id:
             return False
-        if parent.tag in ELSEWHERE_TAGS or ELSEWHERE_WORDS & words(parent):
+        if about_others(parent):
             return True
     return False
+
+
+def about_others(container: LexborNode) -> bool:
+    """True when ``container`` is about other products, as its tag (``nav``, ``aside``…) or class or id say.
+
+    A container holding an ``<h1>`` is not, whatever its class: it is the page's own product block, which
+    some platforms class as one ("detail-card", a "listing" for a marketplace's item); cards of a listing
+    or a carousel title their products with lesser headings.
+    """
+    if container.tag in ELSEWHERE_TAGS:
+        return True
+    return bool(ELSEWHERE_WORDS & words(container)) and container.css_first("h1") is None

@@ -118,3 +118,16 @@ def test_a_hidden_dialog_states_nothing_about_stock() -> None:
     currently have that one in stock</div></div></body></html>"""
     product = product_of(html)
     assert product is not None and product.availability is None
+
+
+def test_a_block_holding_the_heading_is_the_products_own_whatever_its_class() -> None:
+    # 1C-Bitrix shops class the product page's block a "card" (Russian shops call a product page so);
+    # its price and stock are the page's, while a carousel's cards below, headed by <h3>, stay others'.
+    html = """<html><body><div class="detail-card"><h1>Kawai ES100</h1>
+    <div class="dc-price"><span class="dc-pr">47 405</span> руб.</div>
+    <a class="dc-b-cadd">В корзину</a><div class="dc-deliv"><b>Есть в наличии</b> – осталось 6 шт.</div>
+    </div><div class="card"><h3>Yamaha P-45</h3><span class="price">39 990 руб.</span></div></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.price, product.currency) == (Decimal("47405.0000"), "RUB")
+    assert product.availability == "limited"
