@@ -21,6 +21,9 @@ from data_plane.extract.structured import Structured
 
 LISTED_PRODUCTS = 3
 """Structured data naming this many different products, none of them the page's heading, is a listing's."""
+LISTED_BESIDE_HEADING = 2
+"""As many as this suffice when the page has an ``<h1>`` naming none of them (a home page's two featured
+products); without one, two names may be one product published twice under different names."""
 EMBEDDED_FIELDS = ("price", "currency", "availability", "sku")
 """The embedded state is read only when one of these is still missing after structured data."""
 
@@ -56,14 +59,16 @@ def extract_product(
 def _lists_products(page: Markup, data: Structured) -> bool:
     """True when the structured data describes several products and none is the one the page is about.
 
-    A category or home page often publishes every product of its grid; a product page that publishes its
-    related items too names its own product in its ``<h1>``.
+    A category or home page often publishes every product of its grid, or the two it features; a product
+    page that publishes its related items too names its own product in its ``<h1>``.
     """
     names = {" ".join(str(node.get("name") or "").split()).casefold() for node in data.products} - {""}
-    if len(names) < LISTED_PRODUCTS:
+    if len(names) < LISTED_BESIDE_HEADING:
         return False
     heading = page.main(headed=True).css_first("h1")
     title = " ".join(heading.text(separator=" ").split()).casefold() if heading is not None else ""
+    if len(names) < (LISTED_BESIDE_HEADING if title else LISTED_PRODUCTS):
+        return False
     return not any(name in title or (title and title in name) for name in names)
 
 
