@@ -182,10 +182,16 @@ def _currency(offer: Node) -> str | None:
 
 
 def _availability(node: Node, offer: Node | None) -> Availability | None:
+    """The chosen offer's availability, else any offer's, else one published on the Product itself.
+
+    schema.org puts availability on the Offer, but some shop templates (Magento 1 microdata among them)
+    write ``<meta itemprop="availability">`` on the Product, beside its name.
+    """
     value = _first(offer.get("availability")) if offer else None
     value = value or next(
         (_first(o.get("availability")) for o in _offers(node) if o.get("availability")), None
     )
+    value = value or _first(node.get("availability"))
     return availability_of(value) if isinstance(value, str) and value.strip() else None
 
 

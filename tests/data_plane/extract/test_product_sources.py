@@ -103,3 +103,14 @@ def test_page_record_v3_names_each_product_fields_source() -> None:
     assert (product["sku_source"], product["gtin_source"]) == ("json-ld", None)
     schemas.encode("page_record", record, 3)
     assert "price_source" not in extract_record(page, schema_version=2)["product"]
+
+
+def test_an_availability_published_on_the_product_itself_counts() -> None:
+    # Magento 1 microdata: availability on the Product, beside its name, not in its Offer.
+    html = """<html><body><div itemscope itemtype="http://schema.org/Product">
+    <meta itemprop="availability" content="in_stock"><h1 itemprop="name">Hard Cider Kit</h1>
+    <span itemprop="offers" itemscope itemtype="http://schema.org/Offer"><span itemprop="price">$40.00</span>
+    <meta itemprop="priceCurrency" content="USD"></span></div></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.availability, product.source_of("availability")) == ("in_stock", "microdata")
