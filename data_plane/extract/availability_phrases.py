@@ -43,10 +43,15 @@ _STOCK_LABEL = (
     r"\b(?:in stock|on stock|available|availability|auf lager|vorrätig|lieferbar|verfügbar|en stock|"
     r"disponible|disponibile|op voorraad|na stanie|skladem|raktáron|в наличии|наличие(?: на складе)?)\s*:\s*"
 )
+# "Not available for VAT relief / in your country / to ship abroad" is about a tax, a region or a delivery,
+# not stock; "not available for purchase" (or order, sale) is.
+_ELSE_THAN_STOCK = r"(?!\s+(?:for|in|to)\s+(?!(?:purchase|order|sale)\b))"
 OUT_OF_STOCK = (
     r"\bout[\s-]of[\s-]stock\b", r"\bsold[\s-]?out\b", r"\bnot (?:currently )?in stock\b",
-    r"\b(?:currently|temporarily) (?:unavailable|not available)\b", r"\bno longer available\b",
-    r"\b(?:item|product) (?:is )?(?:currently )?(?:unavailable|not available)\b", r"\bdiscontinued\b",
+    rf"\b(?:currently|temporarily) (?:unavailable|not available)\b{_ELSE_THAN_STOCK}",
+    r"\bno longer available\b",
+    rf"\b(?:item|product) (?:is )?(?:currently )?(?:unavailable|not available)\b{_ELSE_THAN_STOCK}",
+    r"\bdiscontinued\b",
     r"\bausverkauft\b", r"\bvergriffen\b",
     r"\bnicht (?:mehr )?(?:auf lager|verfügbar|lieferbar|vorrätig|bestellbar)\b", r"\bépuisée?s?\b",
     r"\brupture de stock\b", r"\b(?:actuellement |temporairement )?indisponible\b", r"\bplus disponible\b",
@@ -61,8 +66,8 @@ OUT_OF_STOCK = (
     r"\btükendi\b", r"\bнет в наличии\b", r"\bраспродан", r"在庫切れ", r"売り切れ", r"缺货", r"售罄",
 )  # fmt: skip
 IN_STOCK = (
-    r"\bin[\s-]stock\b", r"\bavailable (?:now|to ship|instantly)\b",
-    r"\bavailable for (?:immediate )?(?:shipping|delivery|dispatch)\b", r"\bready to ship\b",
+    r"\bin[\s-]stock\b", r"\b(?<!not )available (?:now|to ship|instantly)\b",
+    r"\b(?<!not )available for (?:immediate )?(?:shipping|delivery|dispatch)\b", r"\bready to ship\b",
     r"\bships (?:today|within)\b", r"\busually dispatched within\b", r"\bauf lager\b",
     r"\b(?:sofort )?lieferbar\b", r"\bvorrätig\b", r"\bsofort verfügbar\b", r"\ben stock\b",
     r"\bdisponible imm[ée]diatement\b", r"\ben existencia\b", r"\bdisponibilit[àa] immediata\b",

@@ -41,6 +41,10 @@ _BUY = re.compile(
     re.I,
 )
 PRODUCT_ATTRIBUTES = ("class", "id", "name", "value")
+BUY_CONTROLS = "button, input[type=submit], a, [class*=cart i], [id*=cart i]"
+BUY_IMAGES = "input[type=image], a img, button img"
+"""Controls drawn as an image (osCommerce's ``button_in_cart``, PayPal's "Buy Now", "AddToCart.png"): their
+alt text, title or file name says what they do."""
 MAX_STATEMENT_WORDS = 12
 MAX_DETAILS_CHARS = 200_000
 _MEDIA = re.compile(r"\b(?:image|imagen|immagine|bild|foto|photo|video|vídeo)\b", re.I)
@@ -213,10 +217,18 @@ def _itemprop(scope: LexborNode, name: str) -> str | None:
 
 def _has_buy_button(scope: LexborNode) -> bool:
     """An add-to-cart control for this product (not one on a related item's card)."""
-    for node in scope.css("button, input[type=submit], a, [class*=cart i], [id*=cart i]"):
+    for node in scope.css(BUY_CONTROLS):
         if elsewhere(node, scope):
             continue
         labels = (line(node), *(node.attributes.get(name) for name in PRODUCT_ATTRIBUTES))
         if any(_BUY.search(label) for label in labels if label):
             return True
-    return False
+    return any(_buy_image(node) and not elsewhere(node, scope) for node in scope.css(BUY_IMAGES))
+
+
+def _buy_image(node: LexborNode) -> bool:
+    """An image that reads as an add-to-cart control: in its alt text, title or file name."""
+    attributes = node.attributes
+    file_name = (attributes.get("src") or "").rsplit("/", 1)[-1]
+    labels = (attributes.get("alt"), attributes.get("title"), file_name)
+    return any(_BUY.search(label) for label in labels if label)

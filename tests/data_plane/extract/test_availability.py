@@ -95,6 +95,22 @@ def test_phrases_in_other_languages(phrase: str, expected: str) -> None:
     assert availability_in(phrase) == expected
 
 
+@pytest.mark.parametrize(
+    ("phrase", "expected"),
+    [
+        ("This Product is NOT Available For VAT Relief", None),
+        ("Item currently unavailable in your region", None),
+        ("This item is not available to ship to your country", None),
+        ("This product is not available for purchase", "out_of_stock"),
+        ("Product currently unavailable.", "out_of_stock"),
+    ],
+)
+def test_unavailable_for_a_tax_a_region_or_a_delivery_says_nothing_about_stock(
+    phrase: str, expected: str | None
+) -> None:
+    assert availability_in(phrase) == expected
+
+
 @pytest.mark.parametrize("text", ["Image unavailable", "Disponible en 3 couleurs", "Available in red"])
 def test_vague_words_state_nothing_in_running_text(text: str) -> None:
     assert availability_in(text) is None

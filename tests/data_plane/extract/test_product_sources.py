@@ -93,6 +93,22 @@ def test_a_page_with_a_price_but_no_sign_of_selling_it_is_no_product() -> None:
     assert product_of(html) is None
 
 
+@pytest.mark.parametrize(
+    "control",
+    [
+        '<input type="image" src="/images/buttons/button_in_cart.png" alt="Add to basket">',
+        '<a href="javascript:checkOrder();"><img src="/graphics/AddToCart.png"></a>',
+        '<input type="image" src="https://www.paypalobjects.com/en_US/i/btn/btn_buynow_LG.gif" alt="PayPal">',
+    ],
+)
+def test_an_add_to_cart_control_drawn_as_an_image_sells_the_product(control: str) -> None:
+    html = f"""<html><body><div id="detail"><h1>Hearing Aid</h1><p>£17.26</p>
+    <form>{control}</form></div></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.price, product.currency) == (Decimal("17.2600"), "GBP")
+
+
 def test_page_record_v3_names_each_product_fields_source() -> None:
     html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
     <p class="stock">Sold out</p></main></body></html>"""
