@@ -47,7 +47,10 @@ def _labelled(labels: tuple[str, ...], value: str) -> re.Pattern[str]:
     )
 
 
-_SKU = _labelled(SKU_LABELS, r"(?P<value>[A-Za-z0-9][\w\-./]{0,63})(?![\w\-/])")
+# A brand may stand between the label and the number ("SKU: Treasure Garden UM9109-3462"): up to two
+# capitalised words without digits, on the label's line, are passed over.
+_BRAND_BEFORE = r"(?-i:(?:[A-Z][A-Za-z&'-]*[ \t]+){0,2})"
+_SKU = _labelled(SKU_LABELS, rf"{_BRAND_BEFORE}(?P<value>[A-Za-z0-9][\w\-./]{{0,63}})(?![\w\-/])")
 _GTIN = _labelled(GTIN_LABELS, r"(?P<value>\d[\d \-]{6,18}\d)\b")
 _BRAND = _labelled(BRAND_LABELS, r"(?P<value>[^\n·|•;,:]{1,60}?)[ \t]*(?=[\n·|•;,]|$)")
 

@@ -27,6 +27,7 @@ pytestmark = pytest.mark.unit
         ("Brand: Kessel · SKU: K-981", "K-981"),
         ("Catalog Item # 34961", "34961"),
         ("Kód tovaru:\ng36173", "g36173"),
+        ("SKU: Treasure Garden UM9109-3462", "UM9109-3462"),  # a brand before the number
     ],
 )
 def test_labelled_item_numbers(text: str, sku: str) -> None:
@@ -42,6 +43,7 @@ def test_labelled_item_numbers(text: str, sku: str) -> None:
         "Codeine 500 mg",  # a word that starts like a label
         "ProductId 409718",  # labels of several words are written with a space
         "MPN: EXE195",  # the maker's number, not the shop's
+        "Code: use code SAVE10",  # only capitalised words stand before a number, as a brand
     ],
 )
 def test_not_item_numbers(text: str) -> None:
