@@ -24,6 +24,8 @@ LISTED_PRODUCTS = 3
 LISTED_BESIDE_HEADING = 2
 """As many as this suffice when the page has an ``<h1>`` naming none of them (a home page's two featured
 products); without one, two names may be one product published twice under different names."""
+OVERRIDING_PHRASES = ("limited", "out_of_stock")
+"""A stock phrase in the product's area stating one of these beats a published "in stock" (see below)."""
 EMBEDDED_FIELDS = ("price", "currency", "availability", "sku")
 """The embedded state is read only when one of these is still missing after structured data."""
 
@@ -83,11 +85,12 @@ def _visible_first(fields: ProductFields, shown: MarkupProduct) -> ProductFields
     """``fields`` with the visible stock statement and labelled item number put before published ones.
 
     A low-stock phrase anywhere in the product's area also refines a published "in stock" to
-    ``limited``: it is the same state, stated more precisely.
+    ``limited``: it is the same state, stated more precisely. An out-of-stock phrase there ("This product
+    is out of stock online.") beats it too: shop templates publish "in stock" whatever the stock.
     """
     stated = shown.stock_statement
-    if stated is None and fields.availability == "in_stock" and shown.stock_phrase == "limited":
-        stated = "limited"
+    if stated is None and fields.availability == "in_stock" and shown.stock_phrase in OVERRIDING_PHRASES:
+        stated = shown.stock_phrase
     if stated is not None and stated != fields.availability:
         fields = fields.replaced("markup", availability=stated)
     if shown.labelled_sku is not None and fields.sku not in (None, shown.labelled_sku):

@@ -25,7 +25,8 @@ ELSEWHERE_WORDS = frozenset(
      "tile", "teaser", "listing", "productgrid", "productlist", "minicart", "minibasket", "cartdrawer",
      "wishlist", "recently", "viewed", "bundle", "accessories", "reviews", "comments", "products"}
 )  # fmt: skip
-ELSEWHERE_TAGS = frozenset({"nav", "footer", "aside"})
+PAGE_FRAME_TAGS = frozenset({"nav", "footer"})
+"""Never the product's, even around an ``<h1>`` (a logo); an ``<aside>`` is, when it holds the ``<h1>``."""
 CARD_SIBLINGS = 3
 """This many like blocks side by side, each with a price, are cards of a listing or a product grid."""
 CARD_CHARS = 2000
@@ -237,6 +238,7 @@ def about_others(container: LexborNode) -> bool:
     some platforms class as one ("detail-card", a "listing" for a marketplace's item); cards of a listing
     or a carousel title their products with lesser headings.
     """
-    if container.tag in ELSEWHERE_TAGS:
+    if container.tag in PAGE_FRAME_TAGS:
         return True
-    return bool(ELSEWHERE_WORDS & words(container)) and container.css_first("h1") is None
+    aside = container.tag == "aside" or bool(ELSEWHERE_WORDS & words(container))
+    return aside and container.css_first("h1") is None

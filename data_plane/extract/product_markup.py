@@ -47,6 +47,7 @@ BUY_IMAGES = "input[type=image], a img, button img"
 alt text, title or file name says what they do."""
 MAX_STATEMENT_WORDS = 12
 MAX_DETAILS_CHARS = 200_000
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")  # a full stop before a capital: a new sentence
 _MEDIA = re.compile(r"\b(?:image|imagen|immagine|bild|foto|photo|video|vídeo)\b", re.I)
 
 
@@ -158,14 +159,16 @@ def _stock_statement(container: LexborNode, area: LexborNode) -> Availability | 
 
 
 def _availability_in(area_text: str) -> Availability | None:
-    """The first stock phrase in the area's short lines: a stock statement is a few words, while prose
-    ("we will pre-order your items when…") and captions ("Image unavailable") only mention stock words."""
+    """The first stock phrase in the area's short lines or sentences: a stock statement is a few words,
+    while prose ("we will pre-order your items when…") and captions ("Image unavailable") only mention
+    stock words. A paragraph's short sentence counts ("This product is out of stock online. To see if…")."""
     for text_line in area_text.splitlines():
-        if len(text_line.split()) > MAX_STATEMENT_WORDS or _MEDIA.search(text_line):
-            continue
-        found = availability_in(text_line)
-        if found is not None:
-            return found
+        for sentence in _SENTENCE_END.split(text_line):
+            if len(sentence.split()) > MAX_STATEMENT_WORDS or _MEDIA.search(sentence):
+                continue
+            found = availability_in(sentence)
+            if found is not None:
+                return found
     return None
 
 

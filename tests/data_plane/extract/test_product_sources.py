@@ -63,6 +63,25 @@ def test_a_low_stock_phrase_refines_in_stock_to_limited() -> None:
     assert product is not None and product.availability == "limited"
 
 
+def test_an_out_of_stock_phrase_beats_a_published_in_stock() -> None:
+    html = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <p>Produkt nicht verfügbar</p></main></body></html>"""
+    product = product_of(html)
+    assert product is not None
+    assert (product.availability, product.source_of("availability")) == ("out_of_stock", "markup")
+
+
+def test_a_stock_sentence_in_a_buy_box_aside_is_read() -> None:
+    # A Shopify theme's buy box is an <aside> holding the product's <h1>; its stock note is a paragraph
+    # whose first sentence states the stock.
+    html = f"""<html><head>{JSON_LD}</head><body><main><section class="single-product">
+    <aside class="product-aside"><h1>Blue Mug</h1><p class="price">£15.50</p>
+    <button>Add to Cart</button><p>This product is out of stock online. To see if it's available at a
+    store near you, please click the Find In Store button.</p></aside></section></main></body></html>"""
+    product = product_of(html)
+    assert product is not None and product.availability == "out_of_stock"
+
+
 def test_a_printed_item_number_beats_the_published_one_unless_several_are_printed() -> None:
     shown = f"""<html><head>{JSON_LD}</head><body><main><h1>Blue Mug</h1><p class="price">£15.50</p>
     <p>Art.-Nr.: MUG-01</p></main></body></html>"""
