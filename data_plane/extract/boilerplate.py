@@ -8,15 +8,18 @@ a site:
 
 - a tail heading in the second half of the text cuts it there: a line that is only such a phrase, or
   a short title that opens like one ("More from Opinion", "Other Opinion Columns", "Mehr aus …");
-- copyright lines at the very end are dropped.
-
-One-line teasers inside the body ("Lea también: …", "Related: …") are kept: one reference set counts
-them as boilerplate, the other (readability's curated bodies) as part of the article.
+- copyright lines at the very end are dropped;
+- a teaser line, a short label and the headline of another page ("Lea también: <a>…</a>", "MIRA: …",
+  "Lesen Sie hier: …"), is dropped wherever it stands: after the label the line is exactly the text of
+  a link on the page, of at least ``MIN_TEASER_WORDS`` words. The wording of the label is not looked at,
+  so this holds in any language; a label with a plain value ("Quelle: kathpress", "Lage: Google Maps")
+  is too short to be a headline, and one with a sentence after it is no link's text.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 TAIL_START_SHARE = 0.5
 """A tail heading cuts the text only when at least this share of its characters comes before it: a
@@ -62,11 +65,18 @@ _TAIL_PREFIX = re.compile(
 )
 MAX_PREFIX_WORDS = 6
 _COPYRIGHT = re.compile(r"^(?:©|\(c\)|copyright\b)", re.I)
+MAX_LABEL_WORDS = 3
+MIN_TEASER_WORDS = 4
+"""A teaser's link text has at least this many words: a headline, not a name or a value."""
+_LABELLED = re.compile(r"^\W*([^:]{1,40}?)\s*:\s*(.+)$")
 
 
-def trim_boilerplate(text: str) -> str:
-    """``text`` (lines of main text) without its related-content tail and closing copyright lines."""
+def trim_boilerplate(text: str, link_texts: Collection[str] = ()) -> str:
+    """``text`` (lines of main text) without its related-content tail, closing copyright lines, and
+    teaser lines that label the text of one of ``link_texts`` (the page's links, spaces collapsed)."""
     lines = text.splitlines()
+    if link_texts:
+        lines = [line for line in lines if not _is_link_teaser(line, link_texts)]
     lines = _cut_tail(lines)
     while len(lines) > 1 and _is_copyright(lines[-1]):
         lines.pop()
@@ -102,3 +112,13 @@ def _is_tail_heading(line: str) -> bool:
 def _is_copyright(line: str) -> bool:
     stripped = line.strip()
     return bool(_COPYRIGHT.match(stripped)) and len(stripped.split()) <= MAX_COPYRIGHT_WORDS
+
+
+def _is_link_teaser(line: str, link_texts: Collection[str]) -> bool:
+    """A short label, then exactly a link's text of headline length ("Lea también: Impiden ingreso a …"):
+    the paragraph points to another page (a one-line teaser inside the body), it is not part of this one."""
+    labelled = _LABELLED.match(line)
+    if labelled is None or len(labelled.group(1).split()) > MAX_LABEL_WORDS:
+        return False
+    linked = " ".join(labelled.group(2).split())
+    return len(linked.split()) >= MIN_TEASER_WORDS and linked in link_texts

@@ -34,7 +34,7 @@ from data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
 from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
-from data_plane.extract.text import clip_text, main_text
+from data_plane.extract.text import clip_text, link_texts, main_text
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
@@ -167,7 +167,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     markup = Markup(tree)
     data = read_structured(html, final_url)
-    text = main_text(html, final_url)
+    text = main_text(html, final_url, link_texts(markup))
     description = description_of(markup)
     product = extract_product(markup, data, final_url, html=html)
     article = extract_article(markup, data, text) if product is None or data.articles else None

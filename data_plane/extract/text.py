@@ -9,11 +9,13 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import trafilatura
 
 from data_plane.extract.boilerplate import trim_boilerplate
+from data_plane.extract.markup import Markup
+from data_plane.extract.markup import line as line_of
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
@@ -36,11 +38,12 @@ _BULK = re.compile(
 logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page it finds too short
 
 
-def main_text(html: str, url: str | None) -> str | None:
+def main_text(html: str, url: str | None, link_texts: Collection[str] = ()) -> str | None:
     """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty.
 
-    Related-content tails, teaser lines and copyright lines that trafilatura keeps are cut by their
-    wording (:mod:`~data_plane.extract.boilerplate`).
+    Related-content tails and copyright lines that trafilatura keeps are cut by their wording, and
+    teaser lines by ``link_texts``, the texts of the page's links (:func:`link_texts`; see
+    :mod:`~data_plane.extract.boilerplate`).
     """
     if len(html) > MAX_HTML_CHARS:
         html = _BULK.sub("", html)[:MAX_HTML_CHARS]
@@ -51,8 +54,13 @@ def main_text(html: str, url: str | None) -> str | None:
     except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
         logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
         return None
-    text = trim_boilerplate(text or "").strip()
+    text = trim_boilerplate(text or "", link_texts).strip()
     return clip_text(text) or None
+
+
+def link_texts(page: Markup) -> frozenset[str]:
+    """The texts of the page's links, spaces collapsed: teaser lines in the main text are told by them."""
+    return frozenset(line_of(anchor) for anchor in page.tree.css("a[href]"))
 
 
 def article_body(text: str, *, headline: str | None, standfirsts: Iterable[str] = ()) -> str | None:

@@ -88,3 +88,41 @@ def test_text_is_clipped_in_utf8_bytes_at_a_character_boundary(char: str) -> Non
     assert len(clipped.encode("utf-8")) <= MAX_TEXT_BYTES
     assert len(clipped) == MAX_TEXT_BYTES // len(char.encode("utf-8"))
     assert clip_text("short") == "short"
+
+
+TEASER_LINK = "Neue Buslinien für die Dörfer im Norden beschlossen"
+
+
+@pytest.mark.parametrize("label", ["Lesen Sie auch:", "MIRA:", "- Lea también :"])
+def test_a_label_before_the_whole_text_of_a_link_is_a_teaser_wherever_it_stands(label: str) -> None:
+    text = "\n".join([BODY[0], f"{label} {TEASER_LINK}", *BODY[1:]])
+
+    assert trim_boilerplate(text, {TEASER_LINK, "Impressum"}) == "\n".join(BODY)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"Quelle: {TEASER_LINK}",  # no link's text: without the links, nothing is a teaser
+        "Foto: Stadtwerke Nord",  # a link's text, but a name, not a headline
+        f"Vor der Abstimmung sagte der Bürgermeister: {TEASER_LINK}",  # a sentence, not a label
+        f"Lesen Sie auch: {TEASER_LINK} und was die Gegner planen",  # more than the link's text
+    ],
+)
+def test_a_labelled_line_is_no_teaser_unless_a_short_label_stands_before_a_headline_link(line: str) -> None:
+    text = "\n".join([BODY[0], line, *BODY[1:]])
+    links = {"Stadtwerke Nord"} | ({TEASER_LINK} if not line.startswith("Quelle") else set())
+
+    assert trim_boilerplate(text, links) == text
+
+
+def test_the_record_text_drops_a_teaser_line_linking_another_article() -> None:
+    paragraphs = [f"<p>{line}</p>" for line in BODY]
+    paragraphs.insert(1, f'<p>Lesen Sie auch: <a href="/busse">{TEASER_LINK}</a></p>')
+    html = f"<html><body><article><h1>Straßenbahn</h1>{''.join(paragraphs)}</article></body></html>"
+    raw = raw_page(html.encode(), "https://news.example/bahn", fetched_at=datetime(2024, 6, 1, tzinfo=UTC))
+
+    text = extract_record(raw, schema_version=3)["text"]
+
+    assert text is not None and BODY[0] in text and BODY[1] in text
+    assert "Buslinien" not in text
