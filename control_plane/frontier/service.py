@@ -73,6 +73,9 @@ BACKLOG_SWEEP_S = 1.0
 PERMIT_SWEEP_S = 1.0  # catches overrides and pauses that ran out (no message marks that)
 WARM_EVERY_S = 5.0  # how often a standby reads the changelog it will need on takeover
 WAKE_RETRY_S = 2.0  # after Kafka refused a pass with no message to redo, try to take the shard over again
+# A standby nudges its shard queue this often: if the owner died since, the broker made this standby
+# (or another) the active consumer, and only a delivery tells it so (see Wake).
+STANDBY_WAKE_EVERY_S = 10.0
 HANDLED_KEPT_S = 7 * 86_400.0  # a handled message whose ack was committed but not recorded as such
 
 
@@ -119,7 +122,7 @@ class Frontier:
         self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
         self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
         self._committed_messages: list[str] = []
-        self._last = dict.fromkeys(("backlog", "permits", "snapshot", "warm", "handled", "pass"), 0.0)
+        self._last = dict.fromkeys(("backlog", "permits", "snapshot", "warm", "handled", "pass", "standby wake"), 0.0)
 
     # wiring
 
@@ -318,7 +321,8 @@ class Frontier:
     def _on_tick(self, consumer: ControlConsumer) -> None:
         now = time.monotonic()
         if not self.active:
-            if self._wake_at is not None and now >= self._wake_at:
+            periodic = self._due("standby wake", STANDBY_WAKE_EVERY_S, now)
+            if periodic or (self._wake_at is not None and now >= self._wake_at):
                 self._wake_at = None  # published with the next commit, which an idle standby makes
                 queue = self.topology.frontier_queue(self.shard)
                 consumer.publish("", queue, Wake(shard=self.shard), message_id=new_id())

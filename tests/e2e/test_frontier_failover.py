@@ -107,14 +107,17 @@ def test_a_killed_shard_frontier_is_replaced_and_every_page_is_fetched_once(
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("successor", ["started after the kill", "standing by before it"])
 def test_a_frontier_taking_over_a_quiet_shard_publishes_its_jobs_progress(
-    control_plane: ControlPlaneFactory, tmp_path: Path
+    control_plane: ControlPlaneFactory, tmp_path: Path, successor: str
 ) -> None:
     """The new owner of a shard that gets no more messages (no fetcher here: the seed's task waits in
     its lane, and no report comes back) still takes the shard over and publishes its jobs' progress.
     A frontier learns it owns a shard only from a delivery, so it sends itself a Wake: before, an owner
     killed with progress not yet published (or that lost Kafka in a pass with only progress to write)
-    left a finished job looking unfinished for good (a chaos run waited 300 s on 'queued: 5')."""
+    left a finished job looking unfinished for good (a chaos run waited 300 s on 'queued: 5').
+    A standby that was already running sent its Wake at connect, to the owner then; it sends one
+    every 10 s while it stands by, so it too learns that the broker made it the owner."""
     settings = _settings(control_plane).model_copy(
         update={"queues": control_plane.settings().queues.model_copy(update={"frontier_shards": 1})}
     )
@@ -124,12 +127,17 @@ def test_a_frontier_taking_over_a_quiet_shard_publishes_its_jobs_progress(
         first = _frontier(pipeline, 0, tmp_path / "first")
         queue = Topology(settings.queues).frontier_queue(0)
         assert wait_for(lambda: probe.consumers(queue) > 0, 60), pipeline.logs()
+        if successor == "standing by before it":
+            _frontier(pipeline, 0, tmp_path / "second")
+            # The broker counts only a single-active-consumer queue's active consumer: read the logs.
+            assert wait_for(lambda: len(pipeline.lines(": consuming ")) >= 2, 60), pipeline.logs()
         probe.submit(JobSpec(job_id="quiet", allowed_domains=("quiet.example",)), ["http://quiet.example/"])
         probe.wait_progress("quiet", timeout_s=60, queued=1)
         pipeline.kill(first)
 
         taken_over_at = time.time()
-        _frontier(pipeline, 0, tmp_path / "second")  # another machine: an empty data directory
+        if successor == "started after the kill":
+            _frontier(pipeline, 0, tmp_path / "second")  # another machine: an empty data directory
         with ProgressReader(settings) as reader:
             published = wait_for(
                 lambda: float((reader.job("quiet") or {}).get("published_at", 0)) > taken_over_at, 60, 0.5
