@@ -122,7 +122,9 @@ class Frontier:
         self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
         self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
         self._committed_messages: list[str] = []
-        self._last = dict.fromkeys(("backlog", "permits", "snapshot", "warm", "handled", "pass", "standby wake"), 0.0)
+        self._last = dict.fromkeys(
+            ("backlog", "permits", "snapshot", "warm", "handled", "pass", "standby wake"), 0.0
+        )
 
     # wiring
 
