@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from data_plane.extract.article_markup import markup_article, standfirsts
+from data_plane.extract.article_markup import markup_article, shown_lead, standfirsts
 from data_plane.extract.fields import ArticleFields
 from data_plane.extract.markup import Markup
 from data_plane.extract.schema_org import structured_article
 from data_plane.extract.structured import Structured
-from data_plane.extract.text import article_body
+from data_plane.extract.text import article_body, clip_text
 
 MIN_BODY_WORDS = 80
 READ_BODY_SHARE = 0.5
@@ -26,7 +26,8 @@ def extract_article(
     A page is an article when its structured data declares one (or ``og:type`` article), or, with
     ``heuristics``, when an ``<article>`` element with a date or byline holds at least
     ``MIN_BODY_WORDS`` words of main text. The body is the main ``text`` without its headline,
-    standfirst and byline, or the published ``articleBody`` where the page shows much less. Without
+    standfirst and byline, or the published ``articleBody`` where the page shows much less, opened by
+    the lead the page shows when the main text misses it (:func:`shown_lead`). Without
     ``heuristics`` only structured data is read: the extruct-only baseline of the benchmark.
     """
     structured = structured_article(data)
@@ -38,8 +39,11 @@ def extract_article(
     if not declared and not (shown.in_article_element and shown.has_date_or_byline and long_enough):
         return None
     fields = structured.or_else(shown.fields)
-    read = article_body(text, headline=fields.headline, standfirsts=standfirsts(page)) if text else None
-    return replace(fields, body=_chosen_body(fields.body, read))
+    marked = standfirsts(page)
+    read = article_body(text, headline=fields.headline, standfirsts=marked) if text else None
+    body = _chosen_body(fields.body, read)
+    lead = shown_lead(page, text, body, marked) if text and body else None
+    return replace(fields, body=clip_text(f"{lead}\n\n{body}") if lead else body)
 
 
 def _chosen_body(published: str | None, read: str | None) -> str | None:

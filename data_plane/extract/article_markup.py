@@ -9,7 +9,7 @@ class says "author", ``rel=author`` links, ``<meta name=author>``, then a "By â€
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -18,6 +18,8 @@ from selectolax.lexbor import LexborNode
 from data_plane.extract.dates import parse_datetime
 from data_plane.extract.fields import ArticleFields
 from data_plane.extract.markup import Markup, ancestors, innermost, line, words
+from data_plane.extract.page_meta import description_of
+from data_plane.extract.text import link_texts
 
 MAX_AUTHORS = 10
 MAX_AUTHOR_CHARS = 80
@@ -29,6 +31,8 @@ DATE_METAS = (
 AUTHOR_WORDS = frozenset({"author", "authors", "byline", "authorname", "contributor"})
 STANDFIRST_WORDS = frozenset({"standfirst", "dek", "deck", "subheadline", "subtitle", "subhead", "strapline"})
 MAX_STANDFIRSTS = 3
+MIN_LEAD_WORDS = 8
+"""A lead is a sentence or two: a shorter description is a slogan or a label, not the article's opening."""
 _COMMENT_WORDS = frozenset({"comment", "comments", "reply", "replies", "discussion"})
 _BY = re.compile(r"^\s*(?:by|von|par|por|door|di)\s+", re.I)
 _SPLIT_NAMES = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b|\by\b|\|)\s*")
@@ -62,6 +66,35 @@ def standfirsts(page: Markup) -> list[str]:
     """Texts the markup marks as a standfirst (dek, subtitle): they open an article but are not its body."""
     nodes = [node for node in page.tree.css("[class], [id]") if STANDFIRST_WORDS & words(node)]
     return [text for node in innermost(nodes)[:MAX_STANDFIRSTS] if (text := line(node))]
+
+
+def shown_lead(page: Markup, text: str, body: str, standfirsts: Iterable[str] = ()) -> str | None:
+    """The article's lead when the main ``text`` misses it: the page's description, where the page shows it
+    before the ``body`` begins, outside any link, unless it is one of the marked ``standfirsts``.
+
+    Sites set the lead (intro, teaser, excerpt) apart from the body, between the headline and the first
+    paragraph, and trafilatura drops many of them with the header or by their class; the description
+    repeats it. Shown outside a link and before the body, it is the lead; inside a link it is a
+    promotion of the article (a teaser in a list), and a description shown nowhere is no lead. A
+    standfirst the markup marks as such stays out of the body, as it does when the main text holds it.
+    """
+    description = description_of(page)
+    if description is None or len(description.split()) < MIN_LEAD_WORDS:
+        return None
+    lead = _key(description)
+    if lead in _key(text) or lead in _key(body) or lead in {_key(marked) for marked in standfirsts}:
+        return None
+    root = page.tree.body or page.main()
+    shown = _key(root.text(separator=" "))
+    at = shown.find(lead)
+    if at < 0 or any(lead in _key(linked) for linked in link_texts(page)):
+        return None
+    body_at = shown.find(_key(body.split("\n", 1)[0]))
+    return description if body_at < 0 or at < body_at else None
+
+
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _area(page: Markup) -> tuple[LexborNode, bool]:

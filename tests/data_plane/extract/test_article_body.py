@@ -78,3 +78,25 @@ def test_a_standfirst_marked_as_such_is_not_body() -> None:
     standfirst = '<p class="article-dek">Four years of works ahead for the city centre and its shops.</p>'
 
     assert body_of(article_page(None, standfirst=standfirst)) == "\n\n".join(PARAGRAPHS)
+
+
+LEAD = "The city will spend four years and 300 million euros on a tram from the station to the university."
+
+
+def test_a_lead_the_main_text_drops_opens_the_body_when_the_description_repeats_it() -> None:
+    page = article_page(None, standfirst=f'<p class="teaser">{LEAD}</p>', description=LEAD)
+
+    assert body_of(page) == "\n\n".join([LEAD, *PARAGRAPHS])
+
+
+def test_a_description_shown_only_in_a_link_or_not_at_all_is_no_lead() -> None:
+    promoted = f'<p class="teaser"><a href="/tram">{LEAD}</a></p>'
+
+    assert body_of(article_page(None, standfirst=promoted, description=LEAD)) == "\n\n".join(PARAGRAPHS)
+    assert body_of(article_page(None, description=LEAD)) == "\n\n".join(PARAGRAPHS)
+
+
+def test_a_description_marked_as_a_standfirst_stays_out_of_the_body() -> None:
+    standfirst = f'<p class="teaser article-dek">{LEAD}</p>'
+
+    assert body_of(article_page(None, standfirst=standfirst, description=LEAD)) == "\n\n".join(PARAGRAPHS)
