@@ -18,7 +18,6 @@ from selectolax.lexbor import LexborNode
 from data_plane.extract.dates import parse_datetime
 from data_plane.extract.fields import ArticleFields
 from data_plane.extract.markup import Markup, ancestors, innermost, line, words
-from data_plane.extract.page_meta import description_of
 from data_plane.extract.text import link_texts
 
 MAX_AUTHORS = 10
@@ -33,6 +32,7 @@ STANDFIRST_WORDS = frozenset({"standfirst", "dek", "deck", "subheadline", "subti
 MAX_STANDFIRSTS = 3
 MIN_LEAD_WORDS = 8
 """A lead is a sentence or two: a shorter description is a slogan or a label, not the article's opening."""
+LEAD_METAS = ("description", "og:description", "twitter:description")
 _COMMENT_WORDS = frozenset({"comment", "comments", "reply", "replies", "discussion"})
 _BY = re.compile(r"^\s*(?:by|von|par|por|door|di)\s+", re.I)
 _SPLIT_NAMES = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b|\by\b|\|)\s*")
@@ -69,8 +69,9 @@ def standfirsts(page: Markup) -> list[str]:
 
 
 def shown_lead(page: Markup, text: str, body: str, standfirsts: Iterable[str] = ()) -> str | None:
-    """The article's lead when the main ``text`` misses it: the page's description, where the page shows it
-    before the ``body`` begins, outside any link, unless it is one of the marked ``standfirsts``.
+    """The article's lead when the main ``text`` misses it: the page's description (``<meta>`` description,
+    else ``og:``/``twitter:description``), where the page shows it before the ``body`` begins, outside
+    any link, unless it is one of the marked ``standfirsts``.
 
     Sites set the lead (intro, teaser, excerpt) apart from the body, between the headline and the first
     paragraph, and trafilatura drops many of them with the header or by their class; the description
@@ -78,19 +79,33 @@ def shown_lead(page: Markup, text: str, body: str, standfirsts: Iterable[str] = 
     promotion of the article (a teaser in a list), and a description shown nowhere is no lead. A
     standfirst the markup marks as such stays out of the body, as it does when the main text holds it.
     """
-    description = description_of(page)
-    if description is None or len(description.split()) < MIN_LEAD_WORDS:
+    found = (page.meta(name) for name in LEAD_METAS)
+    candidates = [value for value in dict.fromkeys(found) if value and len(value.split()) >= MIN_LEAD_WORDS]
+    if not candidates:
         return None
-    lead = _key(description)
-    if lead in _key(text) or lead in _key(body) or lead in {_key(marked) for marked in standfirsts}:
-        return None
-    root = page.tree.body or page.main()
-    shown = _key(root.text(separator=" "))
-    at = shown.find(lead)
-    if at < 0 or any(lead in _key(linked) for linked in link_texts(page)):
-        return None
-    body_at = shown.find(_key(body.split("\n", 1)[0]))
-    return description if body_at < 0 or at < body_at else None
+    missing = _LeadCheck(page, text, body, standfirsts)
+    return next((value for value in candidates if missing.shows_as_lead(_key(value))), None)
+
+
+class _LeadCheck:
+    """Where a page shows its texts, read once for all of its descriptions."""
+
+    def __init__(self, page: Markup, text: str, body: str, standfirsts: Iterable[str]) -> None:
+        self.read = f"{_key(text)}\n{_key(body)}"
+        self.marked = {_key(marked) for marked in standfirsts}
+        root = page.tree.body or page.main()
+        self.shown = _key(root.text(separator=" "))
+        self.linked = [_key(linked) for linked in link_texts(page)]
+        self.body_at = self.shown.find(_key(body.split("\n", 1)[0]))
+
+    def shows_as_lead(self, lead: str) -> bool:
+        """``lead`` (a key) is missing from the text read, shown before the body, and in no link."""
+        if lead in self.read or lead in self.marked:
+            return False
+        at = self.shown.find(lead)
+        if at < 0 or (0 <= self.body_at < at):
+            return False
+        return not any(lead in linked for linked in self.linked)
 
 
 def _key(text: str) -> str:

@@ -100,3 +100,10 @@ def test_a_description_marked_as_a_standfirst_stays_out_of_the_body() -> None:
     standfirst = f'<p class="teaser article-dek">{LEAD}</p>'
 
     assert body_of(article_page(None, standfirst=standfirst, description=LEAD)) == "\n\n".join(PARAGRAPHS)
+
+
+def test_the_lead_may_be_the_open_graph_description_when_the_meta_description_is_a_slogan() -> None:
+    html = article_page(None, standfirst=f'<p class="teaser">{LEAD}</p>', description="City news, every day.")
+    html = html.replace(b"<head>", f'<head><meta property="og:description" content="{LEAD}">'.encode())
+
+    assert body_of(html) == "\n\n".join([LEAD, *PARAGRAPHS])
