@@ -80,32 +80,41 @@ def shown_lead(page: Markup, text: str, body: str, standfirsts: Iterable[str] = 
     standfirst the markup marks as such stays out of the body, as it does when the main text holds it.
     """
     found = (page.meta(name) for name in LEAD_METAS)
-    candidates = [value for value in dict.fromkeys(found) if value and len(value.split()) >= MIN_LEAD_WORDS]
-    if not candidates:
+    read = f"{_key(text)}\n{_key(body)}"
+    marked = {_key(standfirst) for standfirst in standfirsts}
+    # Most descriptions are the body's first paragraph: the page's whole text is read only for the rest.
+    missing = [
+        value
+        for value in dict.fromkeys(found)
+        if value
+        and len(value.split()) >= MIN_LEAD_WORDS
+        and _key(value) not in read
+        and _key(value) not in marked
+    ]
+    if not missing:
         return None
-    missing = _LeadCheck(page, text, body, standfirsts)
-    return next((value for value in candidates if missing.shows_as_lead(_key(value))), None)
+    shown = _Shown(page, body)
+    return next((value for value in missing if shown.as_lead(_key(value))), None)
 
 
-class _LeadCheck:
-    """Where a page shows its texts, read once for all of its descriptions."""
+class _Shown:
+    """The page's text as shown, read once for all of its descriptions, and where the body begins in it."""
 
-    def __init__(self, page: Markup, text: str, body: str, standfirsts: Iterable[str]) -> None:
-        self.read = f"{_key(text)}\n{_key(body)}"
-        self.marked = {_key(marked) for marked in standfirsts}
+    def __init__(self, page: Markup, body: str) -> None:
+        self.page = page
         root = page.tree.body or page.main()
-        self.shown = _key(root.text(separator=" "))
-        self.linked = [_key(linked) for linked in link_texts(page)]
-        self.body_at = self.shown.find(_key(body.split("\n", 1)[0]))
+        self.text = _key(root.text(separator=" "))
+        self.body_at = self.text.find(_key(body.split("\n", 1)[0]))
+        self._linked: list[str] | None = None
 
-    def shows_as_lead(self, lead: str) -> bool:
-        """``lead`` (a key) is missing from the text read, shown before the body, and in no link."""
-        if lead in self.read or lead in self.marked:
+    def as_lead(self, lead: str) -> bool:
+        """``lead`` (a key) is shown before the body begins, and in no link's text."""
+        at = self.text.find(lead)
+        if at < 0 or 0 <= self.body_at < at:
             return False
-        at = self.shown.find(lead)
-        if at < 0 or (0 <= self.body_at < at):
-            return False
-        return not any(lead in linked for linked in self.linked)
+        if self._linked is None:
+            self._linked = [_key(linked) for linked in link_texts(self.page)]
+        return not any(lead in linked for linked in self._linked)
 
 
 def _key(text: str) -> str:
