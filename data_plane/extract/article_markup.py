@@ -80,17 +80,18 @@ def shown_lead(page: Markup, text: str, body: str, standfirsts: Iterable[str] = 
     standfirst the markup marks as such stays out of the body, as it does when the main text holds it.
     """
     found = (page.meta(name) for name in LEAD_METAS)
-    read = f"{_key(text)}\n{_key(body)}"
-    marked = {_key(standfirst) for standfirst in standfirsts}
-    # Most descriptions are the body's first paragraph: the page's whole text is read only for the rest.
-    missing = [
+    # Most descriptions are the body's first paragraph, word for word: only the others are compared
+    # with spaces and case set aside, and only those the text misses make the page's whole text read.
+    descriptions = [
         value
         for value in dict.fromkeys(found)
-        if value
-        and len(value.split()) >= MIN_LEAD_WORDS
-        and _key(value) not in read
-        and _key(value) not in marked
+        if value and len(value.split()) >= MIN_LEAD_WORDS and value not in text and value not in body
     ]
+    if not descriptions:
+        return None
+    read = f"{_key(text)}\n{_key(body)}"
+    marked = {_key(standfirst) for standfirst in standfirsts}
+    missing = [value for value in descriptions if _key(value) not in read and _key(value) not in marked]
     if not missing:
         return None
     shown = _Shown(page, body)

@@ -19,7 +19,7 @@ a site:
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 TAIL_START_SHARE = 0.5
 """A tail heading cuts the text only when at least this share of its characters comes before it: a
@@ -71,12 +71,11 @@ MIN_TEASER_WORDS = 4
 _LABELLED = re.compile(r"^\W*([^:]{1,40}?)\s*:\s*(.+)$")
 
 
-def trim_boilerplate(text: str, link_texts: Collection[str] = ()) -> str:
+def trim_boilerplate(text: str, link_texts: Callable[[], Collection[str]] | None = None) -> str:
     """``text`` (lines of main text) without its related-content tail, closing copyright lines, and
-    teaser lines that label the text of one of ``link_texts`` (the page's links, spaces collapsed)."""
-    lines = text.splitlines()
-    if link_texts:
-        lines = [line for line in lines if not _is_link_teaser(line, link_texts)]
+    teaser lines that label the text of one of the page's links (``link_texts()``, spaces collapsed;
+    called only when a line looks like a teaser)."""
+    lines = _drop_link_teasers(text.splitlines(), link_texts)
     lines = _cut_tail(lines)
     while len(lines) > 1 and _is_copyright(lines[-1]):
         lines.pop()
@@ -114,11 +113,21 @@ def _is_copyright(line: str) -> bool:
     return bool(_COPYRIGHT.match(stripped)) and len(stripped.split()) <= MAX_COPYRIGHT_WORDS
 
 
-def _is_link_teaser(line: str, link_texts: Collection[str]) -> bool:
-    """A short label, then exactly a link's text of headline length ("Lea también: Impiden ingreso a …"):
-    the paragraph points to another page (a one-line teaser inside the body), it is not part of this one."""
+def _drop_link_teasers(lines: list[str], link_texts: Callable[[], Collection[str]] | None) -> list[str]:
+    """``lines`` without those that are a short label, then exactly a link's text of headline length
+    ("Lea también: Impiden ingreso a …"): such a paragraph points to another page (a one-line teaser
+    inside the body), it is not part of this one."""
+    linked = {index: teaser for index, line in enumerate(lines) if (teaser := _labelled_headline(line))}
+    if not linked or link_texts is None:
+        return lines
+    texts = link_texts()
+    return [line for index, line in enumerate(lines) if linked.get(index) not in texts]
+
+
+def _labelled_headline(line: str) -> str | None:
+    """What follows a short label ("MIRA: …") when it is long enough to be a headline."""
     labelled = _LABELLED.match(line)
     if labelled is None or len(labelled.group(1).split()) > MAX_LABEL_WORDS:
-        return False
-    linked = " ".join(labelled.group(2).split())
-    return len(linked.split()) >= MIN_TEASER_WORDS and linked in link_texts
+        return None
+    headline = " ".join(labelled.group(2).split())
+    return headline if len(headline.split()) >= MIN_TEASER_WORDS else None

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
@@ -167,7 +168,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     markup = Markup(tree)
     data = read_structured(html, final_url)
-    text = main_text(html, final_url, link_texts(markup))
+    text = main_text(html, final_url, partial(link_texts, markup))
     description = description_of(markup)
     product = extract_product(markup, data, final_url, html=html)
     article = extract_article(markup, data, text) if product is None or data.articles else None

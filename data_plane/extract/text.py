@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 import trafilatura
 
@@ -38,12 +38,14 @@ _BULK = re.compile(
 logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page it finds too short
 
 
-def main_text(html: str, url: str | None, link_texts: Collection[str] = ()) -> str | None:
+def main_text(
+    html: str, url: str | None, link_texts: Callable[[], Collection[str]] | None = None
+) -> str | None:
     """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty.
 
     Related-content tails and copyright lines that trafilatura keeps are cut by their wording, and
-    teaser lines by ``link_texts``, the texts of the page's links (:func:`link_texts`; see
-    :mod:`~data_plane.extract.boilerplate`).
+    teaser lines by the texts of the page's links, which ``link_texts`` gives when asked (only for a
+    line that looks like a teaser; :func:`link_texts`, :mod:`~data_plane.extract.boilerplate`).
     """
     if len(html) > MAX_HTML_CHARS:
         html = _BULK.sub("", html)[:MAX_HTML_CHARS]
