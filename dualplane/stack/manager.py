@@ -1,7 +1,8 @@
 """The embedded local stack: Kafka, RabbitMQ and S3 brought up together, idempotently.
 
 ``up`` leaves alone a service that already answers (``external``) and starts the others side
-by side, then waits for each to answer; ``down`` stops only what ``up`` started. The schema
+by side, then waits for each to answer (one it started that has not answered within a start's time is
+wedged, and is restarted); ``down`` stops only what ``up`` started. The schema
 registry is optional: part of the stack when asked for (``with_registry``) or once ``up`` started it.
 """
 
@@ -102,8 +103,17 @@ class LocalStack:
     def _start_unless_starting(self, service: LocalService, progress: ProgressCallback) -> None:
         record = self.state.load().get(service.name)
         if record is not None and record.running():
-            progress(service.name, f"already starting (pid {record.pid})")
-            return
+            running_s = time.time() - record.started_at
+            if running_s < self.settings.stack.start_timeout_s:
+                progress(service.name, f"already starting (pid {record.pid})")
+                return
+            # Ours, running for longer than a start may take, and not answering: wedged, not starting
+            # (a RabbitMQ restarted under load whose management API answers HTTP 500 for good, say).
+            # Waiting would only time out again, so every later `up` failed until someone ran `down`.
+            progress(service.name, f"pid {record.pid} still not healthy after {running_s:.0f} s "
+                                   f"({service.healthy()[1]}); restarting it")  # fmt: skip
+            service.stop(record.pid)
+            self.state.forget(service.name)
         if service.endpoint.port_open():
             raise StackError(
                 f"{service.display_endpoint()} is taken by a program that is not a healthy "
