@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import suppress
@@ -34,6 +35,13 @@ class KafkaTopicFactory:
         futures = self.admin.create_topics([NewTopic(name, partitions, 1, config=config or {})])
         futures[name].result(timeout=30)
         self.created.append(name)
+        # The controller has it; the broker's metadata follows a moment later (KRaft), and a test
+        # reading it at once saw "Unknown topic or partition" (0 partitions) once in CI.
+        deadline = time.monotonic() + 30
+        while len(self.admin.list_topics(name, timeout=10).topics[name].partitions) < partitions:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {name} created but not in the broker's metadata after 30 s")
+            time.sleep(0.05)
         return name
 
     def close(self) -> None:
