@@ -1,4 +1,5 @@
-"""detect_charset: BOM, then the HTTP header, then meta/XML declarations, then a UTF-8 check."""
+"""detect_charset: BOM, then the HTTP header, then meta/XML declarations, then a UTF-8 check; valid
+UTF-8 with non-ASCII text overrules a legacy label."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ pytestmark = pytest.mark.unit
         (None, "café ünïcödé".encode(), "utf-8"),
         (None, "café".encode("cp1252"), "cp1252"),
         (None, b"", "utf-8"),
+        # Valid UTF-8 with non-ASCII text is UTF-8 under a stale legacy label, header or meta...
+        (None, '<meta charset="iso-8859-1"><p>Straße</p>'.encode(), "utf-8"),
+        ("text/html; charset=ISO-8859-1", "<p>café</p>".encode(), "utf-8"),
+        ("text/html; charset=euc-kr", "<p>대전일보</p>".encode(), "utf-8"),
+        # ...but not when the body is ASCII (nothing to tell), nor under a label UTF-8 cannot share
+        # bytes with.
+        (None, b'<meta charset="koi8-r"><p>plain</p>', "koi8-r"),
+        ("text/html; charset=utf-16-le", "<p>é</p>".encode(), "utf-16-le"),
     ],
 )
 def test_charset_is_taken_from_the_first_source_that_names_one(
@@ -47,3 +56,14 @@ def test_a_multibyte_character_cut_by_the_sniff_window_is_still_utf8() -> None:
 def test_the_result_always_decodes_the_body() -> None:
     body = b"\x81\x8d\x8f\x90\x9d mixed bytes"
     assert body.decode(detect_charset(None, body), "replace")
+
+
+def test_a_legacy_label_stands_for_text_that_is_not_utf8() -> None:
+    body = '<meta charset="windows-1252"><p>Straße, café</p>'.encode("cp1252")
+    assert detect_charset(None, body) == "cp1252"
+    assert body.decode(detect_charset(None, body)).endswith("Straße, café</p>")
+
+
+def test_utf8_seen_only_after_the_sniff_window_leaves_the_label_in_charge() -> None:
+    body = b'<meta charset="iso-8859-1">' + b"a" * SNIFF_BYTES + "é".encode()
+    assert detect_charset(None, body) == "cp1252"

@@ -154,6 +154,16 @@ def test_a_legacy_encoding_is_decoded_by_its_declaration() -> None:
     assert extract_record(page(body, charset=None))["title"] == "Café crème"
 
 
+def test_a_saved_page_re_encoded_to_utf8_under_its_old_meta_charset_reads_right() -> None:
+    # What `dualplane extract` meets in saved pages: a tool re-encoded the file, the <meta> stayed.
+    html = "<html><head><meta charset='iso-8859-1'><title>Herbstprüfung</title></head><body>"
+    body = (html + "<p>Straße</p></body></html>").encode()
+
+    record = extract_record(page(body, charset=None))
+
+    assert record["title"] == "Herbstprüfung"
+
+
 def test_the_language_header_counts_when_the_page_declares_none() -> None:
     body = b"<html><body><p>Bonjour</p></body></html>"
 
