@@ -43,7 +43,7 @@ def detect_charset(content_type_header: str | None, body: bytes) -> str:
     if not declared:
         return "utf-8" if _valid_utf8(body) else FALLBACK
     codec = codecs.lookup(declared).name
-    if codec not in _WIDE and _valid_utf8(body) and not body[:SNIFF_BYTES].isascii():
+    if codec not in _WIDE and not body[:SNIFF_BYTES].isascii() and _valid_utf8(body):
         return "utf-8"
     return codec
 
