@@ -29,7 +29,7 @@ from typing import Any
 from extract_pages import dataset, extract_one
 from lxml import html as lxml_html
 from real_pages import Tally
-from scoring import token_prf, tokens
+from scoring import overlap_prf, token_prf, tokens
 from trafilatura.readability_lxml import Document
 
 BLOCKS = frozenset({
@@ -58,9 +58,8 @@ def readability_text(html: str) -> str:
 
 def shares(ours: str | None, theirs: str) -> tuple[float, float]:
     """The share of our words found in theirs, and of theirs found in ours (as bags of words)."""
-    mine, their_words = tokens(ours), tokens(theirs)
-    common = sum((mine & their_words).values())
-    return common / max(sum(mine.values()), 1), common / max(sum(their_words.values()), 1)
+    mine_in_theirs, theirs_in_mine, _ = overlap_prf(tokens(theirs), tokens(ours))
+    return mine_in_theirs, theirs_in_mine
 
 
 def measure(split: str, ours_in: float, theirs_in: float) -> dict[str, dict[str, Any]]:
