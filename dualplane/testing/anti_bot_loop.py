@@ -118,6 +118,16 @@ class LoopResult:
             chosen = [s for s in chosen if s.t_s > chosen[-1].t_s - last_s]
         return chosen
 
+    def unthrottled(self) -> list[Sample]:
+        """The blocking phase up to the first command's arrival, that second included.
+
+        A sample holds the requests of the second before it and the limits at its end, so the second
+        in which the first command arrived still ran on the default limits for most of it.
+        """
+        blocking = self.phase("blocking")
+        first = next((i for i, s in enumerate(blocking) if s.source != "default"), len(blocking) - 1)
+        return blocking[: first + 1]
+
     def settled(self) -> list[Sample]:
         """The second half of the blocking phase: the loop's steady state, probes included."""
         return self.phase("blocking", last_s=self.spec.blocking_s / 2)
@@ -136,6 +146,7 @@ class LoopResult:
             "settled_blocked_ratio": round(sum(s.blocked for s in settled) / max(1, settled_requests), 4),
             "min_concurrency": min((s.concurrency for s in blocking), default=self.spec.ceiling),
             "first_throttled_s": next((s.t_s for s in blocking if s.source != "default"), None),
+            "unthrottled_blocked": sum(s.blocked for s in self.unthrottled()),
             "end_concurrency": relaxed[-1].concurrency if relaxed else None,
             "end_delay_ms": relaxed[-1].delay_ms if relaxed else None,
         }

@@ -35,13 +35,14 @@ def test_the_fleet_backs_off_below_the_sites_limit_and_climbs_back_when_it_relax
     figures = result.summary()
     print(figures)
     blocking = result.phase("blocking")
-    first = blocking[:10]
     settled = result.settled()
     settled_requests = sum(s.requests for s in settled)
     settled_blocked = sum(s.blocked for s in settled)
 
-    # Unthrottled, the fleet overran the site: it needed the loop.
-    assert max(s.requests for s in first) > spec.max_rps, figures
+    # Unthrottled, the fleet overran the site, by the site's own count: it needed the loop. Not "in
+    # the first 10 s": on a loaded machine the fleet ramps up slower (4 req/s at most in the first
+    # 10 s of one CI run, then blocked at 6 req/s), and what matters is that the blocks came first.
+    assert sum(s.blocked for s in result.unthrottled()) > 0, figures
     assert min(s.concurrency for s in blocking) < spec.ceiling, figures
     # Settled: below the site's limit, and blocks rare, by the site's own count. Not "below the
     # threshold": that is the policy's set point, and each probe upward (which is how the fleet finds
