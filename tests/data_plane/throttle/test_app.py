@@ -368,9 +368,12 @@ def blocked_traffic_halves_on_the_crossing_event(scenario: Scenario) -> None:
 def healthy_traffic_recovers_additively(scenario: Scenario) -> None:
     time.sleep(3)  # a few more blocked steps: more halving, never below 1
     scenario.traffic.blocked_per_ten = 0
-    healthy_from = time.time()
     arrived, recover = scenario.listener.wait_for(lambda c: c.reason.startswith("recover"), timeout_s=40)
-    print(f"first recovery {arrived - healthy_from:.1f} s after the site became healthy: {recover.reason}")
+    # Healthy from the event after the last blocked one, not from the switch: 7 of every 10 events
+    # were healthy already, and a window judged after the last change may open with such a run just
+    # before the switch (CI once saw the recovery 3.98 s after the switch, right on time).
+    healthy_from = max(sent_s for sent_s, blocked in list(scenario.traffic.sent) if blocked)
+    print(f"first recovery {arrived - healthy_from:.1f} s after the last blocked fetch: {recover.reason}")
     assert arrived - healthy_from >= 4.0, "recovered before the 4 s healthy period"
     scenario.listener.wait_for(lambda c: c.reason.startswith("recover") and c is not recover, timeout_s=20)
     scenario.traffic.stop()
