@@ -29,6 +29,17 @@ OLD_PRICE_WORDS = frozenset(
 """Not "regular-price": Magento and Shopify themes mark the *current* price so when nothing is on sale
 (a sale's former price is struck, or classed "old-price", and goes anyway)."""
 WEAK_OLD_PRICE_WORDS = frozenset({"old", "was", "compare", "strike", "crossed", "before", "original"})
+OLD_PRICE_HINTS = (
+    "rrp", "msrp", "uvp", "compare", "strike", "list", "original", "was", "old", "crossed", "before"
+)  # fmt: skip
+"""Every class or id token that makes one of the words above holds one of these. The CSS engine picks
+the few nodes that do (about 60 of the ~600 with a class or id on a real page) and only those are
+judged in Python: judging every node took 1.5 ms of the ~35 ms a real page costs, this takes 0.6. A
+word that exists only once separators inside it are removed ("ms-rp") is no longer seen; "list-price",
+"compare_at", "oldPrice" are."""
+_STRUCK_CANDIDATES = ", ".join(
+    ["[style]", *(f'[{attribute}*="{hint}" i]' for attribute in ("class", "id") for hint in OLD_PRICE_HINTS)]
+)
 WORDS_CACHE_SIZE = 8192
 _WORD_SPLIT = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
 _SPACES = re.compile(r"[^\S\n]+")
@@ -46,7 +57,7 @@ class Markup:
         self._metas = _meta_values(self.tree)
         self.lang = _attribute(self.tree.css_first("html"), "lang")
         self._headed_main: LexborNode | None = None
-        doomed = [*self.tree.css(DROPPED), *filter(_struck, self.tree.css("[class], [id], [style]"))]
+        doomed = [*self.tree.css(DROPPED), *filter(_struck, self.tree.css(_STRUCK_CANDIDATES))]
         for node in _outermost(doomed):  # a removed node frees its children: never touch those again
             node.decompose()
         for node in self.tree.css(BLOCKS):

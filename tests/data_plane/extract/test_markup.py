@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from data_plane.extract.markup import OLD_PRICE_HINTS, OLD_PRICE_WORDS, WEAK_OLD_PRICE_WORDS, Markup, text
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 
@@ -231,3 +232,46 @@ def test_article_from_opengraph_and_meta_tags() -> None:
     assert article is not None
     assert (article["headline"], article["authors"]) == ("Rates rise again", ["Sam Poe"])
     assert article["published_at"] == datetime(2024, 3, 5, 8, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("attributes", "dropped"),
+    [
+        ('class="old-price"', True),
+        ('class="price price--old"', True),
+        ('class="oldPrice"', True),
+        ('class="compare-at-price"', True),
+        ('class="compare_at"', True),
+        ('class="list-price"', True),
+        ('class="ListPrice"', True),
+        ('class="price-was"', True),
+        ('class="product-msrp"', True),
+        ('class="RRP"', True),
+        ('id="uvp"', True),
+        ('id="price-before-discount"', True),
+        ('class="price crossed"', True),
+        ('style="text-decoration: line-through"', True),
+        ('style="VISIBILITY: hidden"', True),
+        # Candidates by substring that name no former price: kept.
+        ('class="price bold"', False),
+        ('class="product-list price"', False),
+        ('class="sold-by price"', False),
+        ('class="old-fashioned-mug"', False),
+        ('class="price regular-price"', False),
+        ('style="display: none"', False),
+        ('class="price"', False),
+    ],
+)
+def test_markup_drops_former_prices_by_class_id_or_style_and_keeps_look_alikes(
+    attributes: str, dropped: bool
+) -> None:
+    page = Markup(f"<html><body><main><span {attributes}>€ 19,99</span><span>€ 24,00</span></main></body>")
+    shown = text(page.main())
+    assert ("19,99" not in shown) is dropped, shown
+    assert "24,00" in shown
+
+
+def test_every_former_price_word_holds_a_hint_the_css_prefilter_looks_for() -> None:
+    # The CSS engine picks candidates by these substrings; a word holding none would never be judged.
+    for word in OLD_PRICE_WORDS | WEAK_OLD_PRICE_WORDS:
+        assert any(hint in word for hint in OLD_PRICE_HINTS), word
