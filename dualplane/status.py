@@ -18,9 +18,9 @@ from typing import Any
 
 from brokers.amqp.management import queue_stats
 from brokers.amqp.topology import Topology
-from brokers.kafka.lag import extractor_lag
+from brokers.kafka.lag import consumer_lag, extractor_lag
 from connectors.sink.lag import sink_lag
-from control_plane.frontier.jobs import FinishRule, eta_s, finished_count, remaining
+from control_plane.frontier.jobs import FinishRule, Verdict, eta_s, finished_count, remaining
 from control_plane.frontier.progress import ProgressReader
 from core.settings import Settings
 from data_plane.throttle.snapshot import read_snapshot
@@ -45,14 +45,16 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
     }
 
 
-def job_row(snapshot: dict[str, Any], finished: bool, now_s: float) -> dict[str, Any]:
-    """One job's line: its counters, rate, ETA and state (running, finished, or stalled: not finished
-    and no counter moved for ``STALLED_AFTER_S``, e.g. its frontier state was lost)."""
+def job_row(snapshot: dict[str, Any], verdict: Verdict, now_s: float) -> dict[str, Any]:
+    """One job's line: its counters, rate, ETA and state by :class:`FinishRule`'s ``verdict``
+    (running, finished, or stalled: not finished and no counter moved for ``STALLED_AFTER_S``, e.g.
+    its frontier state was lost), with the verdict's ``why``."""
     quiet_s = now_s - float(snapshot.get("changed_at") or snapshot.get("updated_at") or now_s)
-    state = "finished" if finished else "stalled" if quiet_s > STALLED_AFTER_S else "running"
+    state = "finished" if verdict.finished else "stalled" if quiet_s > STALLED_AFTER_S else "running"
     return {
         "job_id": snapshot["job_id"],
         "state": state,
+        "why": verdict.why,
         "done": int(snapshot.get("done", 0)),
         "failed": int(snapshot.get("failed", 0)),
         "dead_lettered": int(snapshot.get("dead_lettered", 0)),
@@ -73,16 +75,24 @@ def job_detail(
     ``frontier_idle``: named ``idle``, it said a job was idle while the extractor was still behind
     (a probe's finding), and pages not yet extracted may hold links that start new tasks.
     """
-    rule = FinishRule.from_settings(settings)
-    finished = extractor_lag is not None and rule.finished_at(snapshot, now_s, lag=extractor_lag)
+    row = job_row(snapshot, _verdict(snapshot, extractor_lag, now_s), now_s)
     counters = {key: value for key, value in snapshot.items() if key != "idle"}
-    state = job_row(snapshot, finished, now_s)["state"]
     return {
         **counters,
-        "state": state,
+        "state": row["state"],
+        "why": row["why"],
         "frontier_idle": bool(snapshot.get("idle")),
         "extractor_lag": extractor_lag,
     }
+
+
+def _verdict(snapshot: dict[str, Any], lag: int | None, now_s: float) -> Verdict:
+    """:class:`FinishRule`'s verdict given the extractor's ``lag`` read once for the whole view; with
+    it unknown (Kafka did not answer), a job whose records count cannot be called finished."""
+    verdict = FinishRule(lambda: lag or 0).judge_at(snapshot, now_s, lag)
+    if lag is None and verdict.records_pending is not None:
+        return Verdict(False, "records unknown: Kafka did not give the extractor's lag", verdict.pages)
+    return verdict
 
 
 def _part(errors: dict[str, str], name: str, read: Callable[[], Any], empty: Any) -> Any:
@@ -99,12 +109,8 @@ def _jobs(
     """The newest ``max_jobs`` jobs (running ones first), each finished or not by :class:`FinishRule`."""
     if isinstance(reader, Exception):
         raise reader  # Kafka did not answer when the reader was opened
-    rule = FinishRule.from_settings(settings)
     now_s = time.time()
-    rows = []
-    for snapshot in reader.jobs().values():
-        finished = lag is not None and rule.finished_at(snapshot, now_s, lag=lag)
-        rows.append(job_row(snapshot, finished, now_s))
+    rows = [job_row(snapshot, _verdict(snapshot, lag, now_s), now_s) for snapshot in reader.jobs().values()]
     rows.sort(key=lambda row: (row["state"] != "running", -float(row["created_at"] or 0)))
     return rows[:max_jobs]
 
@@ -122,6 +128,10 @@ def _lag(settings: Settings) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = [
         {"consumer": "extractor", "topic": settings.topics.pages_raw, "lag": extractor_lag(settings)}
     ]
+    rows.append(
+        {"consumer": "throttle", "topic": settings.topics.fetch_events,
+         "lag": consumer_lag(settings.kafka, settings.throttle_app_id, settings.topics.fetch_events)}
+    )  # fmt: skip
     rows += [{"consumer": "s3-sink", "topic": t, "lag": n} for t, n in sink_lag(settings).items()]
     return rows
 

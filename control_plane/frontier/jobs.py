@@ -11,8 +11,9 @@ thousand queues (the one-slot RabbitMQ queue per job and shard this replaced pil
 A snapshot carries the shard's counters (:class:`~control_plane.frontier.store.JobProgress`) and
 ``rate_per_s`` (tasks finished per second over the last ``RATE_WINDOW_S``), ``changed_at`` (when a
 counter last moved) and ``published_at``. :class:`~control_plane.frontier.progress.ProgressReader`
-follows the topic and adds the shards up; :func:`eta_s` and :class:`FinishRule` answer the
-questions the CLI, the demo and the tests ask, so none of them decides for itself.
+follows the topic and adds the shards up; :func:`eta_s` and :class:`FinishRule` (with its
+:class:`Verdict`) answer the questions the CLI, the demo, the report and the tests ask, so none
+of them decides for itself.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from brokers.kafka import clients
 from brokers.kafka.lag import extractor_lag
 from control_plane.frontier.changelog import ensure_changelog
-from control_plane.frontier.store import FrontierState
 from core.settings import Settings
+
+if TYPE_CHECKING:  # readers of progress (`dualplane status`) need no frontier store
+    from control_plane.frontier.store import FrontierState
 
 RATE_WINDOW_S = 30.0
 # Compaction only cleans closed segments: roll them hourly so the topic stays near one record per job.
@@ -125,15 +129,48 @@ def eta_s(snapshot: dict[str, Any]) -> float | None:
     return left / rate if rate > 0 else None
 
 
-class FinishRule:
-    """When a job is finished: the one rule ``crawl --wait``, ``status``, the demo and the tests use.
+REJECTIONS = {
+    "out_of_scope": "out of scope",
+    "disallowed": "disallowed by robots.txt",
+    "over_limit": "over the job's page limit",
+    "invalid": "not valid URLs",
+    "duplicates": "duplicates",
+}
+"""Funnel counters of URLs the frontier turned away, as a finished job's summary names them."""
 
-    A job is finished when the frontier calls it idle (nothing queued, in flight, retrying or in the
-    backlog), at least one task reached an end, its counters have not moved for ``quiet_s``, and the
-    extractor has caught up: idle at the frontier is not enough, since pages not yet extracted may
-    hold links that start new tasks. ``extractor_lag`` is asked only once the rest holds (it queries
-    Kafka). Followers feed it every snapshot (:meth:`finished`); a one-off look (``status``) asks
-    :meth:`finished_at`, which reads "not moved for ``quiet_s``" from the snapshot's ``changed_at``.
+
+@dataclass(frozen=True)
+class Verdict:
+    """:class:`FinishRule`'s answer about one job: finished or not, and ``why`` in a user's words
+    (what it did when finished, what is still awaited when not)."""
+
+    finished: bool
+    why: str
+    pages: int = 0  # tasks done: pages fetched
+    records_pending: int | None = None  # the extractor's lag on pages.raw when asked, else None
+
+
+class FinishRule:
+    """When a job is finished: the one rule ``crawl --wait``, ``status``, the demo, the report and
+    the tests ask, so that none of them decides for itself.
+
+    A job has pages fetched and records committed, and is finished only when both are complete:
+
+    * pages: the frontier calls it idle (nothing queued, in flight, retrying or in the backlog, on
+      every shard), and either a task reached an end or every seed reached the frontier and was turned
+      away (out of scope, disallowed by robots.txt…): such a job finishes with 0 pages, and says why.
+      ``seeds`` is how many seeds were submitted (``crawl --wait`` knows); without it, one seed seen
+      is taken as all of them.
+    * records: the extractor's lag on ``pages.raw`` is 0, so every raw page is extracted and its
+      record committed (the extractor commits offsets and records in one transaction). Idle at the
+      frontier is not enough: pages not yet extracted may hold links that start new tasks. The lag
+      is the whole topic's, not the job's: while other jobs' pages wait, this one waits too, which
+      can be late but never early.
+
+    Both must have held, counters unmoved, for ``quiet_s``. ``extractor_lag`` is asked only once the
+    rest holds (it queries Kafka). Followers feed every snapshot to :meth:`judge` (or
+    :meth:`finished`); a one-off look (``status``) asks :meth:`judge_at`, which reads "unmoved for
+    ``quiet_s``" from the snapshot's ``changed_at``.
     """
 
     def __init__(
@@ -141,50 +178,89 @@ class FinishRule:
         extractor_lag: Callable[[], int],
         *,
         quiet_s: float = 3.0,
+        seeds: int | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.extractor_lag = extractor_lag
         self.quiet_s = quiet_s
+        self.seeds = seeds
         self.clock = clock
         self.last: dict[str, Any] | None = None
         self.last_lag: int | None = None
+        self.verdict = Verdict(False, "no progress read yet")
         self.changed_at = clock()  # when the snapshot last changed
         self._since = self.changed_at  # start of the current quiet period
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, quiet_s: float = 3.0) -> FinishRule:
+    def from_settings(
+        cls, settings: Settings, *, quiet_s: float = 3.0, seeds: int | None = None
+    ) -> FinishRule:
         """The rule with the extractor's lag on ``pages.raw`` read from Kafka."""
-        return cls(lambda: extractor_lag(settings), quiet_s=quiet_s)
+        return cls(lambda: extractor_lag(settings), quiet_s=quiet_s, seeds=seeds)
 
     def finished(self, snapshot: dict[str, Any] | None) -> bool:
         """Whether the job is finished, given its newest snapshot (None: not published yet)."""
+        return self.judge(snapshot).finished
+
+    def judge(self, snapshot: dict[str, Any] | None) -> Verdict:
+        """The verdict on the job's newest snapshot (None: not published yet), for followers."""
         now = self.clock()
         if _moved(snapshot, self.last):
-            self.last, self.changed_at, self._since = snapshot, now, now
-            return False
+            self.changed_at = self._since = now
         self.last = snapshot
-        if snapshot is None or not snapshot.get("idle") or finished_count(snapshot) == 0:
-            return False
-        if now - self._since < self.quiet_s:
-            return False
-        self.last_lag = self.extractor_lag()
-        if self.last_lag != 0:
+        self.verdict = self._judge(snapshot, now - self._since, None)
+        if self.verdict.records_pending:
             self._since = now  # quiet again before asking Kafka once more
-            return False
-        return True
+        return self.verdict
 
     def finished_at(self, snapshot: dict[str, Any], now_s: float, lag: int | None = None) -> bool:
-        """Whether a job whose snapshot this is was finished at wall-clock time ``now_s`` (``lag``: the
+        """Whether a job whose snapshot this is was finished at wall-clock time ``now_s``."""
+        return self.judge_at(snapshot, now_s, lag).finished
+
+    def judge_at(self, snapshot: dict[str, Any], now_s: float, lag: int | None = None) -> Verdict:
+        """The verdict on a job whose snapshot this is, at wall-clock time ``now_s`` (``lag``: the
         extractor's, if already known; asked otherwise)."""
-        if not snapshot.get("idle") or finished_count(snapshot) == 0:
-            return False
-        if now_s - float(snapshot.get("changed_at", now_s)) < self.quiet_s:
-            return False
-        return (self.extractor_lag() if lag is None else lag) == 0
+        quiet_s = now_s - float(snapshot.get("changed_at", now_s))
+        return self._judge(snapshot, quiet_s, lag)
 
     def unchanged_for_s(self) -> float:
         """How long the snapshot has not changed (a stalled job's counters stop moving)."""
         return self.clock() - self.changed_at
+
+    def _judge(self, snapshot: dict[str, Any] | None, quiet_s: float, lag: int | None) -> Verdict:
+        waiting = self._pages_waiting(snapshot)
+        if snapshot is None or waiting is not None:
+            return Verdict(False, waiting or "no progress published yet")
+        pages = int(snapshot.get("done", 0))
+        if quiet_s < self.quiet_s:
+            return Verdict(False, f"settling: no counter may move for {self.quiet_s:g} s", pages)
+        if finished_count(snapshot) == 0:  # no task ever ran: no page, no record to wait for
+            return Verdict(True, f"0 pages: {_turned_away(snapshot)}", 0)
+        self.last_lag = lag = self.extractor_lag() if lag is None else lag
+        if lag:
+            return Verdict(False, f"the extractor has {lag} raw page(s) to commit records for", pages, lag)
+        failed, dead = int(snapshot.get("failed", 0)), int(snapshot.get("dead_lettered", 0))
+        why = f"{pages} page(s) fetched, {failed} failed, {dead} dead-lettered; every record committed"
+        return Verdict(True, why, pages, 0)
+
+    def _pages_waiting(self, snapshot: dict[str, Any] | None) -> str | None:
+        """What the fetching side still waits for, or None when it is complete."""
+        if snapshot is None:
+            return "no progress published yet: is the frontier running (`dualplane run frontier`)?"
+        if not snapshot.get("idle"):
+            return f"{remaining(snapshot)} task(s) queued, in flight, retrying or in the backlog"
+        seeded, needed = int(snapshot.get("seeded", 0)), 1 if self.seeds is None else self.seeds
+        if finished_count(snapshot) > 0 or seeded >= needed:
+            return None
+        return (
+            f"{seeded} of {needed} seed(s) reached the frontier" if self.seeds else "no seed reached it yet"
+        )
+
+
+def _turned_away(snapshot: dict[str, Any]) -> str:
+    """Why a job ran no task: how many of its URLs the frontier turned away, and for what."""
+    parts = [f"{int(snapshot.get(key, 0))} {words}" for key, words in REJECTIONS.items() if snapshot.get(key)]
+    return f"the frontier turned every seed away ({', '.join(parts)})" if parts else "no seed was admitted"
 
 
 def _moved(snapshot: dict[str, Any] | None, last: dict[str, Any] | None) -> bool:

@@ -5,22 +5,18 @@ from __future__ import annotations
 import itertools
 import re
 import uuid
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from brokers import amqp
-from brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, Priority, check_job_id
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
-from connectors.seeds import SeedList, open_seed_list, seed_domains
-from control_plane.frontier.submit import submit_job
-from core.settings import Settings
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
-from dualplane.cli.following import follow
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import report_bad_lines, seeding_progress
+
+if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` starts fast
+    from brokers.amqp.messages import JobSpec, Priority
+    from connectors.seeds import SeedList
+    from control_plane.frontier.jobs import Verdict
+    from core.settings import Settings
 
 
 def crawl(
@@ -31,8 +27,10 @@ def crawl(
     ] = None,
     job: Annotated[str | None, typer.Option("--job", help="Job id (default: a new one).")] = None,
     priority: Annotated[str, typer.Option(help="Lane: high, normal or bulk.")] = "normal",
-    max_pages: Annotated[int | None, typer.Option(help="Stop admitting after this many pages.")] = None,
-    max_depth: Annotated[int | None, typer.Option(help="Links followed from a seed at most.")] = None,
+    max_pages: Annotated[
+        int | None, typer.Option(min=1, help="Stop admitting after this many pages.")
+    ] = None,
+    max_depth: Annotated[int | None, typer.Option(min=0, help="Links followed from a seed at most.")] = None,
     allow_domain: Annotated[
         list[str] | None, typer.Option(help="Domains in scope (default: the seeds' domains).")
     ] = None,
@@ -42,11 +40,22 @@ def crawl(
     extractor: Annotated[
         str | None, typer.Option(help="Extractor plugin for the job's pages (entry point name).")
     ] = None,
-    wait: Annotated[bool, typer.Option(help="Follow the job until nothing is left to do.")] = False,
-    timeout_s: Annotated[float, typer.Option(help="Give up waiting after this long.")] = 3600,
+    wait: Annotated[
+        bool, typer.Option(help="Follow the job until its pages are fetched and its records committed.")
+    ] = False,
+    timeout_s: Annotated[float, typer.Option(min=0, help="Give up waiting after this long.")] = 3600,
     as_json: JsonOption = False,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
+    from brokers import amqp
+    from brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
+    from brokers.amqp.publisher import confirmed_channel
+    from brokers.amqp.topology import Topology
+    from connectors.seeds import open_seed_list
+    from control_plane.frontier.submit import submit_job
+    from core.settings import Settings
+    from dualplane.cli.following import follow
+
     settings = Settings.from_env()
     seeds = _read_seeds(seed or [], seeds_file)
     seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
@@ -85,11 +94,18 @@ def crawl(
         stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
     finally:
         connection.close()  # following reads Kafka: an idle AMQP connection would miss its heartbeats
-    result = follow(settings, spec.job_id, timeout_s) if wait else None
-    _report(spec, count, seed_list.bad if seed_list else 0, result, as_json)
-    if wait and (result is None or not result.get("idle")):
-        stderr.print(f"error: job {spec.job_id} did not finish within {timeout_s:g} s; it goes on")
+    if not wait:
+        _report(spec, count, seed_list.bad if seed_list else 0, None, None, as_json)
+        return
+    progress, verdict = follow(settings, spec.job_id, timeout_s, seeds=count)
+    _report(spec, count, seed_list.bad if seed_list else 0, progress, verdict, as_json)
+    if not verdict.finished:  # never exit 0 while pages or records are missing
+        stderr.print(
+            f"error: job {spec.job_id} did not finish within {timeout_s:g} s ({verdict.why}); it goes on",
+            soft_wrap=True,
+        )
         raise typer.Exit(1)
+    stderr.print(f"job {spec.job_id} finished: {verdict.why}", soft_wrap=True)
 
 
 def _lane(priority: str) -> Priority:
@@ -109,6 +125,9 @@ def _patterns(values: list[str] | None, option: str) -> tuple[str, ...]:
 
 def _read_seeds(seeds: list[str], seeds_file: str | None) -> list[str]:
     """The ``--seed`` URLs, checked; a ``--seeds-file`` is streamed later, never read whole."""
+    from core.web.exceptions import InvalidUrl
+    from core.web.urls import domain_of
+
     urls = list(seeds)
     if not urls and not seeds_file:
         raise typer.BadParameter("give at least one --seed URL or a --seeds-file")
@@ -122,6 +141,9 @@ def _read_seeds(seeds: list[str], seeds_file: str | None) -> list[str]:
 
 def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> list[str]:
     """The job's default scope: the seeds' domains (a first pass over a seed list collects them)."""
+    from connectors.seeds import seed_domains
+    from core.web.urls import domain_of
+
     domains = {domain_of(url) for url in seeds}
     if seed_list is not None:
         with seeding_progress(seed_list, "reading the seed list's domains") as on_seed:
@@ -129,9 +151,19 @@ def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settin
     return sorted(domains)
 
 
-def _report(spec: JobSpec, seeds: int, bad_lines: int, result: dict[str, Any] | None, as_json: bool) -> None:
+def _report(
+    spec: JobSpec,
+    seeds: int,
+    bad_lines: int,
+    result: dict[str, Any] | None,
+    verdict: Verdict | None,
+    as_json: bool,
+) -> None:
     if as_json:
-        print_json({"job_id": spec.job_id, "seeds": seeds, "bad_lines": bad_lines, "progress": result})
+        summary = {"job_id": spec.job_id, "seeds": seeds, "bad_lines": bad_lines, "progress": result}
+        if verdict is not None:
+            summary.update(finished=verdict.finished, why=verdict.why)
+        print_json(summary)
         return
     if result is None:
         hint = f"follow with `dualplane status --job {spec.job_id}`"

@@ -15,7 +15,7 @@ import pika.exceptions
 from confluent_kafka import KafkaException
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from control_plane.frontier.jobs import FinishRule, finished_count, remaining
+from control_plane.frontier.jobs import FinishRule, Verdict, finished_count, remaining
 from control_plane.frontier.progress import ProgressReader
 from core.settings import Settings
 from dualplane.cli.output import stderr
@@ -43,11 +43,13 @@ class _Reader:
                 reader.close()
 
 
-def follow(settings: Settings, job_id: str, timeout_s: float) -> dict[str, Any] | None:
-    """Show progress until the job is finished (:class:`FinishRule`) or ``timeout_s`` passes;
-    the last snapshot read (None if none could be)."""
+def follow(
+    settings: Settings, job_id: str, timeout_s: float, seeds: int | None = None
+) -> tuple[dict[str, Any] | None, Verdict]:
+    """Show progress until the job is finished (:class:`FinishRule`, told the ``seeds`` submitted)
+    or ``timeout_s`` passes; the last snapshot read (None if none could be) and the last verdict."""
     deadline = time.monotonic() + timeout_s
-    rule = FinishRule.from_settings(settings)
+    rule = FinishRule.from_settings(settings, seeds=seeds)
     reader = _Reader(settings)
     snapshot: dict[str, Any] | None = None
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -62,7 +64,7 @@ def follow(settings: Settings, job_id: str, timeout_s: float) -> dict[str, Any] 
                         progress.update(bar, completed=finished, total=finished + remaining(snapshot))
                     if rule.finished(snapshot):
                         break
-                    progress.update(bar, description=f"crawling {job_id}")
+                    progress.update(bar, description=f"crawling {job_id} ({rule.verdict.why})")
                 except BROKER_ERRORS as error:
                     reader.drop()
                     why = f"{type(error).__name__}; retrying"
@@ -70,4 +72,4 @@ def follow(settings: Settings, job_id: str, timeout_s: float) -> dict[str, Any] 
                 time.sleep(LOOK_EVERY_S)
     finally:
         reader.drop()
-    return snapshot
+    return snapshot, rule.verdict

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.progress import (
     BarColumn,
@@ -14,8 +15,10 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from connectors.seeds import SeedList
 from dualplane.cli.output import stderr
+
+if TYPE_CHECKING:  # crawl imports this module before it knows whether S3 (boto3) is needed
+    from connectors.seeds import SeedList
 
 UPDATE_EVERY = 1000  # seeds between redraws: a redraw per seed would cost more than the seed
 

@@ -124,7 +124,7 @@ def crawl_sample_site(
         duration_s = time.monotonic() - started
         reachable = {canonicalize(url) for url in site.reachable_urls()}
         fetched = _pages_of_job(settings, job_id)
-        records = _records_of_job(settings, job_id, expected=len(fetched))
+        records = _records_of_job(settings, job_id)
         stats = site.stats()
     replayed = _replay(settings, started_ms)
     report = write_report(
@@ -173,8 +173,9 @@ def _follow(
     on_progress: Callable[[dict[str, Any], LiveView], None],
     timeout_s: float,
 ) -> dict[str, Any]:
-    """Report progress each half second until the job is finished (:class:`FinishRule`)."""
-    rule = FinishRule.from_settings(settings)
+    """Report progress each half second until the job is finished (:class:`FinishRule`: its pages
+    fetched and its records committed)."""
+    rule = FinishRule.from_settings(settings, seeds=len(live.site.seeds))
     deadline = time.monotonic() + timeout_s
     with ProgressReader(settings) as reader:
         while time.monotonic() < deadline:
@@ -211,16 +212,10 @@ def _pages_of_job(settings: Settings, job_id: str) -> set[str]:
     return urls
 
 
-def _records_of_job(
-    settings: Settings, job_id: str, expected: int, timeout_s: float = 30
-) -> list[PageRecord]:
-    """The job's committed records, waiting briefly for the extractor's last transaction."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        records = list(iter_records(settings, follow=False, job_id=job_id))
-        if len(records) >= expected or time.monotonic() > deadline:
-            return records
-        time.sleep(1)
+def _records_of_job(settings: Settings, job_id: str) -> list[PageRecord]:
+    """The job's committed records: all of them, since :class:`FinishRule` called the job finished
+    only once the extractor had committed every raw page's record."""
+    return list(iter_records(settings, follow=False, job_id=job_id))
 
 
 def _product_row(record: PageRecord) -> dict[str, str]:

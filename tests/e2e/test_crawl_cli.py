@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,8 +74,11 @@ def test_crawl_wait_reports_the_finished_job(env: dict[str, str], services: None
         result = run_cli("crawl", *args, "--job", "e2e-job", "--wait", "--timeout-s", "90", "--json", env=env)
 
         assert result.exit_code == 0, result.stdout + result.stderr
-        progress = result.json()["progress"]
-        assert progress["done"] == 2 and progress["duplicates"] == 1 and progress["idle"] is True
+        report = result.json()
+        progress = report["progress"]
+        assert progress["done"] == 2 and progress["duplicates"] == 1
+        assert report["finished"] is True
+        assert report["why"] == "2 page(s) fetched, 0 failed, 0 dead-lettered; every record committed"
         assert dict(host.requests) == {"/a": 1, "/b": 1}
 
     status = run_cli("status", "--job", "e2e-job", "--json", env=env)
@@ -160,7 +164,37 @@ def test_crawl_wait_fails_when_the_job_does_not_finish_in_time(env: dict[str, st
     seed = ("--seed", "http://unfinished.example/")
     result = run_cli("crawl", *seed, "--job", "never", "--wait", "--timeout-s", "3", env=env)
     assert result.exit_code == 1, result.stdout + result.stderr
-    assert "error: job never did not finish within 3 s" in result.stderr
+    assert "error: job never did not finish within 3 s (no progress published yet" in result.stderr
+
+
+def test_crawl_wait_ends_at_once_for_a_job_whose_seeds_are_all_turned_away(
+    env: dict[str, str], services: None
+) -> None:
+    """#27 P4: a job that never runs a task (its seeds out of scope) waited out the whole timeout,
+    then exited 0 as if it had crawled. It ends within seconds now, saying 0 pages and why."""
+    seeds = ["--seed", "http://elsewhere.example/a", "--seed", "http://elsewhere.example/private/b"]
+    started = time.monotonic()
+    result = run_cli("crawl", *seeds, "--allow-domain", "only-this.example", "--job", "turned-away",
+                     "--wait", "--timeout-s", "120", "--json", env=env)  # fmt: skip
+    took_s = time.monotonic() - started
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert took_s < 60, f"crawl --wait took {took_s:.0f} s for a job with nothing to fetch"
+    report = result.json()
+    assert (report["finished"], report["progress"]["done"], report["progress"]["out_of_scope"]) == (
+        True,
+        0,
+        2,
+    )
+    assert report["why"] == "0 pages: the frontier turned every seed away (2 out of scope)"
+    assert "job turned-away finished: 0 pages: the frontier turned every seed away" in result.stderr
+
+
+@pytest.mark.parametrize(("option", "value"), [("--timeout-s", "-1"), ("--max-pages", "-5")])
+def test_a_negative_timeout_or_page_limit_is_a_usage_error(option: str, value: str) -> None:
+    result = run_cli("crawl", "--seed", "http://a.example/", option, value, "--wait", timeout_s=60)
+    assert result.exit_code == 2, result.stdout + result.stderr
+    assert any(f"Invalid value for '{option}'" in line for line in result.stderr.splitlines())
+    assert "submitted" not in result.stderr + result.stdout
 
 
 def test_status_of_a_job_says_running_while_the_extractor_is_behind(

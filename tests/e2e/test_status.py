@@ -95,6 +95,14 @@ def test_status_after_50_finished_jobs_lists_them_finished_and_no_queue_per_job(
     assert {(job["state"], job["done"], job["queued"], job["eta_s"]) for job in jobs.values()} == {
         ("finished", 1, 0, 0.0)
     }
+    assert {job["why"] for job in jobs.values()} == {
+        "1 page(s) fetched, 0 failed, 0 dead-lettered; every record committed"
+    }
+    # Each data-plane stage's lag: the extractor's and the throttle's group, and the sink's per stream.
+    stages = {(row["consumer"], row["topic"]) for row in view["lag"]}
+    topics = private_settings.topics
+    assert {("extractor", topics.pages_raw), ("throttle", topics.fetch_events)} <= stages
+    assert any(consumer == "s3-sink" for consumer, _ in stages)
     # RabbitMQ holds the control queues and the host's permit queue, nothing per job.
     topology = Topology(private_settings.queues)
     prefix = private_settings.queues.crawl_tasks.split(".")[0]

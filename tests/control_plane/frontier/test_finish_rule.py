@@ -88,3 +88,56 @@ def test_any_change_restarts_the_quiet_period_and_stall_time() -> None:
     assert not rule.finished({**IDLE_DONE, "done": 6})
     clock.now = 5.5
     assert rule.finished({**IDLE_DONE, "done": 6})
+
+
+TURNED_AWAY = {"idle": True, "done": 0, "failed": 0, "dead_lettered": 0, "outstanding": 0, "backlog": 0,
+               "seeded": 2, "out_of_scope": 1, "disallowed": 1}  # fmt: skip
+
+
+def test_a_job_whose_seeds_were_all_turned_away_finishes_with_0_pages_and_says_why() -> None:
+    """#27 P4: such a job runs no task, so no task ever ends; it must not wait out the timeout."""
+    clock, asked = Clock(), []
+    rule = FinishRule(lambda: asked.append(1) or 5, seeds=2, clock=clock)
+    assert not rule.finished(TURNED_AWAY)
+    clock.now = 3.0
+    verdict = rule.judge(TURNED_AWAY)
+    assert verdict.finished and verdict.pages == 0
+    assert (
+        verdict.why
+        == "0 pages: the frontier turned every seed away (1 out of scope, 1 disallowed by robots.txt)"
+    )
+    assert asked == []  # no page, no record: another job's extractor lag is no reason to wait
+
+
+def test_a_job_with_seeds_still_on_their_way_is_not_finished() -> None:
+    rule, clock, _ = rule_with([0])
+    rule = FinishRule(rule.extractor_lag, seeds=3, clock=clock)
+    rule.finished(TURNED_AWAY)
+    clock.now = 100.0
+    verdict = rule.judge(TURNED_AWAY)
+    assert not verdict.finished
+    assert verdict.why == "2 of 3 seed(s) reached the frontier"
+
+
+def test_the_verdict_names_what_is_awaited_and_what_was_done() -> None:
+    rule, clock, _ = rule_with([4, 0])
+    assert rule.judge(None).why.startswith("no progress published yet")
+    busy = {**IDLE_DONE, "idle": False, "outstanding": 2, "backlog": 1}
+    assert rule.judge(busy).why == "3 task(s) queued, in flight, retrying or in the backlog"
+    rule.judge(IDLE_DONE)
+    clock.now = 3.0
+    pending = rule.judge(IDLE_DONE)
+    assert (pending.finished, pending.records_pending) == (False, 4)
+    assert pending.why == "the extractor has 4 raw page(s) to commit records for"
+    clock.now = 6.0
+    done = rule.judge(IDLE_DONE)
+    assert done.finished and done.records_pending == 0
+    assert done.why == "5 page(s) fetched, 0 failed, 0 dead-lettered; every record committed"
+
+
+def test_a_one_off_look_reads_the_quiet_period_from_the_snapshot() -> None:
+    rule, _, _ = rule_with([])
+    snapshot = {**IDLE_DONE, "changed_at": 100.0}
+    assert not rule.judge_at(snapshot, 102.0, lag=0).finished
+    assert rule.judge_at(snapshot, 103.0, lag=0).finished
+    assert not rule.judge_at(snapshot, 103.0, lag=1).finished
