@@ -1,5 +1,9 @@
-"""``dualplane run --processes N``: the same services in N child processes, so one machine uses all
-its cores (one Python process uses one core).
+"""``dualplane run``'s child processes, so one machine uses all its cores (one Python process uses one).
+
+By default (no ``--processes``) the extractor, the stage that spends most of the CPU, runs in one
+process per usable core (:func:`usable_cores`) and the other services named run in one process
+beside them (:func:`per_core_commands`). ``--processes N`` instead runs the same services in N
+child processes (:func:`child_commands`).
 
 Child ``i`` serves its metrics on ``DUALPLANE_METRICS_PORT + i`` (each process has its own registry).
 Fetchers and extractors simply run N times (tasks and ``pages.raw`` partitions are shared out by
@@ -10,6 +14,7 @@ child that dies on its own stops the others and the parent exits 1, so a supervi
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -23,23 +28,47 @@ log = logging.getLogger(__name__)
 HEARTBEAT_EVERY_S = 2.0  # as dualplane.services (kept apart: the parent imports no service)
 METRICS_PORT = "DUALPLANE_METRICS_PORT"
 INSTANCE_ID_ENV = "DUALPLANE_EXTRACT_INSTANCE_ID"  # each extractor child needs its own
+PR_SET_PDEATHSIG = 1  # prctl(2)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. under ``taskset`` or a container's
+    cpuset), else the machine's."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def run_command(names: list[str], log_level: str, shards: list[int] | None = None) -> list[str]:
+    """The command line of one child running ``names`` (frontiers of ``shards`` only, if given)."""
+    shard_args = [arg for shard in shards or () for arg in ("--shard", str(shard))]
+    return [sys.executable, "-m", "dualplane", "run", *names, "--log-level", log_level, "--processes", "1",
+            *shard_args]  # fmt: skip
+
+
+def per_core_commands(
+    names: list[str], cores: int, log_level: str, shards: list[int] | None
+) -> list[list[str]]:
+    """``cores`` extractor children, and one child for the other services of ``names`` if any."""
+    others = [name for name in names if name != "extractor"]
+    commands = [run_command(others, log_level, shards)] if others else []
+    return commands + [run_command(["extractor"], log_level)] * cores
 
 
 def child_commands(
     names: list[str], processes: int, shards: list[int] | None, log_level: str
 ) -> list[list[str]]:
     """The command line of each child: the services, and for frontiers the shards it serves."""
-    base = [sys.executable, "-m", "dualplane", "run", *names, "--log-level", log_level]
     if "frontier" not in names or shards is None:
-        return [base] * processes
+        return [run_command(names, log_level)] * processes
     commands = []
     for index in range(processes):
         mine = [shard for shard in shards if shard % processes == index]
         if mine:
-            commands.append([*base, *(arg for shard in mine for arg in ("--shard", str(shard)))])
+            commands.append(run_command(names, log_level, mine))
         elif names != ["frontier"]:  # more processes than shards: the rest run the other services
-            commands.append([sys.executable, "-m", "dualplane", "run", *(n for n in names if n != "frontier"),
-                             "--log-level", log_level])  # fmt: skip
+            commands.append(run_command([n for n in names if n != "frontier"], log_level))
     return commands
 
 
@@ -59,14 +88,28 @@ def child_env(index: int) -> dict[str, str]:
 def run_processes(
     names: list[str], processes: int, shards: list[int] | None, log_level: str, heartbeat: Path | None = None
 ) -> int:
-    """Run the children until a signal (exit code 0) or until one dies on its own (1); while they all
-    run, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``."""
+    """``names`` in ``processes`` children (frontier shards divided among them): :func:`run_children`."""
     from core.settings import Settings  # noqa: PLC0415 (the parent needs only the shard count)
 
     if "frontier" in names and shards is None:
         shards = list(range(Settings.from_env().queues.frontier_shards))
-    commands = child_commands(names, processes, shards, log_level)
-    children = [subprocess.Popen(command, env=child_env(index)) for index, command in enumerate(commands)]
+    return run_children(child_commands(names, processes, shards, log_level), heartbeat)
+
+
+def _die_with_parent() -> None:
+    """In a child, before it runs: ask Linux for SIGTERM when the parent dies, so a parent killed
+    with SIGKILL (by a supervisor, a test) leaves no services running on their own."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def run_children(commands: list[list[str]], heartbeat: Path | None = None) -> int:
+    """Run the children until a signal (exit code 0) or until one dies on its own (1); while they all
+    run, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``."""
+    children = [
+        subprocess.Popen(command, env=child_env(index), preexec_fn=_die_with_parent)  # noqa: PLW1509
+        for index, command in enumerate(commands)
+    ]
     stopping = threading.Event()
 
     def stop(signum: int, _frame: object) -> None:

@@ -11,9 +11,12 @@ unchanged) need room for an inline body plus its envelope, not for the largest p
 
 from __future__ import annotations
 
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
+
 from brokers.kafka import clients
 from brokers.kafka.schema_topic import publish_schemas
-from core.settings import Settings
+from core.settings import KafkaSettings, Settings
 
 WEEK_MS = str(7 * 86_400_000)
 ENVELOPE_HEADROOM_BYTES = 64 * 1024
@@ -51,8 +54,16 @@ def topic_configs(settings: Settings) -> dict[str, dict[str, str]]:
     }
 
 
-def ensure_data_plane_topics(settings: Settings) -> None:
-    """Create every data-plane topic that does not exist yet (existing ones are not altered)."""
+def ensure_data_plane_topics(settings: Settings, *, pages_raw_partitions: int = 0) -> tuple[int, int] | None:
+    """Create every data-plane topic that does not exist yet (existing ones are not altered), and give
+    ``pages.raw`` at least ``pages_raw_partitions`` partitions: one per extractor process, since a
+    partition is read by one consumer of a group. Returns (before, after) if ``pages.raw`` grew.
+
+    Growing an existing ``pages.raw`` moves where new messages of a URL land (the partition is the
+    hash of the canonical URL modulo the count): copies of a page before and after the change may be
+    in two partitions, so per-URL order across the change is lost, and a page refetched in flight
+    across it can be extracted twice. Grow it between crawls (see the README, "Scaling out").
+    """
     compacted_partitions = 1  # tiny, read end to end by every process: one partition suffices
     existing = clients.topic_names(settings.kafka)  # one metadata request, not one per topic
     for name, config in topic_configs(settings).items():
@@ -61,7 +72,26 @@ def ensure_data_plane_topics(settings: Settings) -> None:
         partitions = (
             compacted_partitions if config.get("cleanup.policy") == "compact" else settings.topics.partitions
         )
+        if name == settings.topics.pages_raw:
+            partitions = max(partitions, pages_raw_partitions)
         clients.ensure_topics(settings.kafka, [name], partitions=partitions, config=config)
+    return grow_partitions(settings.kafka, settings.topics.pages_raw, pages_raw_partitions)
+
+
+def grow_partitions(kafka: KafkaSettings, topic: str, at_least: int) -> tuple[int, int] | None:
+    """Give ``topic`` at least ``at_least`` partitions (Kafka can add partitions, never remove them);
+    (before, after) if it grew, None if it had enough."""
+    admin = clients.admin(kafka)
+    have = len(admin.list_topics(topic, timeout=30).topics[topic].partitions)
+    if have >= at_least:
+        return None
+    for future in admin.create_partitions([NewPartitions(topic, at_least)], request_timeout=30).values():
+        try:
+            future.result()
+        except KafkaException as error:  # another process grew it first: fine if it has enough now
+            if error.args[0].code() != KafkaError.INVALID_PARTITIONS:
+                raise
+    return have, at_least
 
 
 def prepare_data_plane(settings: Settings) -> None:

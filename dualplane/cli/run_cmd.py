@@ -1,19 +1,24 @@
-"""``dualplane run SERVICE… | all [--processes N] [--shard I…]``: run services until interrupted."""
+"""``dualplane run SERVICE… | all [--processes N] [--shard I…]``: run services until interrupted.
+
+Without ``--processes`` the extractor runs in one process per usable core (it spends most of the
+CPU) and the other services in one process; ``--processes N`` runs all the services named N times.
+"""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.logging import RichHandler
 
-from core import logs
-from core.settings import LogFormat, Settings
 from dualplane.cli.output import stderr
-from dualplane.processes import run_processes
-from dualplane.services import SERVICE_NAMES, run_services
+
+if TYPE_CHECKING:  # imported when the command runs, so that `run --help` starts fast
+    from core.settings import LogFormat, Settings
+
+# As dualplane.services.SERVICE_NAMES (checked by a test): importing it loads every service.
+SERVICE_NAMES = ("frontier", "fetcher", "extractor", "throttle", "s3-sink")
 
 
 def run(
@@ -26,8 +31,14 @@ def run(
         typer.Option(help="Touch this file every 2 s while every service runs (for healthchecks)."),
     ] = None,
     processes: Annotated[
-        int, typer.Option(min=1, help="Run this many processes of the services (one machine, all its cores).")
-    ] = 1,
+        int | None,
+        typer.Option(
+            min=1,
+            help="Run the services in this many processes. Default: the extractor in one process per "
+            "usable core, the other services in one more.",
+            show_default=False,
+        ),
+    ] = None,
     shard: Annotated[
         list[int] | None,
         typer.Option(
@@ -36,7 +47,13 @@ def run(
     ] = None,
 ) -> None:
     """Run services until Ctrl-C or SIGTERM (then they stop cleanly); with --processes N, in N child
-    processes (frontier shards are divided among them), each restarted never: one that dies stops all."""
+    processes (frontier shards are divided among them), each restarted never: one that dies stops all.
+
+    Without --processes, the extractor runs in one child process per usable core and `pages.raw` is
+    given at least that many partitions."""
+    from core.settings import Settings
+    from dualplane.processes import per_core_commands, run_children, run_processes, usable_cores
+
     names = list(SERVICE_NAMES) if "all" in services else services
     unknown = [name for name in names if name not in SERVICE_NAMES]
     if unknown:
@@ -45,10 +62,30 @@ def run(
         )
     settings = Settings.from_env()
     shards = _shards(settings, shard)
-    if processes > 1:
+    cores = usable_cores() if processes is None and "extractor" in names else 1
+    if processes is None and cores > 1:
+        _partitions_for(settings, cores)
+        commands = per_core_commands(names, cores, log_level, shards)
+        raise typer.Exit(run_children(commands, heartbeat_file))
+    if processes is not None and processes > 1:
+        if "extractor" in names:
+            _partitions_for(settings, processes)
         raise typer.Exit(run_processes(names, processes, shards, log_level, heartbeat_file))
+    from dualplane.services import run_services
+
     configure_logging(log_level, settings.log.format)
     run_services(settings, names, shards, heartbeat=heartbeat_file)
+
+
+def _partitions_for(settings: Settings, extractors: int) -> None:
+    """Give ``pages.raw`` a partition per extractor process (Kafka shares partitions, not messages)."""
+    from brokers.kafka.topics import ensure_data_plane_topics
+
+    grown = ensure_data_plane_topics(settings, pages_raw_partitions=extractors)
+    if grown:
+        stderr.print(
+            f"{settings.topics.pages_raw}: partitions {grown[0]} -> {grown[1]} for {extractors} extractors"
+        )
 
 
 def _shards(settings: Settings, chosen: list[int] | None) -> list[int] | None:
@@ -65,6 +102,10 @@ def _shards(settings: Settings, chosen: list[int] | None) -> list[int] | None:
 def configure_logging(level: str, log_format: LogFormat = "text") -> None:
     """Rich output on a terminal; plain one-line records (with time and process) in files and compose
     logs; one JSON object per line with ``DUALPLANE_LOG_FORMAT=json`` (see ``core.logs``)."""
+    from rich.logging import RichHandler
+
+    from core import logs
+
     handler: logging.Handler | None = None
     if log_format == "text" and stderr.is_terminal:
         handler = RichHandler(console=stderr, show_path=False)

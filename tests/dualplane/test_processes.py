@@ -1,10 +1,13 @@
-"""``dualplane run --processes N``: what each child process is started with."""
+"""``dualplane run``'s child processes (one extractor per core by default, or ``--processes N``):
+what each is started with."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from dualplane.processes import INSTANCE_ID_ENV, child_env
+from dualplane.processes import INSTANCE_ID_ENV, child_env, per_core_commands, usable_cores
 
 pytestmark = pytest.mark.unit
 
@@ -35,3 +38,20 @@ def test_no_identity_is_made_up_when_none_is_set(monkeypatch: pytest.MonkeyPatch
     monkeypatch.delenv(INSTANCE_ID_ENV, raising=False)
 
     assert INSTANCE_ID_ENV not in child_env(0)
+
+
+def test_by_default_the_extractor_runs_once_per_core_and_the_rest_in_one_process() -> None:
+    commands = per_core_commands(["frontier", "fetcher", "extractor"], 3, "info", shards=None)
+
+    services = [command[command.index("run") + 1 : command.index("--log-level")] for command in commands]
+    assert services == [["frontier", "fetcher"], ["extractor"], ["extractor"], ["extractor"]]
+    # Each child is one process: it must not spread itself over the cores again.
+    assert all(command[command.index("--processes") + 1] == "1" for command in commands)
+
+
+def test_an_extractor_alone_runs_only_extractor_children() -> None:
+    assert len(per_core_commands(["extractor"], 2, "info", shards=None)) == 2
+
+
+def test_usable_cores_follow_the_cpu_affinity() -> None:
+    assert usable_cores() == len(os.sched_getaffinity(0)) >= 1

@@ -35,8 +35,11 @@ class Pipeline:
     ) -> subprocess.Popen[bytes]:
         """``dualplane run SERVICE ARGS…`` with the test's settings (and ``env`` on top)."""
         log = (self.tmp_path / f"{service}-{len(self.processes)}.log").open("wb")
+        # One process a service, so that killing it kills the service (by default `run extractor`
+        # starts one extractor process per core).
+        processes = () if "--processes" in args else ("--processes", "1")
         process = subprocess.Popen(
-            [sys.executable, "-m", "dualplane", "run", service, *args, "--log-level", log_level],
+            [sys.executable, "-m", "dualplane", "run", service, *args, *processes, "--log-level", log_level],
             env={**os.environ, **self.settings.to_env(), **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
