@@ -15,12 +15,13 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from brokers.amqp import lanes
 from brokers.amqp.exceptions import MessageRejected
 from core.clock import utc_now
 from core.json_bounds import JsonTooDeep, loads_bounded
 
-Priority = Literal["high", "normal", "bulk"]
-PRIORITIES: tuple[Priority, ...] = ("high", "normal", "bulk")
+Priority = lanes.Priority  # defined apart for the topology (see lanes.py); named here as before
+PRIORITIES = lanes.PRIORITIES
 CONTENT_TYPE = "application/json"
 
 

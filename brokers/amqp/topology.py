@@ -29,7 +29,7 @@ from typing import Any
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.messages import PRIORITIES, Priority
+from brokers.amqp.lanes import PRIORITIES, Priority
 from core.settings import QueueSettings
 from core.web.domains import shard_of
 

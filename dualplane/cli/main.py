@@ -1,76 +1,124 @@
-"""Entry point of the ``dualplane`` command: wires the sub-commands and turns errors into exit codes.
+"""Entry point of the ``dualplane`` command: lists the sub-commands and turns errors into exit codes.
 
 Exit codes: 0 success, 1 failure (one readable line on stderr), 2 usage error (from click).
+
+A command's module is imported only when that command is used (:mod:`dualplane.cli.lazy`), so
+``dualplane --help`` and ``dualplane status --help`` start without loading Kafka, AMQP, extraction
+or plotting libraries; ``tests/dualplane/cli/test_lazy_cli.py`` holds that.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import typer
-from pydantic import ValidationError
-from pydantic_settings import BaseSettings
-
-from core import settings as settings_module
 from core.exceptions import DualplaneError
-from dualplane.cli import (
-    config_cmd,
-    crawl_cmd,
-    demo_cmd,
-    dlq_cmd,
-    extract_cmd,
-    kafka_cmd,
-    records_cmd,
-    replay_cmd,
-    report_cmd,
-    reshard_cmd,
-    run_cmd,
-    sample_site_cmd,
-    stack_cmd,
-    status_cmd,
-    throttle_cmd,
-)
-from dualplane.cli.errors import describe
+from dualplane.cli.lazy import LazyCommand, LazyGroup
 from dualplane.cli.output import stderr
 
-app = typer.Typer(
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+ENV_PREFIX = "DUALPLANE_"  # core.settings.ENV_PREFIX, not imported for --help (pydantic-settings is slow)
+
+
+def _cmd(module: str, attribute: str, help: str, **context_settings: bool) -> LazyCommand:
+    return LazyCommand(f"dualplane.cli.{module}", attribute, help, context_settings)
+
+
+# In the order `dualplane --help` lists them; each help line is its command's first paragraph.
+COMMANDS = {
+    "demo": _cmd(
+        "demo_cmd", "demo",
+        "Start the embedded stack, prove every plane answers, crawl a sample site whose first host fights\n"
+        "back (the throttle halves it and recovers), replay the crawl into v2 records, write its report.",
+    ),
+    "crawl": _cmd(
+        "crawl_cmd", "crawl", "Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ.",
+    ),
+    "status": _cmd(
+        "status_cmd", "status",
+        "Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains.",
+    ),
+    "run": _cmd(
+        "run_cmd", "run",
+        "Run services until Ctrl-C or SIGTERM (then they stop cleanly); with --processes N, in N child\n"
+        "processes (frontier shards are divided among them), each restarted never: one that dies stops all.",
+    ),
+    "sample-site": _cmd(
+        "sample_site_cmd", "sample_site",
+        "Serve a deterministic multi-host website on 127.0.0.1 for demos, tests and benchmarks.",
+    ),
+    "replay": _cmd(
+        "replay_cmd", "replay_command",
+        "Re-run extraction over pages.raw (by time or offsets; the end is fixed when it starts).",
+    ),
+    "report": _cmd(
+        "report_cmd", "report",
+        "Throughput, outcomes, throttle timelines, slowest and failing domains, dead letters: one HTML file.",
+    ),
+    "reshard": _cmd(
+        "reshard_cmd", "reshard_command",
+        "Move the frontier's state and queued discovery from DUALPLANE_QUEUE_FRONTIER_SHARDS shards to\n"
+        "--to shards. Stop every frontier, fetcher and extractor first; afterwards start them all with\n"
+        "DUALPLANE_QUEUE_FRONTIER_SHARDS set to the new count.",
+    ),
+    "extract": _cmd(
+        "extract_cmd", "extract",
+        "Extract page records from saved HTML files, exactly as the extractor service would.",
+    ),
+    "kafka": _cmd(
+        "kafka_cmd", "kafka", "Run a Kafka command-line tool, e.g. `dualplane kafka topics --list`.",
+        allow_extra_args=True, ignore_unknown_options=True,
+    ),
+    "config": _cmd(
+        "config_cmd", "app", "Inspect the effective settings (DUALPLANE_* environment variables).",
+    ),
+    "stack": _cmd("stack_cmd", "app", "Run Kafka (KRaft), RabbitMQ and an S3 endpoint on loopback."),
+    "dlq": _cmd("dlq_cmd", "app", "Dead letters: messages that could not be handled, with the reason."),
+    "records": _cmd(
+        "records_cmd", "app", "Read extracted page records (the records topic, committed records only)."
+    ),
+    "throttle": _cmd(
+        "throttle_cmd", "app",
+        "Adaptive throttling: what the block-ratio processor decided per domain, and why.",
+    ),
+}  # fmt: skip
+
+
+def warn_unknown_settings() -> None:
+    """Name the ``DUALPLANE_*`` variables no setting reads (misspelt?), once a command runs."""
+    if not any(name.startswith(ENV_PREFIX) for name in os.environ):
+        return
+    from core import settings as settings_module
+
+    for name in settings_module.unknown_env_names(os.environ):
+        warning = f"{name} is not a dualplane setting and is ignored (misspelt?)"
+        stderr.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True, highlight=False)
+
+
+app = LazyGroup(
     name="dualplane",
     help="Distributed crawling and extraction: RabbitMQ control plane, Kafka data plane.",
     no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-app.add_typer(config_cmd.app, name="config")
-app.add_typer(stack_cmd.app, name="stack")
-app.add_typer(dlq_cmd.app, name="dlq")
-app.add_typer(records_cmd.app, name="records")
-app.add_typer(throttle_cmd.app, name="throttle")
-app.command("demo")(demo_cmd.demo)
-app.command("crawl")(crawl_cmd.crawl)
-app.command("status")(status_cmd.status)
-app.command("run")(run_cmd.run)
-app.command("sample-site")(sample_site_cmd.sample_site)
-app.command("replay")(replay_cmd.replay_command)
-app.command("report")(report_cmd.report)
-app.command("reshard")(reshard_cmd.reshard_command)
-app.command("extract")(extract_cmd.extract)
-app.command("kafka", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(
-    kafka_cmd.kafka
+    lazy=COMMANDS,
+    before_run=warn_unknown_settings,
 )
 
 
 def main() -> None:
-    for name in settings_module.unknown_env_names(os.environ):
-        warning = f"{name} is not a dualplane setting and is ignored (misspelt?)"
-        stderr.print(f"[yellow]warning:[/yellow] {warning}", soft_wrap=True, highlight=False)
     try:
-        app()
+        app.main(prog_name=None)
     except DualplaneError as error:
         _fail(str(error), 1)
-    except ValidationError as error:  # a DUALPLANE_* variable with a bad value: say which, no traceback
-        _fail(configuration_problem(error), 2)
     except Exception as error:
+        from pydantic import ValidationError
+
+        if isinstance(error, ValidationError):  # a DUALPLANE_* variable with a bad value: say which
+            _fail(configuration_problem(error), 2)
+        from dualplane.cli.errors import describe
+
         line = describe(error)
         if line is None:
             raise  # a bug: its traceback is what helps
@@ -84,6 +132,10 @@ def _fail(line: str, code: int) -> None:
 
 def configuration_problem(error: ValidationError) -> str:
     """A settings section's validation error in terms of the environment variables a user sets."""
+    from pydantic_settings import BaseSettings
+
+    from core import settings as settings_module
+
     section = getattr(settings_module, error.title, None)
     is_section = isinstance(section, type) and issubclass(section, BaseSettings)
     prefix = str(section.model_config.get("env_prefix", "")) if is_section else ""  # type: ignore[union-attr]

@@ -4,18 +4,18 @@ plane's queues, consumer lag and throttled domains (gathered by :mod:`dualplane.
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Group
-from rich.live import Live
 from rich.table import Table
 
-from control_plane.frontier.progress import ProgressReader
 from core.exceptions import DualplaneError
-from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.status import gather, job_detail
+
+if TYPE_CHECKING:  # imported when the command runs, so that `status --help` starts fast
+    from control_plane.frontier.progress import ProgressReader
+    from core.settings import Settings
 
 
 def status(
@@ -26,6 +26,9 @@ def status(
     as_json: JsonOption = False,
 ) -> None:
     """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
+    from control_plane.frontier.progress import ProgressReader
+    from core.settings import Settings
+
     settings = Settings.from_env()
     reader = _open_reader(settings)
     try:
@@ -44,6 +47,8 @@ def status(
 
 def _open_reader(settings: Settings) -> ProgressReader | Exception:
     """The progress reader, or why Kafka could not give one (the rest of the view is still shown)."""
+    from control_plane.frontier.progress import ProgressReader
+
     try:
         return ProgressReader(settings)
     except Exception as error:
@@ -54,6 +59,8 @@ def _watch(
     settings: Settings, reader: ProgressReader | Exception, job: str | None, jobs: int, interval_s: float
 ) -> None:
     """Redraw in place every ``interval_s`` until Ctrl-C (which ends it with status 0)."""
+    from rich.live import Live
+
     try:
         with Live(console=stdout, refresh_per_second=1) as live:
             while True:
@@ -66,6 +73,8 @@ def _watch(
 def _view(
     settings: Settings, reader: ProgressReader | Exception, job: str | None, jobs: int
 ) -> dict[str, Any]:
+    from dualplane.status import gather, job_detail
+
     view = gather(settings, reader, max_jobs=jobs)
     if job is not None:
         if isinstance(reader, Exception):
