@@ -9,12 +9,14 @@ pass over ``fetch.events``: fine for the retention of a demo or a day of crawlin
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import schemas
 from brokers.kafka.reader import read_to_end
+from control_plane.frontier.jobs import FinishRule, Verdict
 from control_plane.frontier.progress import ProgressReader
 from core.settings import Settings
 from data_plane.throttle.commands import ThrottleCommand
@@ -32,6 +34,7 @@ class JobData:
     progress: dict[str, Any] | None = None
     commands: list[dict[str, Any]] = field(default_factory=list)  # at_s, domain, concurrency, delay_ms…
     dead_letters: list[dict[str, Any]] = field(default_factory=list)  # stage, reason
+    verdict: Verdict | None = None  # finished or not, by the one rule (None: no progress known)
 
 
 def read_job(settings: Settings, job_id: str) -> JobData:
@@ -39,6 +42,8 @@ def read_job(settings: Settings, job_id: str) -> JobData:
     data = JobData(job_id, events=_events(settings, job_id))
     with ProgressReader(settings) as reader:
         data.progress = reader.job(job_id)
+    if data.progress is not None:
+        data.verdict = FinishRule.from_settings(settings).judge_at(data.progress, time.time())
     domains = {event["domain"] for event in data.events}
     data.commands = _commands(settings, domains)
     data.dead_letters = _dead_letters(settings, job_id)

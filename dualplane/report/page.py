@@ -84,6 +84,9 @@ def summary(data: JobData) -> list[tuple[str, str]]:
     for name in ("seeded", "discovered", "duplicates", "done", "failed", "dead_lettered", "backlog"):
         if name in progress:
             rows.append((name.replace("_", " "), str(progress[name])))
+    if data.verdict is not None:  # as `crawl --wait` and `status` say it (FinishRule)
+        state = "finished" if data.verdict.finished else "not finished"
+        rows.append(("state", f"{state}: {data.verdict.why}"))
     return rows
 
 

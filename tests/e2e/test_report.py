@@ -93,6 +93,7 @@ def test_report_of_a_crawl_renders_its_charts_in_headless_chromium(
     for title in ("Throughput over time", "Outcomes by class", "Throttle timeline", "Dead letters by reason"):
         assert title in html
     assert "rate_limited" in html  # the outcome class is drawn and tabled
+    assert re.search(r"<td>state</td><td>(finished|not finished): ", html)  # the finish rule's verdict
     charts = html.count('<figure class="chart">')
     assert charts >= 4
 
