@@ -90,7 +90,8 @@ def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float
             for service, count in (("frontier", 1), ("extractor", 1), ("fetcher", fetchers)):
                 for _ in range(count):
                     processes[service].append(subprocess.Popen(
-                        [sys.executable, "-m", "dualplane", "run", service, "--log-level", "warning"],
+                        [sys.executable, "-m", "dualplane", "run", service, "--processes", "1",
+                         "--log-level", "warning"],
                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     ))  # fmt: skip
             time.sleep(3)
