@@ -32,6 +32,7 @@ from brokers.amqp.messages import JobSpec
 from brokers.amqp.publisher import confirmed_channel
 from brokers.amqp.topology import Topology
 from brokers.kafka.reader import read_to_end
+from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from core.settings import FetchSettings, LimitSettings, Settings
@@ -67,18 +68,15 @@ def fetch_span_s(settings: Settings) -> tuple[int, float]:
 
 
 def wait_finished(settings: Settings, job_id: str, timeout_s: float = 600) -> None:
-    last: dict[str, object] | None = None
-    stable_since = time.monotonic()
+    """Until the job is finished by the one rule (:class:`FinishRule`: pages fetched, records committed)."""
+    rule = FinishRule.from_settings(settings)
     deadline = time.monotonic() + timeout_s
     with ProgressReader(settings) as reader:
         while time.monotonic() < deadline:
-            now = reader.job(job_id)
-            if now != last:
-                last, stable_since = now, time.monotonic()
-            elif now and now.get("idle") and time.monotonic() - stable_since > 3:
+            if rule.finished(reader.job(job_id)):
                 return
             time.sleep(0.5)
-    raise TimeoutError(f"job {job_id} did not finish: {last}")
+    raise TimeoutError(f"job {job_id} did not finish ({rule.verdict.why}): {rule.last}")
 
 
 def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float]:

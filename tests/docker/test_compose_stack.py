@@ -115,13 +115,14 @@ def test_a_crawl_spreads_over_the_fetchers_and_survives_one_killed(
     finally:
         crawl.kill()
     assert crawl.returncode == 0, stderr[-3000:]
-    progress = json.loads(stdout)["progress"]
+    summary = json.loads(stdout)
+    progress = summary["progress"]
     victim = fetchers[victim_address]
     victim.reload()  # `restart: unless-stopped` brings a killed container back
     print(f"\nrequests per fetcher before the kill: {dict(served)}; killed {victim_address} holding {held}")
     print(f"the killed fetcher now: {victim.status}, restarted {victim.attrs['RestartCount']} time(s)")
     print(f"job: {progress}")
-    assert progress["idle"] and progress["dead_lettered"] == 0
+    assert summary["finished"] and progress["dead_lettered"] == 0, summary["why"]
 
     truth = httpx.get(f"{site}/_truth", timeout=30).json()
     expected = {item["url"] for kind in ("products", "articles") for item in truth[kind]}
