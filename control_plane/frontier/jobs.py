@@ -205,10 +205,14 @@ class FinishRule:
     def judge(self, snapshot: dict[str, Any] | None) -> Verdict:
         """The verdict on the job's newest snapshot (None: not published yet), for followers."""
         now = self.clock()
-        if _moved(snapshot, self.last):
+        moved = _moved(snapshot, self.last)
+        if moved:
             self.changed_at = self._since = now
         self.last = snapshot
-        self.verdict = self._judge(snapshot, now - self._since, None)
+        quiet_s = now - self._since
+        if not moved and self.verdict.records_pending and quiet_s < self.quiet_s:
+            return self.verdict  # still the extractor's lag: Kafka is asked again once quiet
+        self.verdict = self._judge(snapshot, quiet_s, None)
         if self.verdict.records_pending:
             self._since = now  # quiet again before asking Kafka once more
         return self.verdict

@@ -167,6 +167,25 @@ def test_crawl_wait_fails_when_the_job_does_not_finish_in_time(env: dict[str, st
     assert "error: job never did not finish within 3 s (no progress published yet" in result.stderr
 
 
+def test_crawl_wait_never_exits_0_while_records_are_missing(
+    private_settings: Settings, env: dict[str, str], services: None
+) -> None:
+    """#23.3: --wait judged by the frontier's idle at its timeout, so a job whose pages were fetched
+    but not yet extracted exited 0. With a raw page the extractor has not committed, it must fail."""
+    ensure_data_plane_topics(private_settings)
+    producer = clients.producer(private_settings.kafka)
+    page = raw_page(b"<p>not extracted</p>", "http://x.example/", fetched_at=datetime.now(UTC), job_id="x")
+    producer.produce(private_settings.topics.pages_raw, schemas.encode("raw_page", page), b"k", partition=0)
+    assert producer.flush(30) == 0
+    with RecordingHost(latency_s=0.01) as host:
+        result = run_cli("crawl", "--seed", f"{host.base_url}/a", "--job", "unextracted", "--wait",
+                         "--timeout-s", "20", "--json", env=env)  # fmt: skip
+    assert result.exit_code == 1, result.stdout + result.stderr
+    assert result.json()["progress"]["done"] == 1  # fetched: only the records are missing
+    assert result.json()["finished"] is False
+    assert "(the extractor has 1 raw page(s) to commit records for); it goes on" in result.stderr
+
+
 def test_crawl_wait_ends_at_once_for_a_job_whose_seeds_are_all_turned_away(
     env: dict[str, str], services: None
 ) -> None:

@@ -129,6 +129,8 @@ def test_the_verdict_names_what_is_awaited_and_what_was_done() -> None:
     pending = rule.judge(IDLE_DONE)
     assert (pending.finished, pending.records_pending) == (False, 4)
     assert pending.why == "the extractor has 4 raw page(s) to commit records for"
+    clock.now = 4.0
+    assert rule.judge(IDLE_DONE) == pending  # until Kafka is asked again, the lag is what is awaited
     clock.now = 6.0
     done = rule.judge(IDLE_DONE)
     assert done.finished and done.records_pending == 0
