@@ -164,7 +164,8 @@ def test_crawl_wait_fails_when_the_job_does_not_finish_in_time(env: dict[str, st
     seed = ("--seed", "http://unfinished.example/")
     result = run_cli("crawl", *seed, "--job", "never", "--wait", "--timeout-s", "3", env=env)
     assert result.exit_code == 1, result.stdout + result.stderr
-    assert "error: job never did not finish within 3 s (no progress published yet" in result.stderr
+    # What it still waits for follows in parentheses (no progress, or none read yet on a slow machine).
+    assert "error: job never did not finish within 3 s (no progress" in result.stderr
 
 
 def test_crawl_wait_never_exits_0_while_records_are_missing(
@@ -179,7 +180,7 @@ def test_crawl_wait_never_exits_0_while_records_are_missing(
     assert producer.flush(30) == 0
     with RecordingHost(latency_s=0.01) as host:
         result = run_cli("crawl", "--seed", f"{host.base_url}/a", "--job", "unextracted", "--wait",
-                         "--timeout-s", "20", "--json", env=env)  # fmt: skip
+                         "--timeout-s", "45", "--json", env=env)  # fmt: skip
     assert result.exit_code == 1, result.stdout + result.stderr
     assert result.json()["progress"]["done"] == 1  # fetched: only the records are missing
     assert result.json()["finished"] is False
