@@ -124,7 +124,7 @@ def crawl_sample_site(
         duration_s = time.monotonic() - started
         reachable = {canonicalize(url) for url in site.reachable_urls()}
         fetched = _pages_of_job(settings, job_id)
-        records = _records_of_job(settings, job_id)
+        records = _records_of_job(settings, job_id, expected=len(fetched))
         stats = site.stats()
     replayed = _replay(settings, started_ms)
     report = write_report(
@@ -212,10 +212,18 @@ def _pages_of_job(settings: Settings, job_id: str) -> set[str]:
     return urls
 
 
-def _records_of_job(settings: Settings, job_id: str) -> list[PageRecord]:
-    """The job's committed records: all of them, since :class:`FinishRule` called the job finished
-    only once the extractor had committed every raw page's record."""
-    return list(iter_records(settings, follow=False, job_id=job_id))
+def _records_of_job(
+    settings: Settings, job_id: str, expected: int, timeout_s: float = 30
+) -> list[PageRecord]:
+    """The job's committed records. :class:`FinishRule` called the job finished once the extractor
+    had committed every raw page's record; the short wait is a safety margin for a reader whose view of
+    ``records`` is a moment behind that commit, and returns at once when nothing is missing."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        records = list(iter_records(settings, follow=False, job_id=job_id))
+        if len(records) >= expected or time.monotonic() > deadline:
+            return records
+        time.sleep(1)
 
 
 def _product_row(record: PageRecord) -> dict[str, str]:
