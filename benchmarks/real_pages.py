@@ -17,7 +17,9 @@ Two kinds of truth: a full reference body (token and word-4-gram F1 per page, av
 "with"/"without" segments (a "with" segment found is a true positive, missed a false negative; a
 "without" segment found a false positive; counts summed over pages, as trafilatura's evaluation does).
 Product fields: a right value is a true positive, a wrong one a false positive and a false negative,
-a missing one a false negative; the price is compared as a number, the currency on its own.
+a missing one a false negative; the price is compared as a number, the currency on its own. The stock
+states ``in_stock`` and ``out_of_stock`` are also scored each against the rest (a page said to be out of
+stock that is not is a false positive of ``out_of_stock``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from data_plane.extract.offline import raw_page
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")
 PRODUCT_FIELDS = ("price", "currency", "sku", "availability")
+STOCK_STATES = ("in_stock", "out_of_stock")
+"""Stock states also scored one against the rest: ``out_of_stock``'s precision is how often a page said to
+be sold out really is (a wrong "sold out" drops a product from a shopper's view)."""
 BASELINES = ("trafilatura", "extruct")
 Output = dict[str, Any]  # {"body": str | None, "product": dict | None, "ms": float}
 
@@ -134,6 +139,7 @@ class Tally:
         self.body_shingle: list[tuple[float, float, float]] = []
         self.segments = Score()
         self.fields = {name: Score() for name in PRODUCT_FIELDS}
+        self.states = {state: Score() for state in STOCK_STATES}
         self.price_strings = Score()
         self.ms: list[float] = []
         self.articles_recognised = 0
@@ -169,6 +175,12 @@ class Tally:
             if name == "price":
                 expected, found = _number(expected), _number(found)
             self.fields[name].add(expected, found)
+        # One stock state against all others: is a page said to be out of stock really out of stock?
+        for state, score in self.states.items():
+            said, meant = product.get("availability") == state, truth.get("availability") == state
+            score.tp += said and meant
+            score.fp += said and not meant
+            score.fn += meant and not said
 
     def report(self) -> dict[str, Any]:
         report: dict[str, Any] = {
@@ -177,6 +189,7 @@ class Tally:
             "article_body_segments": self.segments.report(),
         }
         report |= {f"product_{name}": score.report() for name, score in self.fields.items()}
+        report |= {f"availability_{state}": score.report() for state, score in self.states.items()}
         report["price_strings"] = self.price_strings.report()
         report["ms_per_page_median"] = round(statistics.median(self.ms), 2) if self.ms else None
         report["ms_per_page_mean"] = round(statistics.fmean(self.ms), 2) if self.ms else None
@@ -225,6 +238,8 @@ ROWS = (
     ("product_currency", "product currency"),
     ("product_sku", "product sku"),
     ("product_availability", "product availability"),
+    ("availability_in_stock", "  availability = in_stock (vs the rest)"),
+    ("availability_out_of_stock", "  availability = out_of_stock (vs the rest)"),
     ("price_strings", "price strings (amount, price-parser's)"),
 )
 
