@@ -1,9 +1,10 @@
-"""Stock availability, from schema.org values or shop phrases, to the page record's five values.
+"""Stock availability, from schema.org values or shop phrases, to the page record's four stock states.
 
-``in_stock``, ``out_of_stock``, ``limited``, ``preorder`` and ``unknown`` (a value was published but
-means none of the others, e.g. schema.org ``Reserved``). Phrases in many languages are in
-:mod:`~data_plane.extract.availability_phrases`. ``BackOrder`` counts as ``preorder``: the
-buyer can order now and the item ships later.
+``in_stock``, ``out_of_stock``, ``limited`` and ``preorder``. A value that means none of them (schema.org
+``Reserved``, a template's "unknown") is no stock state: it reads as ``None``, and the record says where
+it was seen (``availability_source``) without a value. Phrases in many languages are in
+:mod:`~data_plane.extract.availability_phrases`. ``BackOrder`` counts as ``preorder``: the buyer can
+order now and the item ships later.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Literal
 
 from data_plane.extract.availability_phrases import ANSWERED, LOOSE, STRONG
 
-Availability = Literal["in_stock", "out_of_stock", "limited", "preorder", "unknown"]
+Availability = Literal["in_stock", "out_of_stock", "limited", "preorder"]
 
 # schema.org ItemAvailability names (and OpenGraph product:availability words), letters only, lowercased.
 _ENUM: dict[str, Availability] = {
@@ -24,14 +25,14 @@ _ENUM: dict[str, Availability] = {
 }  # fmt: skip
 
 
-def availability_of(value: str) -> Availability:
+def availability_of(value: str) -> Availability | None:
     """A schema.org availability (``https://schema.org/InStock``, ``InStock``, ``instock``) normalised.
 
-    Falls back to :func:`availability_in` for free text; ``unknown`` when nothing matches.
+    Falls back to :func:`availability_in` for free text; ``None`` when it names no stock state.
     """
     name = value.strip().rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
     enum = _ENUM.get(re.sub(r"[^a-z]", "", name.lower()))
-    return enum or availability_in(value, loose=True) or "unknown"
+    return enum or availability_in(value, loose=True)
 
 
 def availability_in(text: str, *, loose: bool = False) -> Availability | None:

@@ -66,7 +66,7 @@ OUT_OF_STOCK = (
     r"\btükendi\b", r"\bнет в наличии\b", r"\bраспродан", r"在庫切れ", r"売り切れ", r"缺货", r"售罄",
 )  # fmt: skip
 IN_STOCK = (
-    r"\bin[\s-]stock\b", r"\b(?<!not )available (?:now|to ship|instantly)\b",
+    r"\b(?<!back )in[\s-]stock\b", r"\b(?<!not )available (?:now|to ship|instantly)\b",
     r"\b(?<!not )available for (?:immediate )?(?:shipping|delivery|dispatch)\b", r"\bready to ship\b",
     r"\bships (?:today|within)\b", r"\busually dispatched within\b", r"\bauf lager\b",
     r"\b(?:sofort )?lieferbar\b", r"\bvorrätig\b", r"\bsofort verfügbar\b", r"\ben stock\b",

@@ -140,6 +140,5 @@ def _availability(node: dict[str, Any]) -> Availability | None:
             return "in_stock" if node[key] else "out_of_stock"
     for key in STOCK_TEXTS:
         if isinstance(node.get(key), str) and node[key].strip():
-            found = availability_of(node[key])
-            return None if found == "unknown" else found
+            return availability_of(node[key])
     return None

@@ -40,29 +40,52 @@ class ProductFields:
     """``(field, source)`` for each field that has a value, once :meth:`from_source` stamped it."""
 
     def or_else(self, fallback: ProductFields) -> ProductFields:
-        """These fields, each completed from ``fallback`` where this one has no value (with its source)."""
+        """These fields, each completed from ``fallback`` where this one has no value (with its source).
+
+        A source that was seen without a value (:meth:`from_source` ``seen``) gives way to the fallback's
+        value and its source; where neither has a value, the first source seen stays.
+        """
         filled = _fill(self, fallback)
         taken = {name for name in SOURCED_FIELDS if getattr(self, name) is None}
-        carried = tuple((name, source) for name, source in fallback.sources if name in taken)
-        return dataclasses.replace(filled, sources=self.sources + carried) if carried else filled
+        valued = {name for name in taken if getattr(fallback, name) is not None}
+        mine = {name for name, _ in self.sources}
+        kept = tuple((name, source) for name, source in self.sources if name not in valued)
+        carried = tuple(
+            (name, source)
+            for name, source in fallback.sources
+            if name in valued or (name in taken and name not in mine)
+        )
+        return dataclasses.replace(filled, sources=kept + carried) if carried else filled
 
-    def from_source(self, source: Source) -> ProductFields:
-        """These fields, each value not yet attributed marked as coming from ``source``."""
+    def from_source(self, source: Source, seen: tuple[str, ...] = ()) -> ProductFields:
+        """These fields, each value not yet attributed marked as coming from ``source``.
+
+        Fields named in ``seen`` are marked too, with or without a value: the source published something
+        for them that means no value (an availability of schema.org ``Reserved``).
+        """
         known = {name for name, _ in self.sources}
         stamped = tuple(
-            (name, source) for name in SOURCED_FIELDS if getattr(self, name) is not None and name not in known
+            (name, source)
+            for name in SOURCED_FIELDS
+            if (getattr(self, name) is not None or name in seen) and name not in known
         )
         return dataclasses.replace(self, sources=self.sources + stamped) if stamped else self
 
     def source_of(self, name: str) -> Source | None:
-        """The source of field ``name``'s value, or ``None`` without a value (or an unstamped one)."""
+        """The source of field ``name``'s value; without a value, the source that was seen saying nothing
+        usable (an unknown availability, stock signals that disagree), else ``None``."""
         return next((source for field, source in self.sources if field == name), None)
 
-    def replaced(self, source: Source, **values: Any) -> ProductFields:
-        """These fields with ``values`` put in (``None`` clears a field), attributed to ``source``."""
+    def replaced(self, source: Source | None, **values: Any) -> ProductFields:
+        """These fields with ``values`` put in, attributed to ``source``.
+
+        ``None`` clears a field; its source is then ``source`` too (what was seen, without a value), or
+        none with ``source`` ``None``.
+        """
         names = set(values)
         sources = tuple(pair for pair in self.sources if pair[0] not in names)
-        sources += tuple((name, source) for name, value in values.items() if value is not None)
+        if source is not None:
+            sources += tuple((name, source) for name in values if name in SOURCED_FIELDS)
         return dataclasses.replace(self, **values, sources=sources)
 
     @property

@@ -4,14 +4,17 @@ Sources, most trusted first: JSON-LD, microdata, RDFa, OpenGraph/product meta ta
 :mod:`~data_plane.extract.schema_org`), the page's embedded state JSON
 (:mod:`~data_plane.extract.embedded_state`), then markup heuristics
 (:mod:`~data_plane.extract.product_markup`). Each field takes the first source that has it and
-records which one that was. Two visible statements override published data, since the page shows
-them to the buyer now while structured data is often a template's default: an element about stock
-("Sold out", "Nur noch 2 auf Lager") over a published availability, and an item number printed next to
-its label ("Art.-Nr. 4711") over a published ``sku``.
+records which one that was. An item number printed next to its label ("Art.-Nr. 4711") overrides a
+published ``sku``, since the page shows it to the buyer now. Availability weighs the product's own
+stock signals (:mod:`~data_plane.extract.availability_decision`): a published state stands unless a
+visible statement about the product contradicts it, and contradicting signals give none.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from data_plane.extract.availability_decision import decide
 from data_plane.extract.embedded_state import embedded_product
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.markup import Markup
@@ -24,8 +27,6 @@ LISTED_PRODUCTS = 3
 LISTED_BESIDE_HEADING = 2
 """As many as this suffice when the page has an ``<h1>`` naming none of them (a home page's two featured
 products); without one, two names may be one product published twice under different names."""
-OVERRIDING_PHRASES = ("limited", "out_of_stock")
-"""A stock phrase in the product's area stating one of these beats a published "in stock" (see below)."""
 EMBEDDED_FIELDS = ("price", "currency", "availability", "sku")
 """The embedded state is read only when one of these is still missing after structured data."""
 
@@ -55,7 +56,9 @@ def extract_product(
     fields = structured
     if html and any(getattr(fields, name) is None for name in EMBEDDED_FIELDS):
         fields = fields.or_else(embedded_product(html, fields.name or shown.fields.name))
-    return _visible_first(fields.or_else(shown.fields), shown)
+    # The markup's own availability is in the decision already: what it settles alone must not fill in
+    # where the signals together settled on none.
+    return _visible_first(fields, shown).or_else(shown.fields.replaced(None, availability=None))
 
 
 def _lists_products(page: Markup, data: Structured) -> bool:
@@ -77,22 +80,26 @@ def _lists_products(page: Markup, data: Structured) -> bool:
 def _looks_like_one(shown: MarkupProduct) -> bool:
     fields = shown.fields
     return fields.price is not None and (
-        fields.sku is not None or shown.buy_button or shown.stock_statement is not None
+        fields.sku is not None or shown.buy_button or shown.signals.statement is not None
     )
 
 
 def _visible_first(fields: ProductFields, shown: MarkupProduct) -> ProductFields:
-    """``fields`` with the visible stock statement and labelled item number put before published ones.
+    """``fields`` with the availability the product's signals settle on and the labelled item number
+    put before a published one.
 
-    A low-stock phrase anywhere in the product's area also refines a published "in stock" to
-    ``limited``: it is the same state, stated more precisely. An out-of-stock phrase there ("This product
-    is out of stock online.") beats it too: shop templates publish "in stock" whatever the stock.
+    The published availability (structured data, else the embedded state, else an ``itemprop``) is
+    weighed with what the markup shows (:func:`~data_plane.extract.availability_decision.decide`). Its
+    source stays when it stands; a state only the markup gives, or a refinement ("Nur noch 2"), is the
+    markup's; with none, the source names what was seen (the published value's, else the markup's).
     """
-    stated = shown.stock_statement
-    if stated is None and fields.availability == "in_stock" and shown.stock_phrase in OVERRIDING_PHRASES:
-        stated = shown.stock_phrase
-    if stated is not None and stated != fields.availability:
-        fields = fields.replaced("markup", availability=stated)
+    own, source = fields.availability, fields.source_of("availability")
+    published = own if own is not None else shown.signals.published
+    decided = decide(replace(shown.signals, published=published))
+    if decided is not None and decided != own:
+        fields = fields.replaced("markup", availability=decided)
+    elif decided is None:
+        fields = fields.replaced(source or shown.fields.source_of("availability"), availability=None)
     if shown.labelled_sku is not None and fields.sku not in (None, shown.labelled_sku):
         fields = fields.replaced("markup", sku=shown.labelled_sku)
     return fields

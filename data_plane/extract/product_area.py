@@ -26,6 +26,12 @@ ELSEWHERE_WORDS = frozenset(
      "wishlist", "recently", "viewed", "bundle", "accessories", "reviews", "comments", "products"}
 )  # fmt: skip
 PAGE_FRAME_TAGS = frozenset({"nav", "footer"})
+PICKER_TAGS = frozenset({"select", "option", "optgroup", "datalist"})
+HIDING_CLASSES = frozenset(
+    {"hidden", "hide", "d-none", "is-hidden", "u-hidden", "no-display", "display-none", "invisible"}
+)
+"""Class tokens that hide an element in the common CSS frameworks and shop themes (Bootstrap, Magento)."""
+_DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 """Never the product's, even around an ``<h1>`` (a logo); an ``<aside>`` is, when it holds the ``<h1>``."""
 CARD_SIBLINGS = 3
 """This many like blocks side by side, each with a price, are cards of a listing or a product grid."""
@@ -71,12 +77,15 @@ def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
     return scope, _currency_amount(own_text(scope, heading, skip=frozenset(cards)))
 
 
-def own_text(scope: LexborNode, heading: LexborNode | None, skip: frozenset[int] = frozenset()) -> str:
+def own_text(
+    scope: LexborNode, heading: LexborNode | None, skip: frozenset[int] = frozenset(), *, shown: bool = False
+) -> str:
     """The scope's text from the product name on, without containers about other products (nor ``skip``).
 
-    Amounts above the name (the basket, a banner) or in related items are not the product's price.
+    Amounts above the name (the basket, a banner) or in related items are not the product's price. With
+    ``shown``, hidden elements and a variant picker's options are left out too (see :func:`unseen`).
     """
-    elsewhere_below = _Elsewhere(scope, skip)
+    elsewhere_below = _Elsewhere(scope, skip, shown=shown)
     parts: list[str] = []
     size, started = 0, heading is None
     for node in scope.traverse(include_text=True):
@@ -98,8 +107,9 @@ class _Elsewhere:
     every text node's ancestors, or judging every element of a large scope up front, cost more.
     """
 
-    def __init__(self, scope: LexborNode, skip: frozenset[int]) -> None:
+    def __init__(self, scope: LexborNode, skip: frozenset[int], *, shown: bool = False) -> None:
         self.skip = skip
+        self.shown = shown
         self.verdicts: dict[int, bool] = {scope.mem_id: False}
 
     def __call__(self, node: LexborNode) -> bool:
@@ -111,6 +121,7 @@ class _Elsewhere:
         verdict = self.verdicts[parent.mem_id] if parent is not None else False
         for container in reversed(chain):
             verdict = verdict or container.mem_id in self.skip or about_others(container)
+            verdict = verdict or (self.shown and unseen(container))
             self.verdicts[container.mem_id] = verdict
         return verdict
 
@@ -242,3 +253,37 @@ def about_others(container: LexborNode) -> bool:
         return True
     aside = container.tag == "aside" or bool(ELSEWHERE_WORDS & words(container))
     return aside and container.css_first("h1") is None
+
+
+def unseen(node: LexborNode) -> bool:
+    """True when ``node`` itself is hidden, or is a variant picker's option: what it says is not about
+    the product as shown.
+
+    Hidden: the ``hidden`` attribute, ``aria-hidden="true"``, ``display: none`` or a class that hides
+    (``hidden``, ``d-none``, Magento's ``no-display``): a "notify me when back in stock" dialog, another
+    variant's message kept for the shop's scripts. (Scripts, templates and ``visibility: hidden`` are gone
+    from the tree already, see :class:`~data_plane.extract.markup.Markup`.) An ``<option>`` or
+    ``<select>`` lists variants: "XL - sold out" is one size's stock, not the product's.
+    """
+    if node.tag in PICKER_TAGS:
+        return True
+    attributes = node.attributes
+    if "hidden" in attributes or (attributes.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    style = attributes.get("style")
+    if style and _DISPLAY_NONE.search(style):
+        return True
+    classes = (attributes.get("class") or "").lower().split()
+    return not HIDING_CLASSES.isdisjoint(classes)
+
+
+def unseen_within(node: LexborNode, scope: LexborNode | None = None) -> bool:
+    """True when ``node`` or one of its ancestors (below ``scope``, else up to the root) is :func:`unseen`."""
+    if unseen(node):
+        return True
+    for parent in ancestors(node):
+        if scope is not None and parent.mem_id == scope.mem_id:
+            return unseen(parent)
+        if unseen(parent):
+            return True
+    return False

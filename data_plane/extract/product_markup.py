@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborNode
 
 from data_plane.extract.availability import Availability, availability_in, availability_of
+from data_plane.extract.availability_decision import ButtonState, StockSignals, decide
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.identifiers import gtin_of, sku_of
 from data_plane.extract.markup import Markup, innermost, line, words
 from data_plane.extract.prices import currency_code, find_currency
-from data_plane.extract.product_area import area_and_price, elsewhere, own_text
+from data_plane.extract.product_area import area_and_price, elsewhere, own_text, unseen_within
 from data_plane.extract.product_labels import (
     clean,
     labelled_brand,
@@ -35,13 +36,18 @@ STOCK_WORDS = frozenset({"stock", "availability", "inventory", "instock", "outof
 _BUY = re.compile(
     r"add[\s_-]*to[\s_-]*(?:cart|basket|bag|trolley)|buy[\s_-]*now|^\s*buy\s*$"
     r"|in den (?:warenkorb|einkaufswagen)|ajouter au panier|a[ñn]adir (?:al carrito|a la cesta)"
-    r"|aggiungi al carrello|in (?:de )?winkelwagen|do ko[šs][íi]ku|kos[áa]rba|dodaj do koszyka"
+    r"|aggiungi al carrello|in (?:de )?winkelwagen|do ko[šs][íi]ku|do ko[šs][íi]ka|kos[áa]rba|do koszyka"
     r"|l[äa]gg i (?:varukorgen|kundvagnen)|legg i handlekurven|l[æa]g i kurv|lis[äa][äa] ostoskoriin"
     r"|adicionar ao carrinho|sepete ekle|в корзину|カートに入れる|加入购物车",
     re.I,
 )
-PRODUCT_ATTRIBUTES = ("class", "id", "name", "value")
+PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "onclick")
+"""Attributes that name a control's action: Magento's ``onclick="productAddToCartForm.submit(this)"``
+on a button labelled only in the shop's language ("Do koszyka")."""
+DISABLED_WORDS = frozenset({"disabled", "isdisabled", "btndisabled", "soldout", "outofstock", "unavailable"})
+"""Class words of an add-to-cart control that does not take orders."""
 BUY_CONTROLS = "button, input[type=submit], a, [class*=cart i], [id*=cart i]"
+CONTROL_TAGS = frozenset({"button", "input", "a", "img"})
 BUY_IMAGES = "input[type=image], a img, button img"
 """Controls drawn as an image (osCommerce's ``button_in_cart``, PayPal's "Buy Now", "AddToCart.png"): their
 alt text, title or file name says what they do."""
@@ -55,18 +61,16 @@ _MEDIA = re.compile(r"\b(?:image|imagen|immagine|bild|foto|photo|video|vídeo)\b
 class MarkupProduct:
     """What markup says about a product, and whether the page looks like a product page at all.
 
-    ``stock_statement`` is the availability an element about stock states (``class="availability"``:
-    "Out of stock"), the strongest visible evidence; ``fields.availability`` may also come from
-    ``itemprop`` or from a phrase anywhere in the product's area.
+    ``signals`` are what the markup says about the product's stock (an ``itemprop``, a visible element
+    about stock, the add-to-cart control, a short stock line); ``fields.availability`` is what they settle
+    on their own (:func:`~data_plane.extract.availability_decision.decide`).
     """
 
     fields: ProductFields
     buy_button: bool
-    stock_statement: Availability | None = None
+    signals: StockSignals = field(default_factory=StockSignals)
     labelled_sku: str | None = None
     """An item number printed after its label ("SKU: …", "Art.-Nr. …"), the visible one."""
-    stock_phrase: Availability | None = None
-    """What the first short stock phrase in the product's area says ("Dernières pièces disponibles")."""
 
 
 def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> MarkupProduct:
@@ -94,23 +98,29 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
     if sku is None:  # a details table below the area, or past the scanned text: read the main text at C speed
         text = (wider if wider is not None else scope).text(separator="")[:MAX_DETAILS_CHARS]
         sku = labelled = labelled_sku(lines_of(clean(text)))
-    phrase = _availability_in(area_text)
+    sells, button, on_button = _buy_control(scope)
+    if button is None and wider is not None:
+        sells_beside, button, on_button = _buy_control(wider)
+        sells = sells or sells_beside
     in_area = _stock_statement(scope, scope)
     beside = _stock_statement(wider, scope) if wider is not None and in_area is None else None
+    signals = StockSignals(
+        published=_itemprop_availability(scope),
+        statement=in_area or on_button or beside,
+        button=button,
+        phrase=_availability_in(clean(own_text(scope, None, shown=True))),
+    )
     fields = ProductFields(
         name=_name(page, scope),
         price=price.amount if price else None,
         currency=currency,
-        availability=_itemprop_availability(scope) or in_area or phrase or beside,
+        availability=decide(signals),
         sku=sku,
         gtin=_gtin(scope, area_text),
         brand=_brand(scope, area_text),
         images=tuple(_images(page, scope, base_url)),
-    ).from_source("markup")
-    buy_button = _has_buy_button(scope) or (wider is not None and _has_buy_button(wider))
-    return MarkupProduct(
-        fields, buy_button, stock_statement=in_area or beside, labelled_sku=labelled, stock_phrase=phrase
-    )
+    ).from_source("markup", seen=("availability",) if signals != StockSignals() else ())
+    return MarkupProduct(fields, sells, signals=signals, labelled_sku=labelled)
 
 
 def _one(values: Iterator[str]) -> str | None:
@@ -134,16 +144,19 @@ def _itemprop_availability(scope: LexborNode) -> Availability | None:
 
 
 def _stock_statement(container: LexborNode, area: LexborNode) -> Availability | None:
-    """What the first element about stock in ``container`` (outside other products' boxes) states.
+    """What the first shown element about stock in ``container`` (outside other products' boxes) states.
 
     Innermost elements first; then the short ones around them, since a statement often wraps its number
     in a stock-classed element of its own (``<div class="stock-count">Only <span class="stock-qty">2</span>
-    left</div>``: the span alone says nothing).
+    left</div>``: the span alone says nothing). Hidden elements and a variant picker's options say nothing
+    about the product (:func:`~data_plane.extract.product_area.unseen`).
     """
     stock = [
         node
         for node in container.css("[class], [id]")
-        if STOCK_WORDS & words(node) and (container.mem_id == area.mem_id or not elsewhere(node, container))
+        if STOCK_WORDS & words(node)
+        and (container.mem_id == area.mem_id or not elsewhere(node, container))
+        and not unseen_within(node)
     ]
     inner = innermost(stock)
     inner_ids = {node.mem_id for node in inner}
@@ -218,15 +231,41 @@ def _itemprop(scope: LexborNode, name: str) -> str | None:
     return currency_code(node.attributes.get("content") or line(node)) if node else None
 
 
-def _has_buy_button(scope: LexborNode) -> bool:
-    """An add-to-cart control for this product (not one on a related item's card)."""
-    for node in scope.css(BUY_CONTROLS):
-        if elsewhere(node, scope):
-            continue
-        labels = (line(node), *(node.attributes.get(name) for name in PRODUCT_ATTRIBUTES))
-        if any(_BUY.search(label) for label in labels if label):
-            return True
-    return any(_buy_image(node) and not elsewhere(node, scope) for node in scope.css(BUY_IMAGES))
+def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availability | None]:
+    """Whether this product has an add-to-cart control (not a related item's, not a hidden one), its
+    state, and the stock its label states ("Sold out" on a disabled Shopify button whose id says
+    "AddToCart").
+
+    ``enabled`` when one shown control takes orders; ``disabled`` when every one is disabled (the
+    ``disabled`` attribute, ``aria-disabled``, a class saying so) or labelled with an out-of-stock phrase.
+    A form or a box whose class or id says "add to cart" shows the page sells the product, but only a
+    control (a button, an input, a link) has a state: the box may hold a disabled one, or only a label.
+    """
+    controls = [node for node in scope.css(BUY_CONTROLS) if _buy_label(node)]
+    controls += [node for node in scope.css(BUY_IMAGES) if _buy_image(node)]
+    shown = [node for node in controls if not elsewhere(node, scope) and not unseen_within(node)]
+    found: ButtonState | None = None
+    stated: Availability | None = None
+    for node in (node for node in shown if node.tag in CONTROL_TAGS):
+        label = availability_in(line(node))
+        stated = stated or label
+        if label == "out_of_stock" or _disabled(node):
+            found = found or "disabled"
+        else:
+            return True, "enabled", stated
+    return bool(shown), found, stated
+
+
+def _buy_label(node: LexborNode) -> bool:
+    labels = (line(node), *(node.attributes.get(name) for name in PRODUCT_ATTRIBUTES))
+    return any(_BUY.search(label) for label in labels if label)
+
+
+def _disabled(node: LexborNode) -> bool:
+    attributes = node.attributes
+    if "disabled" in attributes or (attributes.get("aria-disabled") or "").strip().lower() == "true":
+        return True
+    return bool(DISABLED_WORDS & words(node))
 
 
 def _buy_image(node: LexborNode) -> bool:

@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from data_plane.extract.availability import Availability, availability_of
+from data_plane.extract.availability import availability_of
 from data_plane.extract.dates import parse_datetime
 from data_plane.extract.fields import ArticleFields, ProductFields
 from data_plane.extract.identifiers import gtin_of, sku_of
@@ -25,6 +25,7 @@ from data_plane.extract.text import clip_text
 _TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
 _BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|blockquote|pre|tr|figcaption)\s*>|<br\s*/?>", re.I)
 GTIN_KEYS = ("gtin", "gtin13", "gtin12", "gtin14", "gtin8", "isbn")
+_GTIN_PREFIX = re.compile(r"\s*(?:isbn|ean|upc|gtin)", re.I)
 
 
 def structured_product(data: Structured, base_url: str) -> ProductFields:
@@ -48,16 +49,17 @@ def product_from_node(node: Node, base_url: str) -> ProductFields:
     """One Product node's fields, attributed to the syntax the node was read from."""
     offer = _priced_offer(node)
     price = amount_of(_price_value(offer)) if offer else None
+    published = _availability(node, offer)
     return ProductFields(
         name=text_of(node.get("name")),
         price=price,
         currency=_currency(offer) if offer else None,
-        availability=_availability(node, offer),
-        sku=sku_of(_first(node.get("sku"))) or _offer_sku(node, offer, price),
+        availability=availability_of(published) if published else None,
+        sku=sku_of(_first(node.get("sku"))) or _offer_sku(node, offer, price) or _product_id(node),
         gtin=_gtin(node) or (_gtin(offer) if offer else None),
         brand=text_of(node.get("brand")),
         images=tuple(absolute_urls(node.get("image"), base_url)),
-    ).from_source(node.get(SOURCE_KEY, "json-ld"))
+    ).from_source(node.get(SOURCE_KEY, "json-ld"), seen=("availability",) if published else ())
 
 
 def article_from_node(node: Node) -> ArticleFields:
@@ -82,7 +84,7 @@ def product_from_opengraph(data: Structured, base_url: str) -> ProductFields:
         gtin=gtin_of(data.og("product:ean") or data.og("product:upc") or data.og("product:gtin") or ""),
         brand=text_of(data.og("product:brand")),
         images=tuple(absolute_urls(data.og_all("og:image"), base_url)),
-    ).from_source("opengraph")
+    ).from_source("opengraph", seen=("availability",) if availability else ())
 
 
 def article_from_opengraph(data: Structured) -> ArticleFields:
@@ -181,8 +183,9 @@ def _currency(offer: Node) -> str | None:
     return currency_code(code) if isinstance(code, str) else None
 
 
-def _availability(node: Node, offer: Node | None) -> Availability | None:
-    """The chosen offer's availability, else any offer's, else one published on the Product itself.
+def _availability(node: Node, offer: Node | None) -> str | None:
+    """The chosen offer's availability, else any offer's, else one published on the Product itself, as
+    published (a schema.org URL, or a shop's own word).
 
     schema.org puts availability on the Offer, but some shop templates (Magento 1 microdata among them)
     write ``<meta itemprop="availability">`` on the Product, beside its name.
@@ -192,7 +195,16 @@ def _availability(node: Node, offer: Node | None) -> Availability | None:
         (_first(o.get("availability")) for o in _offers(node) if o.get("availability")), None
     )
     value = value or _first(node.get("availability"))
-    return availability_of(value) if isinstance(value, str) and value.strip() else None
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _product_id(node: Node) -> str | None:
+    """The Product's ``productID`` as its item number, when it is not a GTIN (``isbn:…``, a UPC): shops
+    without a ``sku`` publish their own item number there (``<span itemprop="productID">VBAG</span>``)."""
+    value = _first(node.get("productID"))
+    if not isinstance(value, str | int) or gtin_of(value) or _GTIN_PREFIX.match(str(value)):
+        return None
+    return sku_of(value)
 
 
 def _gtin(node: Node) -> str | None:

@@ -24,11 +24,11 @@ pytestmark = pytest.mark.unit
         ("InStock", "in_stock"),
         ("instock", "in_stock"),
         ("oos", "out_of_stock"),
-        ("https://schema.org/Reserved", "unknown"),
-        ("whatever", "unknown"),
+        ("https://schema.org/Reserved", None),
+        ("whatever", None),
     ],
 )
-def test_schema_org_values(value: str, expected: str) -> None:
+def test_schema_org_values(value: str, expected: str | None) -> None:
     assert availability_of(value) == expected
 
 
