@@ -30,6 +30,6 @@ def sku_of(value: object) -> str | None:
         return str(value)
     if not isinstance(value, str):
         return None
-    text = _LABEL.sub("", value)
-    match = _SKU.fullmatch(text.strip())
+    text = _LABEL.sub("", value).strip().removeprefix("#").strip()  # "#84682", as item numbers are shown
+    match = _SKU.fullmatch(text)
     return match.group() if match and len(match.group()) <= MAX_SKU_CHARS else None

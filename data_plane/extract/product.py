@@ -19,6 +19,7 @@ from data_plane.extract.embedded_state import embedded_product
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.markup import Markup
 from data_plane.extract.product_markup import MarkupProduct, markup_product
+from data_plane.extract.product_tracking import tracked_sku
 from data_plane.extract.schema_org import structured_product
 from data_plane.extract.structured import Structured
 
@@ -58,7 +59,10 @@ def extract_product(
         fields = fields.or_else(embedded_product(html, fields.name or shown.fields.name))
     # The markup's own availability is in the decision already: what it settles alone must not fill in
     # where the signals together settled on none.
-    return _visible_first(fields, shown).or_else(shown.fields.replaced(None, availability=None))
+    fields = _visible_first(fields, shown).or_else(shown.fields.replaced(None, availability=None))
+    if fields.sku is None and html and (sku := tracked_sku(html)):
+        fields = fields.replaced("embedded-json", sku=sku)
+    return fields
 
 
 def _lists_products(page: Markup, data: Structured) -> bool:

@@ -18,7 +18,8 @@ SKU_LABELS = (
     r"SKU", r"(?:Catalog(?:ue)?\s+)?Item\s*#", r"Item\s+(?:No\.?|number|code)", r"Product\s*#",
     r"Product\s+(?:code|ID|No\.?|number)", r"Article\s*(?:No\.?|number)",
     r"Ref(?:erence)?\.?\s*(?:No\.?|#|number)?", r"Cat(?:alog(?:ue)?)?\.?\s*(?:No\.?|number|#)",
-    r"Style\s*(?:No\.?|#)", r"ASIN", r"Code", r"Art(?:ikel)?\.?[\s-]*(?:Nr|No)\.?", r"Artikelnummer",
+    r"Style\s*(?:No\.?|#)", r"Stock\s*(?:code|no\.?|number|#)",
+    r"ASIN", r"Code", r"Art(?:ikel)?\.?[\s-]*(?:Nr|No)\.?", r"Artikelnummer",
     r"Artikelcode", r"Bestell(?:nummer|-?Nr\.?)", r"Best\.-Nr\.?", r"R[ée]f[ée]rence", r"R[ée]f\.",
     r"Code\s*(?:article|produit)", r"N°\s*d'article", r"Referencia",
     r"C[óo]digo(?:\s*de\s*(?:producto|art[íi]culo))?", r"Codice(?:\s*(?:articolo|prodotto))?",
@@ -26,7 +27,7 @@ SKU_LABELS = (
     r"Katalogov[ée]\s*[čc][íi]slo", r"Objednac[íi]\s*[čc][íi]slo", r"Cikksz[áa]m", r"Term[ée]kk[óo]d",
     r"Kod\s*produktu", r"Numer\s*katalogowy", r"Indeks", r"Art\.?\s*nr\.?", r"Varenummer", r"Varenr\.?",
     r"Tuotenumero", r"Tuotekoodi", r"Refer[êe]ncia", r"[ÜU]r[üu]n\s*kodu", r"Stok\s*kodu", r"Артикул",
-    r"Код\s*товара", r"商品コード", r"商品编号",
+    r"Код(?:\s*товара)?", r"商品コード", r"商品编号",
 )  # fmt: skip
 GTIN_LABELS = (r"GTIN(?:-?1[234]|-?8)?", r"EAN(?:-?13)?", r"UPC", r"ISBN(?:-?1[03])?", r"JAN", r"Barcode")
 BRAND_LABELS = (

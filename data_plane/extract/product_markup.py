@@ -41,16 +41,24 @@ _BUY = re.compile(
     r"|adicionar ao carrinho|sepete ekle|в корзину|カートに入れる|加入购物车",
     re.I,
 )
-PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "onclick")
+PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "title", "aria-label", "onclick")
 """Attributes that name a control's action: Magento's ``onclick="productAddToCartForm.submit(this)"``
-on a button labelled only in the shop's language ("Do koszyka")."""
+on a button labelled only in the shop's language ("Do koszyka"), a ``title="Add to Cart"`` on a link
+drawn as a picture by CSS (focalprice.com)."""
 DISABLED_WORDS = frozenset({"disabled", "isdisabled", "btndisabled", "soldout", "outofstock", "unavailable"})
 """Class words of an add-to-cart control that does not take orders."""
-BUY_CONTROLS = "button, input[type=submit], a, [class*=cart i], [id*=cart i]"
+BUY_CONTROLS = "button, input[type=submit i], input[type=button i], a, [class*=cart i], [id*=cart i]"
 CONTROL_TAGS = frozenset({"button", "input", "a", "img"})
 BUY_IMAGES = "input[type=image], a img, button img"
 """Controls drawn as an image (osCommerce's ``button_in_cart``, PayPal's "Buy Now", "AddToCart.png"): their
 alt text, title or file name says what they do."""
+SKU_DATA = ("data-sku", "data-product-sku", "data-item-sku", "data-variant-sku")
+SKU_ATTRIBUTES = "[itemprop=sku], " + ", ".join(f"[{name}]" for name in SKU_DATA)
+SKU_WORDS = frozenset({"sku", "itemcode", "productcode", "itemnumber", "productnumber", "articlenumber"})
+SKU_CLASSED = ", ".join(
+    f"[{attribute}*={hint} i]" for attribute in ("class", "id") for hint in ("sku", "code", "number")
+)
+"""The CSS engine picks the few candidates; their class or id words are then judged in Python."""
 MAX_STATEMENT_WORDS = 12
 MAX_DETAILS_CHARS = 200_000
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")  # a full stop before a capital: a new sentence
@@ -186,14 +194,21 @@ def _availability_in(area_text: str) -> Availability | None:
 
 
 def _sku_attribute(scope: LexborNode) -> str | None:
-    """An item number the markup marks as one: ``itemprop=sku``, ``data-sku``, an element of class "sku"."""
-    for node in scope.css("[itemprop=sku], [data-sku]"):
-        sku = sku_of(node.attributes.get("content") or node.attributes.get("data-sku") or line(node))
-        if sku:
+    """An item number the markup marks as one: ``itemprop=sku``, ``data-sku`` (``data-product-sku``…), an
+    element whose class or id says "sku" or "item code" (``<div id="itemcode">#84682</div>``)."""
+    for node in scope.css(SKU_ATTRIBUTES):
+        attributes = node.attributes
+        value = attributes.get("content") or next(
+            (attributes[name] for name in SKU_DATA if attributes.get(name)), None
+        )
+        sku = sku_of(value or line(node))
+        if sku:  # a hidden one too: shops keep the item number in hidden elements for their scripts
             return sku
-    for node in innermost(node for node in scope.css("[class*=sku i], [id*=sku i]") if "sku" in words(node)):
+    marked = (node for node in scope.css(SKU_CLASSED) if SKU_WORDS & words(node))
+    for node in innermost(marked):
         sku = sku_of(line(node))
-        if sku:
+        # "sku" says so; "code" or "number" may head a promotion code or a phone number: a digit at least
+        if sku and ("sku" in words(node) or any(char.isdigit() for char in sku)):
             return sku
     return None
 

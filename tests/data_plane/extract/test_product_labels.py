@@ -28,6 +28,8 @@ pytestmark = pytest.mark.unit
         ("Catalog Item # 34961", "34961"),
         ("Kód tovaru:\ng36173", "g36173"),
         ("SKU: Treasure Garden UM9109-3462", "UM9109-3462"),  # a brand before the number
+        ("Stock Code:\nEIKO-H11BCVSUBP1", "EIKO-H11BCVSUBP1"),  # 1000bulbs.com
+        ("Код:\u00a096133", "96133"),  # gsm-komplekt.com, as "Code:" alone
     ],
 )
 def test_labelled_item_numbers(text: str, sku: str) -> None:

@@ -1,0 +1,84 @@
+"""The product's item number from its own identifiers: published ids, marked elements, its data layer."""
+
+from __future__ import annotations
+
+import pytest
+
+from data_plane.extract.fields import ProductFields
+from data_plane.extract.identifiers import sku_of
+from data_plane.extract.markup import Markup
+from data_plane.extract.product import extract_product
+from data_plane.extract.product_tracking import tracked_sku
+from data_plane.extract.structured import read_structured
+
+pytestmark = pytest.mark.unit
+
+URL = "https://shop.example/p/1"
+
+
+def product_of(html: str) -> ProductFields:
+    product = extract_product(Markup(html), read_structured(html, URL), URL, html=html)
+    assert product is not None
+    return product
+
+
+def microdata(product_id: str) -> str:
+    return f"""<html><body><div itemscope itemtype="http://schema.org/Product">
+    <h1 itemprop="name">Velvet Bag</h1><span itemprop="productID">{product_id}</span>
+    <span itemprop="offers" itemscope itemtype="http://schema.org/Offer"><span itemprop="price">1.38</span>
+    <meta itemprop="priceCurrency" content="USD"></span></div></body></html>"""
+
+
+def test_a_published_product_id_is_the_item_number_unless_it_is_a_gtin() -> None:
+    # greatmusicproductsonline.com: "Product ID: VBAG" in microdata productID; luckybrand.com publishes
+    # its UPC there, and ISBNs come as "isbn:978…".
+    assert product_of(microdata("VBAG")).sku == "VBAG"
+    assert product_of(microdata("846922083062")).sku is None
+    assert product_of(microdata("isbn:9781782399636")).sku is None
+
+
+def test_an_item_number_in_a_data_attribute() -> None:
+    html = """<html><body><div class="product" data-product-sku="TL-4COA"><h1>Sidamo</h1>
+    <p class="price">27,90 €</p><button>In den Warenkorb</button></div></body></html>"""
+    assert product_of(html).sku == "TL-4COA"
+
+
+def test_an_element_whose_id_says_item_code() -> None:
+    # worldsoccershop.com: <div id="itemcode">#84682</div> above the name.
+    html = """<html><body><div id="item_order_area"><div id="itemcode">#84682</div><h1>Lotto Zhero</h1>
+    <div class="sale_price">$24.99</div><button>Add to cart</button></div></body></html>"""
+    assert product_of(html).sku == "84682"
+
+
+def test_a_promotion_code_is_no_item_number() -> None:
+    html = """<html><body><div class="product"><h1>Mug</h1><p class="price">$9.99</p>
+    <p class="promo-code">FREESHIP</p><button>Add to cart</button></div></body></html>"""
+    assert product_of(html).sku is None
+
+
+@pytest.mark.parametrize(
+    ("script", "sku"),
+    [
+        ('var utag_data = {page_type: "Product", product_sku: ["201500014845"]};', "201500014845"),
+        ("utag_data = {'product_sku': 'HB095BLK'}", "HB095BLK"),
+        ('utag_data = {"product_sku": ["A-1", "B-2", "C-3"]}', None),  # a listing: several
+        ("var x = {id: 1};", None),
+    ],
+)
+def test_the_item_number_a_tealium_data_layer_names(script: str, sku: str | None) -> None:
+    # calendars.com prints "ID : 201500014845" only; its data layer names it product_sku.
+    assert tracked_sku(f"<script>{script}</script>") == sku
+
+
+def test_the_data_layer_item_number_is_read_only_when_nothing_else_gives_one() -> None:
+    page = """<html><head><script>var utag_data = {product_sku: ["201500014845"]};</script></head><body>
+    <div class="product"><h1>Diners Puzzle</h1><p class="price">$14.99</p>{shown}
+    <button>Add to cart</button></div></body></html>"""
+    alone = product_of(page.replace("{shown}", ""))
+    shown = product_of(page.replace("{shown}", "<p>SKU: PZL-1</p>"))
+    assert (alone.sku, alone.source_of("sku")) == ("201500014845", "embedded-json")
+    assert (shown.sku, shown.source_of("sku")) == ("PZL-1", "markup")
+
+
+def test_an_item_number_shown_after_a_hash() -> None:
+    assert sku_of("#84682") == "84682"
