@@ -49,6 +49,9 @@ DISABLED_WORDS = frozenset({"disabled", "isdisabled", "btndisabled", "soldout", 
 """Class words of an add-to-cart control that does not take orders."""
 BUY_CONTROLS = "button, input[type=submit i], input[type=button i], a, [class*=cart i], [id*=cart i]"
 CONTROL_TAGS = frozenset({"button", "input", "a", "img"})
+LISTED_BUY_CONTROLS = 4
+"""This many different add-to-cart controls (each its own item id) are a listing's, one per card: a
+product's buy box has one, with a sticky copy or a "buy now" beside it at most."""
 BUY_IMAGES = "input[type=image], a img, button img"
 """Controls drawn as an image (osCommerce's ``button_in_cart``, PayPal's "Buy Now", "AddToCart.png"): their
 alt text, title or file name says what they do."""
@@ -259,9 +262,12 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
     controls = [node for node in scope.css(BUY_CONTROLS) if _buy_label(node)]
     controls += [node for node in scope.css(BUY_IMAGES) if _buy_image(node)]
     shown = [node for node in controls if not elsewhere(node, scope) and not unseen_within(node)]
+    pressed = [node for node in shown if node.tag in CONTROL_TAGS]
+    if len({tuple(sorted(node.attributes.items())) for node in pressed}) >= LISTED_BUY_CONTROLS:
+        return False, None, None  # one per card: a listing's, not one product's buy box
     found: ButtonState | None = None
     stated: Availability | None = None
-    for node in (node for node in shown if node.tag in CONTROL_TAGS):
+    for node in pressed:
         label = availability_in(line(node))
         stated = stated or label
         if label == "out_of_stock" or _disabled(node):

@@ -131,3 +131,15 @@ def test_an_unknown_published_value_is_no_state_but_its_source_is_named() -> Non
 def test_back_in_stock_is_no_in_stock_phrase() -> None:
     assert availability_in("Notify me when back in stock") is None
     assert availability_in("In stock") == "in_stock"
+
+
+def test_one_add_to_cart_per_card_is_a_listing_not_a_buy_box() -> None:
+    # perfumemart.com's home page: no <h1>, 24 "Add To Cart" inputs, one per perfume; read as a product
+    # page (its first card's price) once input type=button counted as a buy control.
+    cards = "".join(
+        f"""<div class="item{n % 2}"><b>Perfume {n}</b> $8{n}.54 <input type="button" value="Add To Cart"
+        onclick="window.location='add_cart.asp?item_id={n}'"></div>"""
+        for n in range(5)
+    )
+    html = f"<html><body><main>{cards}</main></body></html>"
+    assert extract_product(Markup(html), read_structured(html, URL), URL, html=html) is None
