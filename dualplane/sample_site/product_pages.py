@@ -118,9 +118,16 @@ def _detail(page: Page, product: Product) -> str:
         f'<div class="price-box">{was}<span class="price">{price}</span></div>\n'
         f'<p class="stock {stock_class}">{stock_phrase(product)}</p>\n'
         f'<p class="rating">Rated {product.rating} out of 5 ({product.review_count} reviews)</p>\n'
-        '<button type="button" class="add-to-cart">Add to basket</button>\n'
+        f"{_basket_button(product)}\n"
         "</div>"
     )
+
+
+def _basket_button(product: Product) -> str:
+    # As shops do: an item that is out of stock cannot be put in the basket (the extractor reads an
+    # enabled button beside "Out of stock" as signals that disagree, and says nothing).
+    disabled = " disabled" if product.availability == "OutOfStock" else ""
+    return f'<button type="button" class="add-to-cart"{disabled}>Add to basket</button>'
 
 
 def _microdata(product: Product, image: str, was: str) -> str:
@@ -139,7 +146,7 @@ def _microdata(product: Product, image: str, was: str) -> str:
         f'<link itemprop="availability" href="{product.availability_url}">'
         f'<p class="stock">{stock_phrase(product)}</p></div>\n'
         f'<p class="rating">Rated {product.rating} out of 5 ({product.review_count} reviews)</p>\n'
-        '<button type="button" class="add-to-cart">Add to basket</button>\n'
+        f"{_basket_button(product)}\n"
         "</div>"
     )
 
