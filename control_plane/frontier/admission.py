@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from brokers.amqp.messages import CrawlTask, JobSpec, Priority, new_id
+from control_plane.frontier.exceptions import RobotsPending
 from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.scope import ScopeRules
 from control_plane.frontier.seen import SeenSet
@@ -51,6 +52,7 @@ class Admitted:
     counts: Counter[str] = field(default_factory=Counter)
     keys: dict[bytes, int] = field(default_factory=dict)  # new seen key -> its site's bucket
     known: list[tuple[str, str]] = field(default_factory=list)  # (job, raw URL) now in the seen set
+    waiting: set[str] = field(default_factory=set)  # origins whose robots.txt is being fetched
 
 
 class Admission:
@@ -89,7 +91,11 @@ class Admission:
         self._scopes.pop(job_id, None)
 
     def consider(self, job: JobSpec, batch: Batch, pending: dict[bytes, int]) -> Admitted:
-        """Run ``batch`` through the rules; ``pending`` holds keys seen earlier in this commit."""
+        """Run ``batch`` through the rules; ``pending`` holds keys seen earlier in this commit.
+
+        Raises :class:`RobotsPending` when a URL needs a robots.txt not known yet: its fetch is
+        started, and the batch is to be considered again, whole, once it has arrived.
+        """
         admitted = Admitted()
         counts = admitted.counts
         urls = list(batch.urls)
@@ -119,7 +125,7 @@ class Admission:
             if room is not None and room <= 0:
                 counts["over_limit"] += 1
                 continue
-            task = self._task(job, batch, url, domain)
+            task = self._task(job, batch, url, domain, admitted.waiting)
             if task is None:
                 counts["disallowed"] += 1
                 continue
@@ -127,15 +133,21 @@ class Admission:
                 room -= 1
             counts["discovered"] += 1
             admitted.tasks.append(task)
+        if admitted.waiting:
+            raise RobotsPending(admitted.waiting)
         return admitted
 
-    def _task(self, job: JobSpec, batch: Batch, url: str, domain: str) -> CrawlTask | None:
-        """The task for ``url``, or None when robots.txt disallows it."""
+    def _task(self, job: JobSpec, batch: Batch, url: str, domain: str, waiting: set[str]) -> CrawlTask | None:
+        """The task for ``url``, or None when robots.txt disallows it or is not known yet (then its
+        origin joins ``waiting``)."""
         delay_ms = None
         # robots.txt is fetched by the frontier itself: never from an address the fetcher would
         # refuse (SSRF). Such URLs are admitted unchecked, and the fetcher records the refusal.
         if job.obey_robots and self._safe(url):
-            robots = self.robots.check(url)
+            robots = self.robots.ready(url)
+            if robots is None:
+                waiting.add(self.robots.origin_of(url))
+                return None
             if not robots.allowed:
                 return None
             delay_ms = int(robots.crawl_delay_s * 1000) if robots.crawl_delay_s else None

@@ -20,3 +20,12 @@ class ChangelogUnavailable(FrontierError):
 
 class ReshardRefused(FrontierError):
     """Resharding cannot start safely now (a service is still consuming); the message says what to stop."""
+
+
+class RobotsPending(FrontierError):
+    """A discovery message needs robots.txt files still being fetched: it waits, unacked, and is
+    handled once they are known, while the shard goes on with its other messages."""
+
+    def __init__(self, origins: set[str]) -> None:
+        super().__init__(f"waiting for robots.txt of {', '.join(sorted(origins))}")
+        self.origins = frozenset(origins)

@@ -59,12 +59,21 @@ class JobSnapshots:
         self.pending: set[str] = set()  # given by due(), not yet committed
         self._finished: dict[str, deque[tuple[float, int]]] = {}  # job -> (time, finished tasks)
         self._last: dict[str, dict[str, Any]] = {}  # job -> counters last published, and when they moved
+        self._robots_waiting: dict[str, int] = {}  # job -> its discovery messages waiting for robots.txt
 
     def mark(self, job_id: str) -> None:
         self.marked.add(job_id)
 
     def mark_all(self, job_ids: list[str]) -> None:
         self.marked.update(job_ids)
+
+    def robots_waiting(self, counts: dict[str, int]) -> None:
+        """Each job's discovery messages that wait for a robots.txt: such a job is not idle, or
+        ``crawl --wait`` could call it finished while its next URLs wait for their site's rules."""
+        changed = {job for job in counts.keys() | self._robots_waiting.keys()
+                   if counts.get(job) != self._robots_waiting.get(job)}  # fmt: skip
+        self.marked |= changed
+        self._robots_waiting = dict(counts)
 
     def due(self, state: FrontierState) -> list[SideRecord]:
         """The snapshots of the jobs marked since the last :meth:`published` (state as of now), to
@@ -76,7 +85,10 @@ class JobSnapshots:
         for job_id in sorted(self.pending):
             progress = state.progress(job_id)
             if progress is not None:
-                snapshot = {**progress.as_dict(), **self._extra(job_id, progress.as_dict(), now)}
+                counters = {**progress.as_dict(), "robots_waiting": self._robots_waiting.get(job_id, 0)}
+                if counters["robots_waiting"]:
+                    counters["idle"] = False
+                snapshot = {**counters, **self._extra(job_id, counters, now)}
                 records.append((self.topic, job_id, json.dumps(snapshot).encode()))
         return records
 

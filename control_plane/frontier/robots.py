@@ -1,4 +1,12 @@
-"""robots.txt per origin, fetched with httpx, parsed with Protego, cached with a TTL (RFC 9309)."""
+"""robots.txt per origin, fetched by the guarded client, parsed with Protego, cached with a TTL (RFC 9309).
+
+The fetch goes through :class:`~core.web.client.GuardedClient`, as every request the crawler makes
+on its own account: the SSRF guard checks each redirect hop (a robots.txt redirecting to 127.0.0.2
+was followed there), one deadline covers the whole answer (a server trickling its head a byte a
+second held the frontier's shard for as long as it liked), and the body is capped at 500 KiB.
+Fetches run on the client's own thread: :meth:`RobotsCache.ready` starts one and returns at once,
+so a shard keeps serving its other sites while one site's robots.txt is slow.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +14,21 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future, wait
 from dataclasses import dataclass
 from types import TracebackType
 from urllib.parse import urlsplit
 
-import httpx
 from protego import Protego
 
+from core.web.client import GuardedClient, HttpAnswer
+from core.web.client_thread import ClientThread
+from core.web.exceptions import OutboundFailed, UnsafeUrl
+from core.web.ssrf import SsrfGuard
 from core.web.urls import domain_of
 
 MAX_ROBOTS_BYTES = 500 * 1024
-"""RFC 9309 asks parsers to read at least 500 KiB; we read exactly that and drop the rest."""
+"""RFC 9309 asks parsers to read at least 500 KiB; we read that much, up to its last whole line."""
 
 MAX_REDIRECTS = 5
 """RFC 9309: follow at least five consecutive redirects; past that the file counts as unavailable."""
@@ -53,25 +65,29 @@ class RobotsCache:
     """Answers "may ``user_agent`` fetch this URL?" from each origin's robots.txt, fetched on demand.
 
     RFC 9309 semantics: a 2xx file is obeyed; 4xx (including 404) means no rules, everything
-    allowed; 5xx, 429 (as Google treats it: the server is struggling), a network error or a
-    timeout mean "unreachable", everything disallowed until ``error_ttl_s`` passes. Good answers
-    are cached for ``ttl_s``; at most ``max_domains`` origins are kept, least recently used first out.
+    allowed; 5xx, 429 (as Google treats it: the server is struggling), a network error, a timeout
+    or a redirect the SSRF guard refuses mean "unreachable", everything disallowed until
+    ``error_ttl_s`` passes. Good answers are cached for ``ttl_s``; at most ``max_domains`` origins
+    are kept, least recently used first out. A fetch takes at most ``fetch_timeout_s``, all in.
 
-    ``check`` blocks on the fetch (at most about ``fetch_timeout_s`` per origin) on a cache miss. It
-    is thread-safe; two threads missing the same origin at once may both fetch it. Pass ``client``
-    to share a connection pool (it is not closed by :meth:`close`); ``clock`` is injectable for tests.
+    :meth:`ready` never blocks: a verdict when the origin's file is known, else None while it is
+    fetched in the background (``on_ready`` is called when it arrives). :meth:`check` blocks on the
+    fetch. Thread-safe. Pass ``client`` to share one guarded client (it is not closed by
+    :meth:`close`); ``clock`` is injectable for tests.
     """
 
     def __init__(
         self,
         user_agent: str,
         *,
+        guard: SsrfGuard | None = None,
         ttl_s: float = 86400,
         error_ttl_s: float = 300,
         fetch_timeout_s: float = 10,
         max_domains: int = 100_000,
-        client: httpx.Client | None = None,
+        client: ClientThread | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
         if max_domains < 1:
             raise ValueError(f"max_domains must be >= 1, got {max_domains}")
@@ -80,10 +96,14 @@ class RobotsCache:
         self.error_ttl_s = error_ttl_s
         self.fetch_timeout_s = fetch_timeout_s
         self.max_domains = max_domains
+        self.on_ready = on_ready
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.Client()
+        self._client = client or ClientThread(
+            GuardedClient(guard or SsrfGuard(), user_agent=user_agent), name="robots.txt"
+        )
         self._clock = clock
         self._policies: OrderedDict[str, _Policy] = OrderedDict()
+        self._in_flight: dict[str, Future[HttpAnswer]] = {}
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -92,15 +112,39 @@ class RobotsCache:
     def __len__(self) -> int:
         return len(self._policies)
 
+    @staticmethod
+    def origin_of(url: str) -> str:
+        """``scheme://host[:port]`` of ``url``: what one robots.txt covers. InvalidUrl for a bad URL."""
+        domain = domain_of(url)  # validates first: urlsplit() below then cannot fail
+        return f"{urlsplit(url.strip()).scheme.lower()}://{domain}"
+
     def check(self, url: str) -> RobotsVerdict:
         """The verdict for ``url`` (http or https), fetching its origin's robots.txt when not cached.
 
         Never raises for a bad robots.txt or an unreachable server (that is a verdict); raises
         :class:`~core.web.exceptions.InvalidUrl` when ``url`` itself is not an http(s) URL.
         """
-        domain = domain_of(url)  # validates first: urlsplit() below then cannot fail
-        origin = f"{urlsplit(url.strip()).scheme.lower()}://{domain}"
-        return self._policy(origin).verdict(url, self.user_agent)
+        origin = self.origin_of(url)
+        policy = self._cached(origin)
+        if policy is None:
+            fetch = self._start(origin)
+            wait([fetch])  # bounded by the fetch's own deadline; a failure is a verdict (_policy)
+            policy = self._settle(origin, fetch)
+        return policy.verdict(url, self.user_agent)
+
+    def ready(self, url: str) -> RobotsVerdict | None:
+        """The verdict for ``url`` if its origin's robots.txt is known, else None and a fetch started."""
+        origin = self.origin_of(url)
+        policy = self._cached(origin)
+        if policy is None:
+            self._start(origin)
+            return None
+        return policy.verdict(url, self.user_agent)
+
+    def fetching(self, origin: str) -> bool:
+        """Whether ``origin``'s robots.txt is being fetched right now."""
+        with self._lock:
+            return origin in self._in_flight
 
     def close(self) -> None:
         """Close the HTTP client if this cache created it."""
@@ -115,33 +159,66 @@ class RobotsCache:
     ) -> None:
         self.close()
 
-    def _policy(self, origin: str) -> _Policy:
+    def _cached(self, origin: str) -> _Policy | None:
         with self._lock:
             policy = self._policies.get(origin)
             if policy is not None and policy.expires_at > self._clock():
                 self._policies.move_to_end(origin)
                 return policy
-        # Fetch outside the lock: one slow origin must not hold up checks for every other origin.
-        policy = self._fetch(origin)
+        return None
+
+    def _start(self, origin: str) -> Future[HttpAnswer]:
+        """The origin's fetch under way, started unless it was already (one fetch per origin)."""
         with self._lock:
-            self._policies[origin] = policy
-            self._policies.move_to_end(origin)
-            while len(self._policies) > self.max_domains:
-                self._policies.popitem(last=False)
+            fetch = self._in_flight.get(origin)
+            if fetch is not None:
+                return fetch
+            fetch = self._client.get(
+                f"{origin}/robots.txt",
+                deadline_s=self.fetch_timeout_s,
+                max_bytes=MAX_ROBOTS_BYTES,
+                max_redirects=MAX_REDIRECTS,
+            )
+            self._in_flight[origin] = fetch
+        fetch.add_done_callback(lambda done: self._arrived(origin, done))
+        return fetch
+
+    def _arrived(self, origin: str, fetch: Future[HttpAnswer]) -> None:
+        """On the client's thread: keep the policy, then tell whoever waits for it."""
+        self._settle(origin, fetch)
+        if self.on_ready is not None:
+            self.on_ready()
+
+    def _settle(self, origin: str, fetch: Future[HttpAnswer]) -> _Policy:
+        """The policy ``fetch`` gave, stored once (the waiter and the done callback both come here)."""
+        with self._lock:
+            if self._in_flight.get(origin) is not fetch:
+                stored = self._policies.get(origin)
+                if stored is not None:
+                    return stored
+        policy = self._policy(fetch)
+        with self._lock:
+            if self._in_flight.get(origin) is fetch:
+                del self._in_flight[origin]
+                self._policies[origin] = policy
+                self._policies.move_to_end(origin)
+                while len(self._policies) > self.max_domains:
+                    self._policies.popitem(last=False)
         return policy
 
-    def _fetch(self, origin: str) -> _Policy:
+    def _policy(self, fetch: Future[HttpAnswer]) -> _Policy:
         try:
-            status, body, redirects = self._download(f"{origin}/robots.txt")
-        except (httpx.HTTPError, TimeoutError) as error:
+            answer = fetch.result()
+        except (OutboundFailed, UnsafeUrl, CancelledError) as error:  # CancelledError: at shutdown
             return self._unreachable(f"{type(error).__name__}: {error}")
         now = self._clock()
+        status = answer.status
         if 200 <= status < 300:
-            rules = Protego.parse(body.decode("utf-8-sig", errors="replace"))
+            rules = Protego.parse(_whole_lines(answer).decode("utf-8-sig", errors="replace"))
             return _Policy(rules, True, "robots.txt", now + self.ttl_s)
         if status == 429 or status >= 500:
             return self._unreachable(f"HTTP {status}")
-        after = f" after {redirects} redirects" if redirects else ""
+        after = f" after {answer.redirects} redirects" if answer.redirects else ""
         reason = f"robots.txt unavailable (HTTP {status}{after}): everything allowed"
         return _Policy(None, True, reason, now + self.ttl_s)
 
@@ -149,32 +226,11 @@ class RobotsCache:
         reason = f"robots.txt unreachable: {why}; everything disallowed for now"
         return _Policy(None, False, reason, self._clock() + self.error_ttl_s)
 
-    def _download(self, url: str) -> tuple[int, bytes, int]:
-        """Status, the first MAX_ROBOTS_BYTES of the body, and the number of redirects followed."""
-        deadline = time.monotonic() + self.fetch_timeout_s
-        request = self._client.build_request(
-            "GET", url, headers={"User-Agent": self.user_agent}, timeout=self.fetch_timeout_s
-        )
-        for redirects in range(MAX_REDIRECTS + 1):
-            response = self._client.send(request, stream=True, follow_redirects=False)
-            try:
-                if response.next_request is None or redirects == MAX_REDIRECTS:
-                    # Only a 2xx body is ever parsed; other bodies are not worth the bytes.
-                    body = _read_capped(response, deadline) if response.is_success else b""
-                    return response.status_code, body, redirects
-                request = response.next_request
-            finally:
-                response.close()
-        raise AssertionError("unreachable: the loop returns on its last round")
 
-
-def _read_capped(response: httpx.Response, deadline: float) -> bytes:
-    body = bytearray()
-    for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) >= MAX_ROBOTS_BYTES:
-            break
-        # httpx times each read; the deadline also stops a server that trickles bytes forever.
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"robots.txt download took over its deadline ({len(body)} bytes read)")
-    return bytes(body[:MAX_ROBOTS_BYTES])
+def _whole_lines(answer: HttpAnswer) -> bytes:
+    """The body, without the partial line the size cap cut: ``Disallow: /private/x`` cut after its
+    first slash would read as ``Disallow: /``, and forbid the whole site."""
+    if not answer.truncated:
+        return answer.body
+    end = max(answer.body.rfind(b"\n"), answer.body.rfind(b"\r"))
+    return answer.body[: end + 1]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+from collections import Counter
 from contextlib import AbstractContextManager
 
 from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
@@ -52,7 +53,7 @@ from control_plane.frontier import metrics
 from control_plane.frontier.admission import Admission, Batch
 from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
 from control_plane.frontier.domain_permits import DomainPermits
-from control_plane.frontier.exceptions import ChangelogUnavailable
+from control_plane.frontier.exceptions import ChangelogUnavailable, RobotsPending
 from control_plane.frontier.jobs import JobSnapshots, SideRecord, ensure_progress_topic
 from control_plane.frontier.restore import catch_up
 from control_plane.frontier.robots import RobotsCache
@@ -98,13 +99,19 @@ class Frontier:
             expected_items=frontier.seen_expected_items,
             false_positive_rate=frontier.seen_false_positive_rate,
         )
-        self.robots = robots or RobotsCache(settings.fetch.user_agent, ttl_s=frontier.robots_ttl_s)
+        guard = SsrfGuard.from_setting(settings.fetch.allow_hosts)
+        self.robots = robots or RobotsCache(
+            settings.fetch.user_agent,
+            guard=guard,
+            ttl_s=frontier.robots_ttl_s,
+            fetch_timeout_s=frontier.robots_timeout_s,
+        )
         extra = {p.strip() for p in frontier.tracking_params.split(",") if p.strip()}
         self.admission = Admission(
             self.state,
             self.seen,
             self.robots,
-            SsrfGuard.from_setting(settings.fetch.allow_hosts),
+            guard,
             strip_params=DEFAULT_TRACKING_PARAMS | frozenset(extra),
             max_attempts=frontier.max_attempts,
         )
@@ -117,6 +124,9 @@ class Frontier:
         self.active = False
         self._wake_at: float | None = None  # when to send a Wake to the shard queue (see Wake)
         self._inbox: list[Delivery] = []  # the pass's deliveries, handled at its commit
+        # Discovery waiting for robots.txt files still being fetched (RobotsPending), unacked, with
+        # the origins it waits for: handled in the first pass after they have all arrived.
+        self._waiting: list[tuple[Delivery, frozenset[str]]] = []
         self._outbox: list[CrawlTask] = []  # tasks to publish with the pass's commit
         self._pass_keys: dict[bytes, int] = {}  # new seen keys of the pass -> site bucket
         self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
@@ -175,6 +185,8 @@ class Frontier:
             log.warning("frontier shard %d: no longer active; discarding what was not committed", self.shard)
         self._abandon_pass()
         self._inbox.clear()  # their connection is gone: the broker delivers them again
+        self._waiting.clear()
+        self.snapshots.robots_waiting({})
         self._committed_messages.clear()
         self.snapshots.reset()
 
@@ -347,6 +359,7 @@ class Frontier:
         commit: Kafka cannot take the changelog now, so nothing is acked and the pass is redone."""
         if not self.active and not self._inbox:
             return True
+        self._wake_waiting()
         if self._coalescing():
             return False  # nothing handled yet: the inbox waits for the next pass, unacked
         try:
@@ -366,7 +379,11 @@ class Frontier:
             self._abandon_pass()
             return False
         for delivery, failure in settles:
-            self._settle(consumer, delivery, failure)
+            if isinstance(failure, RobotsPending):
+                self._waiting.append((delivery, failure.origins))
+                self._count_waiting()
+            else:
+                self._settle(consumer, delivery, failure)
         for task in self._outbox:
             consumer.publish(self.topology.tasks_exchange, task.priority, task)
         self._inbox, self._outbox = [], []
@@ -377,6 +394,22 @@ class Frontier:
         if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
             self._held_snapshots = self.snapshots.due(self.state)
         return True
+
+    def _wake_waiting(self) -> None:
+        """Deliveries whose robots.txt files have all arrived go back to the front of the inbox."""
+        if not self._waiting:
+            return
+        fetching = self.robots.fetching
+        still = [(d, origins) for d, origins in self._waiting if any(fetching(o) for o in origins)]
+        if len(still) < len(self._waiting):
+            waiting = {id(d) for d, _ in still}
+            self._inbox[:0] = [d for d, _ in self._waiting if id(d) not in waiting]
+            self._waiting = still
+            self._count_waiting()
+
+    def _count_waiting(self) -> None:
+        counts: Counter[str] = Counter(getattr(d.message, "job_id", "") for d, _ in self._waiting)
+        self.snapshots.robots_waiting(counts)
 
     def _coalescing(self) -> bool:
         """Whether to let more messages join this pass: a few arrived, and the last pass was recent."""

@@ -41,6 +41,9 @@ class FrontierSettings(BaseSettings):
     seen_false_positive_rate: float = Field(default=0.001, gt=0, lt=0.5)
     tracking_params: str = ""  # comma-separated extra query parameters to strip
     robots_ttl_s: float = Field(default=86_400, gt=0)
+    # The whole robots.txt answer (connect, head, redirects, body) within this, or the site counts as
+    # unreachable for 5 min. The shard serves its other sites meanwhile (RobotsCache.ready).
+    robots_timeout_s: float = Field(default=10.0, gt=0, le=300)
     max_attempts: int = Field(default=5, ge=1)
     snapshot_interval_s: float = Field(default=1.0, gt=0)
     # A pass (one changelog transaction, one SQLite commit, one AMQP transaction) waits this long

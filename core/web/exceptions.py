@@ -15,3 +15,11 @@ class InvalidUrl(WebError):
 
 class UnsafeUrl(WebError):
     """The SSRF guard refused a URL: not http(s), no host, unresolvable, or a refused address."""
+
+
+class OutboundFailed(WebError):
+    """A guarded outbound request got no usable answer: cannot connect, a broken answer, too slow."""
+
+
+class OutboundTimeout(OutboundFailed):
+    """A guarded outbound request had no complete answer (head, redirects and body) by its deadline."""

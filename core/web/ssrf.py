@@ -7,7 +7,7 @@ allowlist (``DUALPLANE_FETCH_ALLOW_HOSTS``: host names, addresses or CIDR blocks
 what tests and the demo need, e.g. ``127.0.0.1`` for the sample site.
 
 No rebinding window: the fetcher connects through :meth:`SsrfGuard.pinned_addresses` (see
-``control_plane/fetcher/backends/pinned.py``), which resolves the host once, checks every address
+``core/web/pinned.py``), which resolves the host once, checks every address
 and hands back the one to connect to, so the address connected to is always an address checked,
 whatever a DNS server answers the next time. :meth:`check` before a request gives the reason early
 (and refuses schemes); the connection's own check is what cannot be raced.

@@ -16,16 +16,14 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
-from urllib.parse import urldefrag, urljoin
 
 import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
+from yarl import URL
 
 from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from control_plane.fetcher.backends.body import ACCEPT_ENCODING, decoded_headers, read_response
-from control_plane.fetcher.backends.pinned import check_ip_host, pinned_connector, proxy_connector
 from control_plane.fetcher.backends.proxies import ProxyPool
-from control_plane.fetcher.backends.request_url import request_url
 from control_plane.fetcher.classify import classify
 from control_plane.fetcher.exceptions import (
     ConnectionFailed,
@@ -35,13 +33,14 @@ from control_plane.fetcher.exceptions import (
     SsrfRefused,
 )
 from core.web.exceptions import InvalidUrl, UnsafeUrl
+from core.web.hops import allowed_hop, redirect_target
+from core.web.pinned import pinned_connector, proxy_connector
 from core.web.ssrf import SsrfGuard
 from core.web.urls import domain_of
 
 if TYPE_CHECKING:
     from core.settings import Settings
 
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # Limits of a response head. httpx allowed 100 KiB for a whole head; aiohttp bounds each line and
 # the number of lines (its defaults, 8190 bytes a line, refused some real sites' long CSP headers).
 MAX_HEAD_LINE_BYTES = 64 * 1024
@@ -163,9 +162,9 @@ class DirectBackend(FetchBackend):
         started = time.perf_counter()
         url, chain = request.url, list[str]()
         while True:
-            await self._check(url, chain)
+            target = await self._check(url, chain)
             try:
-                hop = await self._hop(session, request, url, chain, started)
+                hop = await self._hop(session, request, url, chain, started, target=target)
             except UnsafeUrl as error:  # the connection's own check (GuardResolver): DNS changed its answer
                 raise SsrfRefused(f"{url}: {error}", final_url=url) from error
             except aiohttp.ClientError as error:
@@ -175,13 +174,14 @@ class DirectBackend(FetchBackend):
             chain.append(url)
             url = hop
 
-    async def _check(self, url: str, chain: list[str]) -> None:
+    async def _check(self, url: str, chain: list[str]) -> URL:
+        """The request target of ``url`` once the guard allows this hop (``core.web.hops``)."""
         try:
-            await self._guard.check(url)
+            return await allowed_hop(self._guard, url)
         except UnsafeUrl as error:
             where = f"redirect from {chain[-1]} to {url} refused: " if chain else ""
             raise SsrfRefused(f"{where}{error}", final_url=url) from error
-        except ValueError as error:  # e.g. a port out of range
+        except ValueError as error:  # e.g. a port out of range, a host IDNA cannot encode
             raise InvalidTarget(f"cannot request {url}: {error}", final_url=url) from error
 
     async def _hop(
@@ -191,13 +191,10 @@ class DirectBackend(FetchBackend):
         url: str,
         chain: list[str],
         started: float,
+        *,
+        target: URL,
     ) -> FetchResponse | str:
         """One request: the next URL when it redirects and we follow, else the final response."""
-        try:
-            target = request_url(url)
-            await check_ip_host(self._guard, target)
-        except ValueError as error:  # e.g. a host IDNA cannot encode
-            raise InvalidTarget(f"cannot request {url}: {error}", final_url=url) from error
         response = await session.get(
             target, headers=_headers(request), timeout=_timeout(request), allow_redirects=False
         )
@@ -231,16 +228,12 @@ class _Answer:
 
 def _redirect_target(status: int, headers: dict[str, str], url: str) -> str | None:
     """The absolute URL a redirect points to (no fragment); InvalidTarget when it cannot be one."""
-    location = headers.get("location")
-    if status not in REDIRECT_STATUSES or not location:
-        return None
     try:
-        target: str = urldefrag(urljoin(url, location.strip())).url
+        return redirect_target(status, headers, url)
     except ValueError as error:  # e.g. "http://[::1": nothing anyone could request
         raise InvalidTarget(
-            f"{url} redirects to {location!r}, which is no URL ({error})", final_url=url
+            f"{url} redirects to {headers.get('location')!r}, which is no URL ({error})", final_url=url
         ) from error
-    return target
 
 
 def _follows(request: FetchRequest, url: str, chain: list[str], target: str) -> bool:

@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.backends.pinned import pinned_connector
+from core.web.pinned import pinned_connector
 from core.web.ssrf import SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import fetch_request
 

@@ -13,10 +13,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from control_plane.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
+from core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 
 AGENT = "dualplane-test/1.0"
+LOOPBACK = SsrfGuard(["127.0.0.1"])  # the test servers' address, and no other
 
 
 @dataclass
@@ -105,7 +107,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def robots(clock: FakeClock) -> Iterator[RobotsCache]:
-    with RobotsCache(AGENT, ttl_s=3600, error_ttl_s=60, fetch_timeout_s=2, clock=clock) as cache:
+    with RobotsCache(
+        AGENT, guard=LOOPBACK, ttl_s=3600, error_ttl_s=60, fetch_timeout_s=2, clock=clock
+    ) as cache:
         yield cache
 
 
@@ -173,20 +177,20 @@ def test_a_connection_error_disallows_everything(robots: RobotsCache) -> None:
     verdict = robots.check(f"http://127.0.0.1:{closed_port}/page")
 
     assert not verdict.allowed
-    assert verdict.reason.startswith("robots.txt unreachable: ConnectError")
+    assert verdict.reason.startswith("robots.txt unreachable: OutboundFailed")
 
 
 def test_a_slow_server_times_out_and_disallows(server: RobotsServer, clock: FakeClock) -> None:
     answer_s = 30.0  # the server answers only after this; a check that waited for it would take as long
     server.robots("User-agent: *\nAllow: /\n", delay_s=answer_s)
 
-    with RobotsCache(AGENT, fetch_timeout_s=0.2, clock=clock) as robots:
+    with RobotsCache(AGENT, guard=LOOPBACK, fetch_timeout_s=0.2, clock=clock) as robots:
         started = time.monotonic()
         verdict = robots.check(f"{server.origin}/page")
 
     assert time.monotonic() - started < answer_s / 3, "the check waited for the answer, not its timeout"
     assert not verdict.allowed
-    assert verdict.reason.startswith("robots.txt unreachable: ReadTimeout")
+    assert verdict.reason.startswith("robots.txt unreachable: OutboundTimeout")
 
 
 def test_redirects_are_followed(server: RobotsServer, robots: RobotsCache) -> None:
@@ -236,7 +240,7 @@ def test_answers_are_cached_per_origin_until_the_ttl(
 def test_the_cache_keeps_at_most_max_domains_origins(server: RobotsServer, clock: FakeClock) -> None:
     other = RobotsServer()
     try:
-        with RobotsCache(AGENT, max_domains=1, clock=clock) as robots:
+        with RobotsCache(AGENT, guard=LOOPBACK, max_domains=1, clock=clock) as robots:
             robots.check(f"{server.origin}/a")
             robots.check(f"{other.origin}/a")
             robots.check(f"{server.origin}/b")  # evicted by the other origin: fetched again

@@ -1,4 +1,4 @@
-"""The URL a direct fetch asks for, spelled as httpx spelled it, for aiohttp to send unchanged.
+"""The URL an outbound request asks for, spelled as httpx spelled it, for aiohttp to send unchanged.
 
 Task URLs are canonical (``core.web.urls.canonicalize``) and pass as they are. yarl's own
 quoting, aiohttp's default, would decode the escapes of unreserved characters (``%7E`` to ``~``),
