@@ -171,8 +171,8 @@ def _masked_section(section: BaseSettings) -> dict[str, Any]:
             shown[name] = mask_url_password(raw) if "://" in raw else MASK
         elif isinstance(value, Path):
             shown[name] = str(value)
-        elif isinstance(value, str) and "://" in value:
-            shown[name] = mask_url_password(value)
+        elif isinstance(value, str) and "://" in value:  # a URL, or a list of them (proxies)
+            shown[name] = ",".join(mask_url_password(url) for url in value.split(","))
         else:
             shown[name] = value
     return shown

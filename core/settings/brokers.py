@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings
 
+from core.settings import checks
 from core.settings.base import section
 
 
@@ -29,6 +30,11 @@ class KafkaSettings(BaseSettings):
     client_id: str = "dualplane"
     replication_factor: int = Field(default=1, ge=1)
     group_prefix: str = "dualplane"  # consumer groups are named <prefix>-<service>
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _a_broker_list(cls, value: str) -> str:
+        return checks.bootstrap_servers(value)
 
     def client_config(self) -> dict[str, str]:
         """librdkafka connection and security keys shared by producers, consumers and admins."""
@@ -179,3 +185,10 @@ class S3Settings(BaseSettings):
     secret_access_key: SecretStr = SecretStr("dualplane-secret")
     bucket: str = "dualplane"
     claim_check_refresh_s: float = Field(default=86_400.0, ge=0)
+
+    @field_validator("endpoint_url")
+    @classmethod
+    def _an_http_url(cls, value: str | None) -> str | None:
+        if not value:  # unset or empty: the AWS endpoint of the region
+            return value
+        return checks.http_url(value, "http://127.0.0.1:9000 (empty for AWS)")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode
 
+from core.settings import checks
 from core.settings.base import section
 
 
@@ -90,6 +91,21 @@ class FetchSettings(BaseSettings):
     # HTML pages; set it to DUALPLANE_LIMIT_MAX_PAGE_BYTES or more to keep every body inline.
     inline_body_max_bytes: int = Field(default=512 * 1024, ge=1024)
 
+    @field_validator("allow_hosts")
+    @classmethod
+    def _hosts_addresses_or_cidrs(cls, value: str) -> str:
+        return checks.allow_hosts(value)
+
+    @field_validator("proxies")
+    @classmethod
+    def _proxy_urls(cls, value: str) -> str:
+        return checks.proxies(value)
+
+    @field_validator("scraping_api_url")
+    @classmethod
+    def _an_api_url(cls, value: str) -> str:
+        return checks.http_url(value, "https://api.scrapingant.com/v2/general")
+
 
 class ExtractSettings(BaseSettings):
     """The extractor: which record schema it writes, how it batches transactions, what it will parse."""
@@ -108,12 +124,22 @@ class ExtractSettings(BaseSettings):
     max_html_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)
     # Extractor plugin by domain (a domain covers its subdomains), for pages whose job chose none:
     # DUALPLANE_EXTRACT_EXTRACTOR_BY_DOMAIN='{"books.example.com": "reviews"}'.
-    extractor_by_domain: dict[str, str] = Field(default_factory=dict)
+    # NoDecode: parsed by the validator below, whose error names the variable (pydantic-settings'
+    # own JSON parsing raised a SettingsError the CLI could only show as a traceback).
+    extractor_by_domain: Annotated[dict[str, str], NoDecode] = Field(default_factory=dict)
     # A stable identity per extractor slot (a StatefulSet's pod name, a systemd instance), unique among
     # the running extractors: a restarted extractor then gets its partitions back at once (Kafka static
     # membership) and aborts its predecessor's open transaction at once (same transactional id),
     # instead of both waiting out timeouts (~45-60 s). With --processes N each child adds -<i>.
     instance_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._-]{1,100}$")
+
+    @field_validator("extractor_by_domain", mode="before")
+    @classmethod
+    def _a_json_object(cls, value: object) -> object:
+        try:
+            return checks.json_object(value)
+        except ValueError as error:
+            raise ValueError(f'{error}, such as {{"books.example.com": "reviews"}}') from None
 
 
 class StackSettings(BaseSettings):

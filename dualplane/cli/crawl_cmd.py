@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` star
     from control_plane.frontier.jobs import Verdict
     from core.settings import Settings
 
+EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
+
 
 def crawl(
     seed: Annotated[list[str] | None, typer.Option("--seed", help="A start URL; repeat for more.")] = None,
@@ -68,6 +70,8 @@ def crawl(
             f"{extractor!r} is no extractor plugin name (an entry point name of dualplane.extractors)",
             param_hint="--extractor",
         )
+    if extractor is not None:
+        _warn_unless_installed(extractor)
     if job is not None:
         try:
             check_job_id(job)
@@ -106,6 +110,22 @@ def crawl(
         )
         raise typer.Exit(1)
     stderr.print(f"job {spec.job_id} finished: {verdict.why}", soft_wrap=True)
+
+
+def _warn_unless_installed(extractor: str) -> None:
+    """A plugin the extractors lack dead-letters every page of the job: say so now, not silently.
+    A warning, not an error: the extractors may run elsewhere, with plugins this machine lacks."""
+    from importlib.metadata import entry_points
+
+    installed = sorted(point.name for point in entry_points(group=EXTRACTOR_GROUP))
+    if extractor not in installed:
+        stderr.print(
+            f"[yellow]warning:[/yellow] --extractor {extractor!r} is no extractor plugin installed here "
+            f"(installed: {', '.join(installed) or 'none'}); extractors without it dead-letter every page "
+            "of this job",
+            soft_wrap=True,
+            highlight=False,
+        )
 
 
 def _lane(priority: str) -> Priority:

@@ -17,6 +17,8 @@ if TYPE_CHECKING:  # imported when the command runs, so that `status --help` sta
     from control_plane.frontier.progress import ProgressReader
     from core.settings import Settings
 
+BROKER_PARTS = ("jobs", "queues", "lag")  # the parts read from Kafka and RabbitMQ
+
 
 def status(
     job: Annotated[str | None, typer.Option("--job", help="Show this job's progress counters.")] = None,
@@ -40,9 +42,19 @@ def status(
             print_json(view)
         else:
             stdout.print(render(view))
+        _fail_without_brokers(view["errors"])
     finally:
         if isinstance(reader, ProgressReader):
             reader.close()
+
+
+def _fail_without_brokers(errors: dict[str, str]) -> None:
+    """Exit 1 when a broker's part is missing: a status that never reached Kafka or RabbitMQ is none
+    (it exited 0 after 58 s of retries). A missing throttle snapshot is only a note in its table."""
+    missing = {part: why for part, why in errors.items() if part in BROKER_PARTS}
+    if missing:
+        text = " ".join("; ".join(f"{part}: {why}" for part, why in missing.items()).split())
+        raise DualplaneError(f"status is incomplete, a broker did not answer ({text})")
 
 
 def _open_reader(settings: Settings) -> ProgressReader | Exception:
