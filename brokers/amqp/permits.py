@@ -51,6 +51,10 @@ log = logging.getLogger(__name__)
 IDLE_EXPIRY_MS = 7 * 86_400_000
 REFILL_AFTER_S = 6 * 86_400.0  # well inside the expiry, well beyond any permit hold
 REFRESH_AFTER_S = 86_400.0  # re-declare once a day so an active queue never expires
+# A fetcher found a domain's permit queue gone although the frontier issued its task (deleted by
+# hand, or the broker's state lost while the frontier's disk was kept): it reports its task with this
+# outcome and sends it round the shortest delay tier, and the frontier declares and fills the queue.
+MISSING = "permit_queue_missing"
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,18 @@ def declare(channel: BlockingChannel, topology: Topology, domain: str) -> str:
     queue = topology.permits_queue(domain)
     channel.queue_declare(queue, durable=True, arguments={"x-expires": IDLE_EXPIRY_MS})
     return queue
+
+
+def exists(probe: BlockingChannel, topology: Topology, domain: str) -> tuple[bool, BlockingChannel]:
+    """Whether ``domain``'s permit queue exists, asked on ``probe`` (a passive declare), and the
+    channel to probe on next: a missing queue closes the probe channel (404), so a new one is opened."""
+    try:
+        probe.queue_declare(topology.permits_queue(domain), passive=True)
+    except ChannelClosedByBroker as closed:
+        if closed.reply_code != 404:
+            raise
+        return False, probe.connection.channel()
+    return True, probe
 
 
 def refill(channel: BlockingChannel, topology: Topology, domain: str, count: int) -> None:
@@ -179,12 +195,7 @@ class PermitQueues:
         if domain in self.known:
             return True
         assert self.channel is not None
-        try:
-            self.channel.queue_declare(self.topology.permits_queue(domain), passive=True)
-        except ChannelClosedByBroker as closed:
-            if closed.reply_code != 404:
-                raise
-            self.channel = self.channel.connection.channel()
-            return False
-        self.known.add(domain)
-        return True
+        found, self.channel = exists(self.channel, self.topology, domain)
+        if found:
+            self.known.add(domain)
+        return found

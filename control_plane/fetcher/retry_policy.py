@@ -30,6 +30,7 @@ class Outcome(StrEnum):
     PARSE_ERROR = "parse_error"
     INVALID_CONTENT = "invalid_content"
     SSRF_REFUSED = "ssrf_refused"
+    PERMIT_QUEUE_MISSING = "permit_queue_missing"  # brokers.amqp.permits.MISSING: nothing was fetched
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ RULES: Mapping[Outcome, RetryRule] = MappingProxyType({
     Outcome.PARSE_ERROR:       RetryRule(False,   0, False, "the same bytes would fail again"),
     Outcome.TOO_LARGE:         RetryRule(False,   0, False, "over the page size limit"),
     Outcome.INVALID_CONTENT:   RetryRule(False,   0, False, "not content we extract"),
+    Outcome.PERMIT_QUEUE_MISSING: RetryRule(True, 5, False, "the domain's permit queue was gone: "
+                                            "the frontier declares it again when the retry is reported"),
 })
 # fmt: on
 

@@ -224,6 +224,9 @@ class TaskRunner:
                 if problem is not None:
                     self._reject(waiting.delivery, problem)
                     continue
+                if not self.permit_queues.exists(domain):
+                    self._permit_queue_missing(waiting.delivery)
+                    continue
                 permit = self._try_permit(domain)
             if permit is None:
                 exhausted.add(domain)
@@ -249,12 +252,23 @@ class TaskRunner:
         if host != task.domain:
             # Its permits would be another site's: politeness would be kept for the wrong site.
             return f"the task's domain {task.domain!r} is not its URL's ({host!r})"
-        if not self.permit_queues.exists(task.domain):
-            return (
-                f"no permit queue {self.topology.permits_queue(task.domain)!r}: the frontier makes it with "
-                "a domain's first task; submit the URL through the frontier, or redrive once it exists"
-            )
         return None
+
+    def _permit_queue_missing(self, delivery: Delivery) -> None:
+        """The task's permit queue is gone (deleted, or the broker's state lost): a retry, whose
+        report makes the frontier declare and fill it again. A task no frontier issued finds none on
+        any attempt and is dead-lettered, with this reason, once its attempts are spent."""
+        task: CrawlTask = delivery.message
+        queue = self.topology.permits_queue(task.domain)
+        result = FetchResult(
+            Outcome.PERMIT_QUEUE_MISSING,
+            detail=f"no permit queue {queue!r}: the frontier that issued the task makes it again; a task "
+            "not submitted through the frontier never gets one",
+        )
+        attempts = {"attempt": task.attempt, "max_attempts": task.max_attempts}
+        decision = decide(result.outcome, **attempts, tiers=self.tiers, rng=self.rng)
+        log.warning("%s: %s", task.url, result.detail)
+        self._settle(delivery, task, result, decision)
 
     def _reject(self, delivery: Delivery, reason: str) -> None:
         """Dead-letter a task that can never run, with ``reason``, and tell its frontier."""

@@ -37,6 +37,7 @@ class DomainPermits:
         self.topology = topology
         self.view = view
         self.channel: BlockingChannel | None = None  # in tx mode, set on every (re)connect
+        self.probe: BlockingChannel | None = None  # for passive declares (a 404 closes it), likewise
         self._changed_lock = threading.Lock()
         self._changed: set[str] = set()  # domains whose limits changed, from the view's thread
         view.subscribe(self.on_limits_changed)
@@ -61,6 +62,26 @@ class DomainPermits:
             permits.declare(channel, self.topology, domain)
             ledger = self.state.permit_ledger(domain)
             self.state.set_permits(domain, ledger.target, now, ledger.debt)
+
+    def missing(self, domain: str) -> None:
+        """A fetcher found ``domain``'s permit queue gone (deleted, or the broker's state lost while
+        this shard's disk was kept): declare and fill it again, unless it is back already (another
+        report came first). Gone, it took every permit with it, so a full P_d is right."""
+        _, _, declared_at = self.state.domain(domain)
+        if declared_at is None:
+            return  # never made here: its next task makes it
+        assert self.probe is not None
+        found, self.probe = permits.exists(self.probe, self.topology, domain)
+        if found:
+            return
+        channel = self._channel()
+        wanted = self.view.details(domain).concurrency
+        permits.declare(channel, self.topology, domain)
+        permits.add(channel, self.topology, domain, wanted)
+        channel.tx_commit()
+        self.state.set_permits(domain, wanted, time.time())
+        log.warning("permit queue of %s was gone (a fetcher found it missing); declared again with %d "
+                    "permits", domain, wanted)  # fmt: skip
 
     def on_limits_changed(self, domain: str, limits: Limits) -> None:
         """The view's callback, on its own thread: note the domain for the consumer thread."""

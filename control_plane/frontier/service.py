@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from contextlib import AbstractContextManager
 
+from brokers.amqp import permits
 from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from brokers.amqp.exceptions import MessageRejected
 from brokers.amqp.messages import (
@@ -179,6 +180,7 @@ class Frontier:
         assert consumer.connection is not None
         self.permits.channel = consumer.connection.channel()
         self.permits.channel.tx_select()
+        self.permits.probe = consumer.connection.channel()
 
     def _deactivate(self) -> None:
         if self.active:
@@ -290,6 +292,8 @@ class Frontier:
         self.snapshots.mark(job.job_id)
 
     def _report(self, report: TaskReport) -> None:
+        if report.outcome == permits.MISSING:
+            self.permits.missing(report.domain)
         became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
         if became_final:
             self._release_backlog(report.domain)
