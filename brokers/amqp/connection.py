@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import logging
+
 import pika
 from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
 from core.settings import AmqpSettings
+
+
+class _ClosedIsAWarning(logging.Filter):
+    """pika logs a connection the broker closed (a restart, a forced close) as an ERROR, before our
+    consumers, which reconnect by themselves, log it as the WARNING it is: that line is a warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and record.getMessage().startswith("Unexpected connection close"):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+logging.getLogger("pika.adapters.blocking_connection").addFilter(_ClosedIsAWarning())
 
 
 def connection_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.URLParameters:

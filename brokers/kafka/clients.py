@@ -16,6 +16,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
+from brokers.kafka.logs import KAFKA_LOG, LIBRDKAFKA_LOG_LEVEL
 from core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -28,12 +29,15 @@ class ClientWedged(Exception):
 
 
 _QUIET = {"log_level": 0}  # health probes must not spray librdkafka connection errors
+# librdkafka's lines through Python logging (brokers.kafka.logs), not straight to stderr.
+_LOGS: dict[str, Any] = {"logger": KAFKA_LOG, "log_level": LIBRDKAFKA_LOG_LEVEL}
 
 
 def producer_config(kafka: KafkaSettings, **overrides: Any) -> dict[str, Any]:
     """Idempotent, acks=all, compressed producer settings plus the caller's overrides."""
     config: dict[str, Any] = {
         **kafka.client_config(),
+        **_LOGS,
         "enable.idempotence": True,
         "acks": "all",
         "compression.type": "zstd",
@@ -47,6 +51,7 @@ def consumer_config(kafka: KafkaSettings, group_id: str, **overrides: Any) -> di
     """Manual-commit, read_committed consumer settings plus the caller's overrides."""
     config: dict[str, Any] = {
         **kafka.client_config(),
+        **_LOGS,
         "group.id": group_id,
         "enable.auto.commit": False,
         "auto.offset.reset": "earliest",
@@ -65,7 +70,7 @@ def consumer(kafka: KafkaSettings, group_id: str, **overrides: Any) -> Consumer:
 
 
 def admin(kafka: KafkaSettings, *, quiet: bool = False) -> AdminClient:
-    return AdminClient({**kafka.client_config(), **(_QUIET if quiet else {})})
+    return AdminClient({**kafka.client_config(), **_LOGS, **(_QUIET if quiet else {})})
 
 
 def answers(kafka: KafkaSettings, *, timeout_s: float = 2.0) -> bool:
