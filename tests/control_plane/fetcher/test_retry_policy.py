@@ -40,6 +40,7 @@ def test_every_outcome_has_a_rule() -> None:
         Outcome.RATE_LIMITED,
         Outcome.FORBIDDEN,
         Outcome.BLOCKED_CHALLENGE,
+        Outcome.PERMIT_QUEUE_MISSING,  # the frontier declares the queue again when the retry is reported
     }
 
 
