@@ -40,16 +40,16 @@ def own_amqp_ports() -> set[int]:
 
 def force_close(settings: Settings, ports: set[int]) -> int:
     """Have the broker close the connections from ``ports``; the management API lists a new
-    connection only after its next statistics round (5 s by default), so ask until it does."""
+    connection only after its next statistics round (5 s by default), so ask until it lists all."""
     api = f"{settings.amqp.management_url}/api/connections"
     url = httpx.URL(settings.amqp.url.get_secret_value())
     auth = (url.username, url.password)
     names: list[str] = []
 
     def listed() -> bool:
-        connections = httpx.get(api, auth=auth, timeout=10).json()
-        names[:] = [c["name"] for c in connections if c.get("peer_port") in ports]
-        return bool(names)
+        connections = [c for c in httpx.get(api, auth=auth, timeout=10).json() if c.get("peer_port") in ports]
+        names[:] = [c["name"] for c in connections]
+        return len(names) == len(ports)  # every one of them: the consumer's as well as the view's
 
     wait_for(listed, 20, interval_s=0.5)
     for name in names:
