@@ -1,23 +1,37 @@
-"""The whole pipeline against Scrapy + trafilatura, crawling the same local site in the same run.
+"""The whole pipeline against Scrapy + trafilatura, crawling the same local sites in the same run.
 
-The site: the sample site (``dualplane sample-site``, its own process) with ``--hosts`` hosts of
-``--pages-per-host`` products and articles each, 20 ms latency, about 34 links a page. Both crawlers
-start at every host's home page, obey robots.txt, follow every link to the site's hosts, use
-``--concurrency`` requests in flight at most and no politeness delay.
+The sites (``crawl_sites.py``), each in its own process, 20 ms latency a response, robots.txt on
+every host:
+
+- ``--site real`` (the default, the headline): three real sites from pinned public repositories
+  (``real_sites.py``): documentation, a catalogue and a news archive, about 5,500 HTML pages and
+  790 MB with their real sizes and links, one host each. Needs their git snapshots under
+  ``--mirror-root`` (see ``real_sites.py``).
+- ``--site sample``: the sample site (``dualplane sample-site``) with ``--hosts`` hosts of
+  ``--pages-per-host`` products and articles each, about 34 links a page; its pages cost a small
+  fraction of a real page to extract. ``--site real,sample`` runs both, one row each.
+
+Both crawlers start at every host's home page, obey robots.txt, follow links by the same rules
+(dualplane's: see ``scrapy_peer.py``) to the sites' hosts only, use ``--concurrency`` requests in
+flight at most and no politeness delay.
 
 - **Scrapy + trafilatura** (``scrapy_peer.py``): one process, trafilatura's main text per page
   written to a JSON-lines feed.
-- **dualplane**: ``dualplane run`` of the frontier, fetcher, extractor and throttle, as processes,
-  on the embedded stack (started if needed), in a private namespace: every raw page durable in
-  ``pages.raw`` and every record (Avro) in ``records``.
+- **dualplane**: ``dualplane run all`` (one process: frontier, fetcher, extractor, throttle and S3
+  sink) with default settings but for the comparison's (concurrency, no delay, loopback allowed),
+  or ``--layout S,F,E`` for services in processes of their own (S frontier shards, F fetchers, E
+  extractors), on the embedded stack (started if needed), in a private namespace: every raw page
+  durable in ``pages.raw`` and every record (Avro) in ``records``.
 
-Per crawl: pages/s (pages over the time from the site's first request to the last page fetched, or,
-for dualplane, to the last record committed, whichever is later), CPU seconds a page of the
-crawler's own processes (process trees, during the crawl) and, for dualplane, of the brokers apart,
-and the crawler's peak RSS (summed over its processes). Rounds alternate the two crawlers; figures
-are medians. ``--scaling`` adds a table of dualplane alone over frontier shards and processes.
+Per crawl: pages/s (pages answered 200 over the time from the site's first request to the last
+page fetched, or, for dualplane, to the last record committed, whichever is later), CPU ms a page of
+the crawler's own processes (process trees, during the crawl) and, for dualplane, of the brokers
+apart, peak RSS (summed over its processes), records, and the site's timeline: requests in the first
+10 s, the longest quiet gap between two requests, requests by status, requests per second (``--json``).
+Rounds alternate the two crawlers; figures are medians. ``--scaling`` adds a table of dualplane
+alone over layouts.
 
-    .venv/bin/python benchmarks/crawl_vs_scrapy.py --rounds 3 --scaling [--json]
+    .venv/bin/python benchmarks/crawl_vs_scrapy.py --rounds 3 [--site real,sample] [--json]
 
 Needs the embedded stack (``dualplane stack up``) and Scrapy (a dev dependency).
 """
@@ -38,17 +52,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+from crawl_sites import Site
+from real_sites import DEFAULT_CACHE_DIR, DEFAULT_MIRROR_ROOT
 
 from brokers import amqp
 from brokers.amqp.messages import JobSpec
 from brokers.amqp.publisher import confirmed_channel
 from brokers.amqp.topology import Topology
 from brokers.kafka.reader import read_to_end
+from connectors.storage import s3
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
-from core.settings import FetchSettings, LimitSettings, Settings
+from core.settings import Settings
 from core.web.urls import domain_of
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.stack import LocalStack
@@ -132,42 +148,6 @@ def peak_rss_mib(pids: list[int]) -> float:
     return total_kib / 1024
 
 
-# -- the site ---------------------------------------------------------------------------------
-
-
-class Site:
-    """The sample site in a process of its own, and what its request log says."""
-
-    def __init__(self, hosts: int, pages_per_host: int) -> None:
-        command = [sys.executable, "-m", "dualplane", "sample-site", "--hosts", str(hosts), "--pages",
-                   str(pages_per_host), "--seed", "21", "--latency-ms", "20", "--json"]  # fmt: skip
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        assert self.process.stdout is not None
-        text = ""
-        for line in self.process.stdout:  # the description, printed (indented) once the site is up
-            text += line.decode()
-            if line.rstrip() == b"}":
-                break
-        described = json.loads(text)
-        self.urls: list[str] = described["urls"]
-        self.seeds: list[str] = described["seeds"]
-
-    def reset(self) -> None:
-        httpx.post(f"{self.urls[0]}/_stats/reset", timeout=10)
-
-    def pages_and_span(self) -> tuple[int, float, float]:
-        """(pages answered 200, first request time, last page time) since the last reset."""
-        entries = httpx.get(f"{self.urls[0]}/_log", timeout=60).json()["entries"]
-        self.last_durations_ms = sorted(e["duration_ms"] for e in entries)
-        pages = [e for e in entries if e["status"] == 200 and not e["path"].startswith(("/_", "/robots.txt"))]
-        times = [e["time"] for e in entries]
-        return len(pages), min(times), max(e["time"] for e in pages)
-
-    def close(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(30)
-
-
 # -- the crawlers -----------------------------------------------------------------------------
 
 
@@ -179,23 +159,52 @@ def crawl_scrapy(site: Site, concurrency: int, work: Path) -> Crawl:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     _, _, usage = os.wait4(process.pid, 0)
     process.returncode = 0
-    pages, first, last = site.pages_and_span()
+    log = site.log()
     items = sum(1 for _ in feed.open()) if feed.exists() else 0
-    print("   scrapy site duration p50/p90 ms", _percentiles(site.last_durations_ms), file=sys.stderr)
-    return Crawl("scrapy", pages, last - first, usage.ru_utime + usage.ru_stime,
-                 peak_rss_mib=usage.ru_maxrss / 1024, records=items)  # fmt: skip
+    feed.unlink(missing_ok=True)
+    print("   scrapy site duration p50/p90 ms", log.duration_ms_p50_p90, file=sys.stderr)
+    return Crawl(
+        "scrapy",
+        log.pages,
+        log.last_page - log.first,
+        usage.ru_utime + usage.ru_stime,
+        peak_rss_mib=usage.ru_maxrss / 1024,
+        records=items,
+        extra={"timeline": log.timeline()},
+    )
 
 
 @dataclass(frozen=True)
 class Layout:
-    """How many processes of each dualplane service, and frontier shards."""
+    """``dualplane run all`` in one process (the default), or how many processes of each service
+    (``dualplane run SERVICE``) and frontier shards."""
 
     shards: int = 1
     fetchers: int = 1
     extractors: int = 1
+    all_in_one: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> Layout:
+        if text == "all":
+            return cls(all_in_one=True)
+        return cls(*(int(n) for n in text.split(",")))
 
     def label(self) -> str:
+        if self.all_in_one:
+            return "dualplane run all (one process)"
         return f"{self.shards} shard(s), {self.fetchers} fetcher(s), {self.extractors} extractor(s)"
+
+    def commands(self) -> list[tuple[str, list[str]]]:
+        """``(name, command)`` of each process to start."""
+        base = [sys.executable, "-m", "dualplane", "run"]
+        if self.all_in_one:
+            return [("all", [*base, "all", "--log-level", "warning"])]
+        found = []
+        for name, processes in zip(SERVICES, (self.shards, self.fetchers, self.extractors, 1), strict=True):
+            more = ["--processes", str(processes)] if processes > 1 else []
+            found.append((name, [*base, name, "--log-level", "warning", *more]))
+        return found
 
 
 def crawl_dualplane(
@@ -209,19 +218,16 @@ def crawl_dualplane(
 ) -> Crawl:
     settings = _settings(work, concurrency, layout)
     env = {**os.environ, **settings.to_env()}
-    services = []
-    for name, processes in zip(SERVICES, (layout.shards, layout.fetchers, layout.extractors, 1), strict=True):
-        command = [sys.executable, "-m", "dualplane", "run", name, "--log-level", "warning"]
-        if processes > 1:
-            command += ["--processes", str(processes)]
-        services.append(
-            subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        )
+    names = [name for name, _ in layout.commands()]
+    services = [
+        subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _, command in layout.commands()
+    ]
     brokers = _broker_pids(settings)
     try:
         time.sleep(8)  # imports, topic and queue declarations, throttle view: before the clock starts
         site.reset()
-        spies = _profile(services, profile, gil) if profile is not None else []
+        spies = _profile(dict(zip(names, services, strict=True)), profile, gil) if profile is not None else []
         cpu_before, broker_before = cpu_s([p.pid for p in services]), cpu_s(list(brokers.values()))
         each_broker_before = {name: cpu_s([pid]) for name, pid in brokers.items()}
         each_before = [cpu_s([p.pid]) for p in services]
@@ -246,28 +252,30 @@ def crawl_dualplane(
             process.send_signal(signal.SIGTERM)
         for process in services:
             process.wait(90)
-    pages, first, last_page = site.pages_and_span()
+    log = site.log()
     record_times = [m.timestamp()[1] / 1000 for m in read_to_end(settings.kafka, settings.topics.records)]
     raw = sum(1 for _ in read_to_end(settings.kafka, settings.topics.pages_raw))
     drop_namespace(settings)
-    end = max(last_page, max(record_times, default=last_page))
-    print("   dualplane site duration p50/p90 ms", _percentiles(site.last_durations_ms), file=sys.stderr)
-    return Crawl("dualplane", pages, end - first, cpu, broker_cpu, rss, len(record_times),
-                 extra={"layout": layout.label(), "raw_pages": raw,
+    _drop_archives(settings)
+    end = max(log.last_page, max(record_times, default=log.last_page))
+    pages = log.pages
+    print("   dualplane site duration p50/p90 ms", log.duration_ms_p50_p90, file=sys.stderr)
+    return Crawl("dualplane", pages, end - log.first, cpu, broker_cpu, rss, len(record_times),
+                 extra={"layout": layout.label(), "raw_pages": raw, "timeline": log.timeline(),
                         "cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1) for name, c in
-                                            zip(SERVICES, each, strict=True)},
+                                            zip(names, each, strict=True)},
                         "broker_cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1)
                                                    for name, c in each_broker.items()}})  # fmt: skip
 
 
 def _profile(
-    services: list[subprocess.Popen[bytes]], out: Path, gil: bool = False
+    services: dict[str, subprocess.Popen[bytes]], out: Path, gil: bool = False
 ) -> list[subprocess.Popen[bytes]]:
     """Sample every process of each service (and its children) with py-spy at 50 Hz; with ``gil``
     only threads holding the GIL (Python's CPU, without time blocked in C calls and syscalls)."""
     spy = str(Path(sys.executable).parent / "py-spy")
     spies = []
-    for name, process in zip(SERVICES, services, strict=True):
+    for name, process in services.items():
         command = [spy, "record", "--pid", str(process.pid), "--subprocesses", "--rate", "50",
                    "--format", "raw", "--output", str(out / f"{name}.txt")]  # fmt: skip
         command += ["--gil"] if gil else []
@@ -275,27 +283,47 @@ def _profile(
     return spies
 
 
-def _percentiles(values: list[float]) -> tuple[float, float]:
-    if not values:
-        return (0.0, 0.0)
-    return values[len(values) // 2], values[int(len(values) * 0.9)]
-
-
 def _settings(work: Path, concurrency: int, layout: Layout) -> Settings:
-    base = private_namespace(Settings.from_env(), f"vs-{uuid.uuid4().hex[:8]}", work / uuid.uuid4().hex[:6])
+    """The run's settings: a private namespace (and S3 archive prefix), and what the comparison
+    demands of every crawler: ``concurrency`` requests in flight in all and on one host (Scrapy's
+    per-host slot is 127.0.0.1, shared by every port), no politeness delay, and loopback allowed
+    (the SSRF guard refuses it by default). ``run all`` keeps every other default (the issue's
+    condition); the split layouts keep the tuning the earlier figures were measured with."""
+    namespace = f"vs-{uuid.uuid4().hex[:8]}"
+    base = private_namespace(Settings.from_env(), namespace, work / uuid.uuid4().hex[:6])
+    fetch = base.fetch.model_copy(update={"allow_hosts": "127.0.0.1"})
+    frontier = base.frontier
+    if not layout.all_in_one:
+        fetch = fetch.model_copy(update={"delay_jitter": 0, "permit_wait_s": 0.2})
+        frontier = frontier.model_copy(update={"outstanding_per_slot": 64})
     return base.model_copy(
         update={
             "queues": base.queues.model_copy(update={"frontier_shards": layout.shards}),
-            "limits": LimitSettings(
-                domain_concurrency=16,
-                domain_delay_ms=0,
-                fetch_concurrency=max(1, concurrency // layout.fetchers),
+            "limits": base.limits.model_copy(
+                update={
+                    "domain_concurrency": concurrency,
+                    "domain_delay_ms": 0,
+                    "fetch_concurrency": max(1, concurrency // layout.fetchers),
+                }
             ),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.2),
-            "frontier": base.frontier.model_copy(update={"outstanding_per_slot": 64}),
+            "fetch": fetch,
+            "frontier": frontier,
             "throttle": base.throttle.model_copy(update={"snapshot_path": str(work / "throttle.json")}),
+            "sink": base.sink.model_copy(update={"prefix": f"bench/{namespace}"}),
         }
     )
+
+
+def _drop_archives(settings: Settings) -> None:
+    """Delete what the S3 sink archived this run (``run all`` runs it): local S3 keeps objects in memory."""
+    client = s3.client(settings.s3)
+    bucket = settings.sink.bucket or settings.s3.bucket
+    for listing in client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=settings.sink.prefix
+    ):
+        keys = [{"Key": item["Key"]} for item in listing.get("Contents", [])]
+        if keys:
+            client.delete_objects(Bucket=bucket, Delete={"Objects": keys})
 
 
 def _broker_pids(settings: Settings) -> dict[str, int]:
@@ -316,6 +344,7 @@ def _submit(settings: Settings, job: str, seeds: list[str]) -> None:
 
 
 def median_crawl(crawls: list[Crawl]) -> dict[str, float]:
+    timelines = [c.extra["timeline"] for c in crawls]
     return {
         "pages": statistics.median(c.pages for c in crawls),
         "pages_per_s": statistics.median(c.pages_per_s for c in crawls),
@@ -323,6 +352,10 @@ def median_crawl(crawls: list[Crawl]) -> dict[str, float]:
         "broker_cpu_ms_per_page": statistics.median(c.broker_cpu_ms_per_page for c in crawls),
         "peak_rss_mib": statistics.median(c.peak_rss_mib for c in crawls),
         "records": statistics.median(c.records for c in crawls),
+        "requests": statistics.median(t["requests"] for t in timelines),
+        "first_10s": statistics.median(t["first_10s"] for t in timelines),
+        "longest_gap_s": statistics.median(t["longest_gap_s"] for t in timelines),
+        "peak_per_s": statistics.median(t["peak_per_s"] for t in timelines),
     }
 
 
@@ -330,11 +363,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--hosts", type=int, default=20)
-    parser.add_argument("--pages-per-host", type=int, default=250)
+    parser.add_argument("--site", default="real", help="real, sample, or both as real,sample (one row each)")
+    parser.add_argument("--mirror-root", type=Path, default=DEFAULT_MIRROR_ROOT, help="real sites' snapshots")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="real sites, unpacked")
+    parser.add_argument(
+        "--real-sites", default="all", help="some of the real sites (quick runs), comma-separated"
+    )
+    parser.add_argument("--hosts", type=int, default=20, help="sample site: hosts")
+    parser.add_argument("--pages-per-host", type=int, default=250, help="sample site: pages a host")
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--layout", default="1,1,1", help="shards,fetchers,extractors of the head-to-head")
+    parser.add_argument(
+        "--layout", default="all", help="all (dualplane run all, one process) or shards,fetchers,extractors"
+    )
     parser.add_argument(
         "--scaling", action="store_true", help="also: 1/2/4 shards, 1/2 fetchers and extractors"
     )
@@ -346,45 +387,63 @@ def main() -> None:
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     LocalStack(Settings.from_env()).up()
-    layout = Layout(*(int(n) for n in args.layout.split(",")))
-    site = Site(args.hosts, args.pages_per_host)
-    report: dict[str, Any] = {"site": {"hosts": args.hosts, "pages_per_host": args.pages_per_host},
-                              "concurrency": args.concurrency}  # fmt: skip
-    try:
-        with tempfile.TemporaryDirectory(prefix="dualplane-vs-") as tmp:
-            work = Path(tmp)
-            ours, theirs = [], []
-            for _ in range(args.rounds):
-                ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile, gil=args.gil))
-                if args.no_scrapy:
-                    extra = ours[-1].extra
-                    rate = f"{ours[-1].pages_per_s:.1f} pages/s"
-                    cpu = f"CPU ms/page {extra['cpu_ms_per_page']}, brokers {extra['broker_cpu_ms_per_page']}"
-                    _say(args, f"  round: dualplane {rate}, {cpu}")
-                    continue
-                theirs.append(crawl_scrapy(site, args.concurrency, work))
-                rates = f"dualplane {ours[-1].pages_per_s:.1f} pages/s, scrapy {theirs[-1].pages_per_s:.1f}"
-                _say(
-                    args,
-                    f"  round: {rates}; dualplane CPU ms/page {ours[-1].extra['cpu_ms_per_page']}, "
-                    f"brokers {ours[-1].extra['broker_cpu_ms_per_page']}",
-                )
-            if args.no_scrapy:
-                return
-            report["dualplane"], report["scrapy"] = median_crawl(ours), median_crawl(theirs)
-            report["ratio"] = statistics.median(
-                o.pages_per_s / t.pages_per_s for o, t in zip(ours, theirs, strict=True)
-            )
-            report["rounds"] = {"dualplane": [asdict(c) for c in ours], "scrapy": [asdict(c) for c in theirs]}
-            if args.scaling:
-                report["scaling"] = _scaling(site, args, work)
-    finally:
-        site.close()
+    layout = Layout.parse(args.layout)
+    report: dict[str, Any] = {
+        "concurrency": args.concurrency,
+        "layout": layout.label(),
+        "rounds": args.rounds,
+        "sites": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="dualplane-vs-") as tmp:
+        for name in args.site.split(","):
+            site = _open_site(name, args)
+            try:
+                report["sites"][name] = run_site(site, args, layout, Path(tmp))
+            finally:
+                site.close()
     _print(report, args)
+
+
+def _open_site(name: str, args: argparse.Namespace) -> Site:
+    if name == "real":
+        return Site.real(args.mirror_root, args.cache_dir, args.real_sites)
+    if name == "sample":
+        return Site.sample(args.hosts, args.pages_per_host)
+    raise SystemExit(f"--site {name!r}: choose real, sample, or real,sample")
+
+
+def run_site(site: Site, args: argparse.Namespace, layout: Layout, work: Path) -> dict[str, Any]:
+    """``--rounds`` rounds on ``site``, dualplane then Scrapy in each; medians and every round."""
+    _say(args, f"{site.label()}: {len(site.urls)} host(s)")
+    report: dict[str, Any] = {"label": site.label(), "served": site.description.get("sites")}
+    ours, theirs = [], []
+    for _ in range(args.rounds):
+        ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile, gil=args.gil))
+        line = f"  round: dualplane {ours[-1].pages} pages, {ours[-1].pages_per_s:.1f} pages/s"
+        if not args.no_scrapy:
+            theirs.append(crawl_scrapy(site, args.concurrency, work))
+            line += f"; scrapy {theirs[-1].pages} pages, {theirs[-1].pages_per_s:.1f} pages/s"
+        extra = ours[-1].extra
+        _say(
+            args,
+            f"{line}; dualplane CPU ms/page {extra['cpu_ms_per_page']}, "
+            f"brokers {extra['broker_cpu_ms_per_page']}",
+        )
+    report["dualplane"] = median_crawl(ours)
+    report["rounds_detail"] = {"dualplane": [asdict(c) for c in ours], "scrapy": [asdict(c) for c in theirs]}
+    if theirs:
+        report["scrapy"] = median_crawl(theirs)
+        report["ratio"] = statistics.median(
+            o.pages_per_s / t.pages_per_s for o, t in zip(ours, theirs, strict=True)
+        )
+    if args.scaling:
+        report["scaling"] = _scaling(site, args, work)
+    return report
 
 
 def _scaling(site: Site, args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
     layouts = [
+        Layout(all_in_one=True),
         Layout(1, 1, 1),
         Layout(2, 1, 1),
         Layout(4, 1, 1),
@@ -411,21 +470,34 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return
-    pages = int(report["dualplane"]["pages"])
-    print(f"crawl of the sample site ({pages} pages, {args.hosts} hosts), concurrency {args.concurrency}, "
-          f"no delay, median of {args.rounds} rounds")  # fmt: skip
     print(
-        f"{'':24}{'pages/s':>9}{'CPU ms/page':>13}{'brokers ms/page':>17}{'peak RSS MiB':>14}{'records':>9}"
+        f"{report['layout']} against Scrapy + trafilatura, concurrency {args.concurrency}, no delay, "
+        f"median of {args.rounds} round(s)"
     )
-    for name in ("dualplane", "scrapy"):
-        r = report[name]
-        print(f"{name:24}{r['pages_per_s']:9.1f}{r['cpu_ms_per_page']:13.1f}{r['broker_cpu_ms_per_page']:17.1f}"
-              f"{r['peak_rss_mib']:14.0f}{r['records']:9.0f}")  # fmt: skip
-    print(f"ratio dualplane / scrapy (pages/s): {report['ratio']:.2f}x  (goal >= 1.0, beyond: 1.5)")
-    for row in report.get("scaling", []):
+    for name, site in report["sites"].items():
+        print(f"\n{site['label']}" + (" (headline)" if name == "real" else ""))
+        for served in site.get("served") or []:
+            print(
+                f"  {served['site']['name']:16}{served['pages']:6} pages {served['bytes'] / 1e6:7.1f} MB, "
+                f"median {served['median_page_bytes'] / 1024:5.1f} KiB  ({served['site']['kind']})"
+            )
         print(
-            f"  {row['layout']:48}{row['pages_per_s']:8.1f} pages/s {row['cpu_ms_per_page']:8.1f} ms CPU/page"
+            f"{'':14}{'pages':>7}{'pages/s':>9}{'CPU ms/page':>13}{'brokers ms/page':>17}{'peak RSS MiB':>14}"
+            f"{'records':>9}{'requests':>10}{'first 10 s':>12}{'longest gap s':>15}"
         )
+        for crawler in ("dualplane", "scrapy"):
+            if crawler in site:
+                r = site[crawler]
+                print(
+                    f"{crawler:14}{r['pages']:7.0f}{r['pages_per_s']:9.1f}{r['cpu_ms_per_page']:13.1f}"
+                    f"{r['broker_cpu_ms_per_page']:17.1f}{r['peak_rss_mib']:14.0f}{r['records']:9.0f}"
+                    f"{r['requests']:10.0f}{r['first_10s']:12.0f}{r['longest_gap_s']:15.2f}"
+                )
+        if "ratio" in site:
+            print(f"ratio dualplane / scrapy (pages/s): {site['ratio']:.2f}x  (goal >= 1.0, beyond: 1.5)")
+        for row in site.get("scaling", []):
+            rate, cpu = row["pages_per_s"], row["cpu_ms_per_page"]
+            print(f"  {row['layout']:48}{rate:8.1f} pages/s {cpu:8.1f} ms CPU/page")
 
 
 if __name__ == "__main__":

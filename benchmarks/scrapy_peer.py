@@ -1,9 +1,14 @@
 """The peer of ``crawl_vs_scrapy.py``: what a Scrapy user writes to crawl a site and keep its main text.
 
-One spider: start at the seeds, obey robots.txt, follow every link to the seeds' hosts (Scrapy's
-duplicate filter drops repeats), and for every page yield an item with trafilatura's main text,
-written to a JSON-lines feed. No politeness delay; ``--concurrency`` requests in flight at most.
-Prints Scrapy's stats as JSON on the last line.
+One spider: start at the seeds, obey robots.txt, and for every page yield an item with
+trafilatura's main text, written to a JSON-lines feed. No politeness delay; ``--concurrency``
+requests in flight at most. Prints Scrapy's stats as JSON on the last line.
+
+It follows links by dualplane's rules (``data_plane.extract.links`` and the extractor's discovery),
+so that both crawl the same pages: every ``<a href>`` (whitespace trimmed, resolved against
+``<base href>``), http(s) only, to the seeds' hosts (host and port) only, whatever the extension
+(dualplane's frontier keeps no extension list); not ``rel`` nofollow, ugc or sponsored, and none of
+a page whose ``<meta name="robots">`` says nofollow. Scrapy's duplicate filter drops repeats.
 
     .venv/bin/python benchmarks/scrapy_peer.py --seeds http://127.0.0.1:20000/ ... --out items.jsonl
 """
@@ -21,6 +26,9 @@ import trafilatura
 from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response
 
+NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})
+CRAWLABLE_SCHEMES = ("http", "https")
+
 
 class SiteSpider(scrapy.Spider):
     name = "site"
@@ -34,10 +42,27 @@ class SiteSpider(scrapy.Spider):
         if not hasattr(response, "text"):
             return
         yield {"url": response.url, "text": trafilatura.extract(response.text, url=response.url)}
-        for href in response.css("a::attr(href)").getall():
-            url = response.urljoin(href)
-            if urlsplit(url).netloc in self.hosts:
+        if _meta_nofollow(response):
+            return
+        for anchor in response.css("a[href]"):
+            href = anchor.attrib["href"].strip()
+            rels = set(anchor.attrib.get("rel", "").lower().split())
+            if not href or href.startswith("#") or rels & NOFOLLOW_RELS:
+                continue
+            try:
+                url = response.urljoin(href)  # honours <base href>
+                parts = urlsplit(url)
+            except ValueError:  # e.g. an invalid IPv6 literal: that link is skipped, not the page
+                continue
+            if parts.scheme in CRAWLABLE_SCHEMES and parts.netloc in self.hosts:
                 yield scrapy.Request(url, callback=self.parse)
+
+
+def _meta_nofollow(response: Response) -> bool:
+    for meta in response.css("meta[name]"):
+        if meta.attrib["name"].lower() == "robots":
+            return "nofollow" in meta.attrib.get("content", "").lower()
+    return False
 
 
 def main() -> None:
