@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,8 +35,14 @@ class SiteSpider(scrapy.Spider):
 
     def __init__(self, seeds: list[str], **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.start_urls = seeds
+        self.seeds = seeds
         self.hosts = {urlsplit(seed).netloc for seed in seeds}
+
+    async def start(self) -> AsyncIterator[Any]:
+        # Scrapy's default start requests skip the duplicate filter, so a link back to a home page
+        # fetched it again; dualplane's frontier dedups seeds like any URL.
+        for seed in self.seeds:
+            yield scrapy.Request(seed, callback=self.parse)
 
     def parse(self, response: Response) -> Iterator[Any]:
         if not hasattr(response, "text"):
@@ -81,6 +87,10 @@ def main() -> None:
             "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
             "DOWNLOAD_DELAY": 0,
             "ROBOTSTXT_OBEY": True,
+            # dualplane does not follow <meta http-equiv="refresh"> (it extracts the page and follows
+            # its links); Scrapy would, to wherever it points (the news site's alias pages point at
+            # the real host): off, so that both fetch the same pages.
+            "METAREFRESH_ENABLED": False,
             "LOG_LEVEL": "WARNING",
             "TELNETCONSOLE_ENABLED": False,
             "FEEDS": {args.out: {"format": "jsonlines", "overwrite": True}},
