@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
 from crawl_sites import Site
 from real_sites import DEFAULT_CACHE_DIR, DEFAULT_MIRROR_ROOT
 
@@ -236,9 +237,7 @@ def crawl_dualplane(
         rule = FinishRule.from_settings(settings, quiet_s=2)
         # One reader for the crawl: a new Kafka consumer reading the topic from its start every 0.5 s
         # was load on the broker and the cores that Scrapy's run does not carry.
-        with ProgressReader(settings) as progress:
-            while not rule.finished(progress.job(job)):
-                time.sleep(0.5)
+        outages = _wait_finished(settings, rule, job)
         cpu = cpu_s([p.pid for p in services]) - cpu_before
         each = [cpu_s([p.pid]) - before for p, before in zip(services, each_before, strict=True)]
         broker_cpu = cpu_s(list(brokers.values())) - broker_before
@@ -262,10 +261,30 @@ def crawl_dualplane(
     print("   dualplane site duration p50/p90 ms", log.duration_ms_p50_p90, file=sys.stderr)
     return Crawl("dualplane", pages, end - log.first, cpu, broker_cpu, rss, len(record_times),
                  extra={"layout": layout.label(), "raw_pages": raw, "timeline": log.timeline(),
+                        "broker_outages": outages,
                         "cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1) for name, c in
                                             zip(names, each, strict=True)},
                         "broker_cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1)
                                                    for name, c in each_broker.items()}})  # fmt: skip
+
+
+def _wait_finished(settings: Settings, rule: FinishRule, job: str) -> int:
+    """Wait for ``job`` to finish; returns how many times Kafka did not answer meanwhile. The brokers
+    are shared: someone else's test may restart them, and dualplane carries on once they are back,
+    but the figures of such a round are not comparable (they are flagged)."""
+    outages = 0
+    while True:
+        try:
+            # One reader for the crawl: a new Kafka consumer reading the topic from its start every
+            # 0.5 s was load on the broker and the cores that Scrapy's run does not carry.
+            with ProgressReader(settings) as progress:
+                while not rule.finished(progress.job(job)):
+                    time.sleep(0.5)
+            return outages
+        except KafkaException as error:
+            outages += 1
+            print(f"   Kafka did not answer ({error}); waiting for it", file=sys.stderr)
+            time.sleep(5)
 
 
 def _profile(
@@ -429,7 +448,10 @@ def run_site(site: Site, args: argparse.Namespace, layout: Layout, work: Path) -
             f"{line}; dualplane CPU ms/page {extra['cpu_ms_per_page']}, "
             f"brokers {extra['broker_cpu_ms_per_page']}",
         )
+        if extra["broker_outages"]:
+            _say(args, "  (Kafka was restarted during this round by someone else: not comparable)")
     report["dualplane"] = median_crawl(ours)
+    report["rounds_with_broker_outages"] = sum(1 for crawl in ours if crawl.extra["broker_outages"])
     report["rounds_detail"] = {"dualplane": [asdict(c) for c in ours], "scrapy": [asdict(c) for c in theirs]}
     if theirs:
         report["scrapy"] = median_crawl(theirs)
@@ -493,6 +515,8 @@ def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
                     f"{r['broker_cpu_ms_per_page']:17.1f}{r['peak_rss_mib']:14.0f}{r['records']:9.0f}"
                     f"{r['requests']:10.0f}{r['first_10s']:12.0f}{r['longest_gap_s']:15.2f}"
                 )
+        if site["rounds_with_broker_outages"]:
+            print(f"{site['rounds_with_broker_outages']} round(s) saw Kafka restarted by someone else")
         if "ratio" in site:
             print(f"ratio dualplane / scrapy (pages/s): {site['ratio']:.2f}x  (goal >= 1.0, beyond: 1.5)")
         for row in site.get("scaling", []):
