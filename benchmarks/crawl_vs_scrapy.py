@@ -17,8 +17,9 @@ flight at most and no politeness delay.
 
 - **Scrapy + trafilatura** (``scrapy_peer.py``): one process, trafilatura's main text per page
   written to a JSON-lines feed.
-- **dualplane**: ``dualplane run all`` (one process: frontier, fetcher, extractor, throttle and S3
-  sink) with default settings but for the comparison's (concurrency, no delay, loopback allowed),
+- **dualplane**: ``dualplane run all`` (frontier, fetcher, throttle and S3 sink in one process, an
+  extractor process per core) with default settings but for the comparison's (concurrency, no
+  delay, loopback allowed),
   or ``--layout S,F,E`` for services in processes of their own (S frontier shards, F fetchers, E
   extractors), on the embedded stack (started if needed), in a private namespace: every raw page
   durable in ``pages.raw`` and every record (Avro) in ``records``.
@@ -177,8 +178,8 @@ def crawl_scrapy(site: Site, concurrency: int, work: Path) -> Crawl:
 
 @dataclass(frozen=True)
 class Layout:
-    """``dualplane run all`` in one process (the default), or how many processes of each service
-    (``dualplane run SERVICE``) and frontier shards."""
+    """``dualplane run all`` with its defaults (the default: one extractor process per core), or how
+    many processes of each service (``dualplane run SERVICE --processes N``) and frontier shards."""
 
     shards: int = 1
     fetchers: int = 1
@@ -193,7 +194,7 @@ class Layout:
 
     def label(self) -> str:
         if self.all_in_one:
-            return "dualplane run all (one process)"
+            return "dualplane run all (defaults: an extractor per core)"
         return f"{self.shards} shard(s), {self.fetchers} fetcher(s), {self.extractors} extractor(s)"
 
     def commands(self) -> list[tuple[str, list[str]]]:
@@ -203,8 +204,8 @@ class Layout:
             return [("all", [*base, "all", "--log-level", "warning"])]
         found = []
         for name, processes in zip(SERVICES, (self.shards, self.fetchers, self.extractors, 1), strict=True):
-            more = ["--processes", str(processes)] if processes > 1 else []
-            found.append((name, [*base, name, "--log-level", "warning", *more]))
+            # Always explicit: without --processes, `run extractor` starts one process per core.
+            found.append((name, [*base, name, "--log-level", "warning", "--processes", str(processes)]))
         return found
 
 
@@ -396,7 +397,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
-        "--layout", default="all", help="all (dualplane run all, one process) or shards,fetchers,extractors"
+        "--layout", default="all", help="all (dualplane run all, its defaults) or shards,fetchers,extractors"
     )
     parser.add_argument(
         "--scaling", action="store_true", help="also: 1/2/4 shards, 1/2 fetchers and extractors"
