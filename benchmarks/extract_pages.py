@@ -28,18 +28,19 @@ PRODUCT_LABELS = DATA / "product_labels.json"
 
 
 def dataset(
-    split: str, names: tuple[str, ...] = DATASETS, limit: int | None = None
+    split: str, names: tuple[str, ...] = DATASETS, limit: int | None = None, id_prefix: str = ""
 ) -> Iterator[dict[str, Any]]:
     """The committed real pages of ``split`` (``dev`` or ``test``): articles, then product pages.
 
     Product pages are the pages of ``products.jsonl.xz`` and those of the article file that
     ``product_labels.json`` labels (by id), with those labels as their truth; price strings (kind
-    ``prices``) come last.
+    ``prices``) come last. ``id_prefix`` keeps only the entries whose id starts with it: one source's
+    pages (``onebox/``), e.g. pages added after the extractor's rules were written, scored on their own.
     """
     labels = json.loads(PRODUCT_LABELS.read_text(encoding="utf-8"))["labels"] if "products" in names else {}
     articles = 0
     products: list[dict[str, Any]] = []
-    for page in _pages("articles.jsonl.xz", split):
+    for page in _pages("articles.jsonl.xz", split, id_prefix):
         if page["id"] in labels:
             products.append({**page, "kind": "products", "truth": labels[page["id"]]})
         if "articles" in names and (limit is None or articles < limit):
@@ -48,19 +49,19 @@ def dataset(
     if "products" in names:
         products += [
             {**page, "kind": "products", "truth": labels[page["id"]]}
-            for page in _pages("products.jsonl.xz", split)
+            for page in _pages("products.jsonl.xz", split, id_prefix)
         ]
     yield from products[:limit]
     if "prices" in names:
-        strings = ({**item, "kind": "prices"} for item in _pages("price_strings.jsonl.xz", split))
+        strings = ({**item, "kind": "prices"} for item in _pages("price_strings.jsonl.xz", split, id_prefix))
         yield from list(strings)[:limit]
 
 
-def _pages(name: str, split: str) -> Iterator[dict[str, Any]]:
+def _pages(name: str, split: str, id_prefix: str = "") -> Iterator[dict[str, Any]]:
     with lzma.open(DATA / name, "rt", encoding="utf-8") as lines:
         for line in lines:
             page = json.loads(line)
-            if page["split"] == split:
+            if page["split"] == split and page["id"].startswith(id_prefix):
                 yield page
 
 
@@ -116,9 +117,10 @@ def main() -> None:
     parser.add_argument("--schema-version", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
     parser.add_argument("--only", choices=DATASETS, help="only this dataset")
+    parser.add_argument("--id-prefix", default="", help="only entries whose id starts with this")
     args = parser.parse_args()
     names = (args.only,) if args.only else DATASETS
-    for page in dataset(args.split, names, limit=args.limit):
+    for page in dataset(args.split, names, limit=args.limit, id_prefix=args.id_prefix):
         sys.stdout.write(json.dumps(extract_one(page, args.schema_version), default=_plain) + "\n")
 
 

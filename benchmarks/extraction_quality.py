@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/extraction_quality.py --set dev                    # real pages, dev split
     .venv/bin/python benchmarks/extraction_quality.py --set test --baseline-ref main  # before/after
     .venv/bin/python benchmarks/extraction_quality.py --set sample-site            # the synthetic site
+    .venv/bin/python benchmarks/extraction_quality.py --set dev --only products --id-prefix onebox/
 
 ``dev`` and ``test`` score real pages with ground truth (``benchmarks/data/``, see its README;
 ``real_pages.py`` describes the measures); ``sample-site`` scores the generated sample site against
@@ -29,6 +30,12 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="real pages: at most this many per dataset")
     parser.add_argument(
         "--only", choices=("articles", "products", "prices"), help="real pages: only this dataset"
+    )
+    parser.add_argument(
+        "--id-prefix",
+        default="",
+        help="real pages: only those whose id starts with this (one source, e.g. onebox/: pages added "
+        "after the extractor's rules were written, so untouched by them)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     sample_site_quality.add_arguments(parser)

@@ -5,7 +5,8 @@ source is a git checkout (bare or not) given on the command line:
 
     .venv/bin/python benchmarks/data/build_products.py --wdc-page PATH --htmldate PATH \
         --metascraper PATH --extruct PATH --portia PATH --scrapely PATH --price-parser PATH \
-        --metascraper-shopping PATH --formasaurus formasaurus-0.10.0.tar.gz
+        --metascraper-shopping PATH --formasaurus formasaurus-0.10.0.tar.gz --onebox PATH \
+        --any23 PATH
 
 ``--formasaurus`` is not a checkout but Formasaurus' source distribution from PyPI (``pip download
 --no-binary :all: --no-deps formasaurus==0.10.0``), which ships the pages its form classifier was trained on
@@ -29,6 +30,7 @@ import ast
 import hashlib
 import json
 import lzma
+import re
 import subprocess
 import tarfile
 from pathlib import Path
@@ -55,6 +57,7 @@ PAGES: dict[str, tuple[str, str, str | None]] = {
     "htmldate/parallels.com": ("htmldate", "tests/eval/parallels.com.desktop.html", None),
     "htmldate/reiterrevue.de": ("htmldate", "tests/eval/reiterrevue.de-heulage.html", None),
     "htmldate/austria.info": ("htmldate", "tests/cache/austria.info.html", None),
+    "htmldate/beltz.de": ("htmldate", "tests/cache/beltz.de.12wege.html", None),
     "metascraper/amazon.co.uk": (
         "metascraper", "packages/metascraper-amazon/test/fixtures/amazon-co-uk/product-url.html", None
     ),
@@ -188,6 +191,19 @@ PAGES: dict[str, tuple[str, str, str | None]] = {
         "https://www.rejuvenation.com/catalog/products/keystick-wall-sconce-aged-brass",
     ),
     "metascraper-shopping/wayfair.com": ("metascraper-shopping", "test/fixtures/wayfair.html", None),
+    "any23/oreilly.com": (
+        "any23", "test-resources/src/test/resources/html/rdfa/oreilly-invalid-datatype.html", None
+    ),
+    # discourse/onebox's spec fixtures, each version from its history (blob ids: the files were replaced)
+    "onebox/amazon.com.knit-noro.2013": ("onebox", "46b52d32283b4d18e13fe5b15626145d96e3c39d", None),
+    "onebox/amazon.com.seven-languages.2015": ("onebox", "b7ea44a0e8c8e896e90761f28895aaa5d74d81b4", None),
+    "onebox/amazon.com.seven-languages.2018": ("onebox", "42d25aece7b461ca12bf848248c0bfc73fd550ce", None),
+    "onebox/amazon.com.seven-languages-ebook.2018": (
+        "onebox", "68e327960e7b466e9a205c927a5a653c2f62b952", None
+    ),
+    "onebox/etsy.com.pillow.2017": ("onebox", "b25cf51dc1feae86124b1fff0ba2e38ead1dd073", None),
+    "onebox/etsy.com.pillow-mobile.2017": ("onebox", "37526ae3601c82c1b9909845c6f581fe18ecc144", None),
+    "onebox/etsy.com.pillow.2020": ("onebox", "663dd727a902936456da10b559ef0d406708f8f5", None),
 }  # fmt: skip
 
 
@@ -203,6 +219,8 @@ def page_source(repos: dict[str, Path], source: str, path: str) -> tuple[str, st
         return item["content"], item["url"]
     if source == "formasaurus":
         return formasaurus_page(repos["formasaurus"], path)
+    if source == "onebox":  # a blob of the repository's history (fixtures were renamed and replaced)
+        return decoded(git(repos["onebox"], "cat-file", "-p", path)), None
     if source == "portia":
         name, _, index = path.partition("#")
         data = json.loads(git(repos["portia"], "show", f"HEAD:{name}"))
@@ -228,7 +246,8 @@ def formasaurus_page(sdist: Path, number: str) -> tuple[str, str | None]:
 def canonical(html: str) -> str | None:
     import lxml.html  # noqa: PLC0415
 
-    tree = lxml.html.fromstring(html)
+    # lxml refuses a str that opens with an XML declaration (any23's XHTML+RDFa page)
+    tree = lxml.html.fromstring(re.sub(r"^\s*<\?xml[^>]*\?>", "", html, count=1))
     for xpath in ("//link[@rel='canonical']/@href", "//meta[@property='og:url']/@content"):
         found = tree.xpath(xpath)
         if found and str(found[0]).startswith("http"):
@@ -303,7 +322,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     names = ("wdc-page", "htmldate", "metascraper", "extruct", "portia", "scrapely", "price-parser",
-             "metascraper-shopping", "formasaurus")  # fmt: skip
+             "metascraper-shopping", "formasaurus", "onebox", "any23")  # fmt: skip
     for name in names:
         parser.add_argument(f"--{name}", type=Path, required=True)
     args = parser.parse_args()
@@ -311,6 +330,7 @@ def main() -> None:
         "wdc": args.wdc_page, "htmldate": args.htmldate, "metascraper": args.metascraper,
         "extruct": args.extruct, "portia": args.portia, "scrapely": args.scrapely,
         "metascraper-shopping": args.metascraper_shopping, "formasaurus": args.formasaurus,
+        "onebox": args.onebox, "any23": args.any23,
     }  # fmt: skip
     built = pages(repos)
     write_jsonl("products.jsonl.xz", built)

@@ -26,12 +26,14 @@ from typing import Any
 import lxml.html
 
 HERE = Path(__file__).resolve().parent
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _AMOUNT = re.compile(r"\d{1,3}(?:[.,'\u2009\u202f ]\d{3})+(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?")
 
 
 def visible_text(html: str) -> str:
     """The text a reader sees: no scripts, styles, templates, comments or attribute values."""
-    tree = lxml.html.fromstring(html)
+    # lxml refuses a str that opens with an XML declaration (any23's XHTML+RDFa page from oreilly.com)
+    tree = lxml.html.fromstring(_XML_DECLARATION.sub("", html, count=1))
     for node in tree.xpath("//script|//style|//noscript|//template|//head"):
         node.drop_tree()
     return " ".join(tree.text_content().split())
