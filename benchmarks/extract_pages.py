@@ -28,14 +28,14 @@ PRODUCT_LABELS = DATA / "product_labels.json"
 
 
 def dataset(
-    split: str, names: tuple[str, ...] = DATASETS, limit: int | None = None, id_prefix: str = ""
+    split: str, names: tuple[str, ...] = DATASETS, limit: int | None = None, id_prefix: tuple[str, ...] = ()
 ) -> Iterator[dict[str, Any]]:
     """The committed real pages of ``split`` (``dev`` or ``test``): articles, then product pages.
 
     Product pages are the pages of ``products.jsonl.xz`` and those of the article file that
     ``product_labels.json`` labels (by id), with those labels as their truth; price strings (kind
-    ``prices``) come last. ``id_prefix`` keeps only the entries whose id starts with it: one source's
-    pages (``onebox/``), e.g. pages added after the extractor's rules were written, scored on their own.
+    ``prices``) come last. ``id_prefix`` keeps only the entries whose id starts with one of them: some
+    sources' pages (``onebox/``), e.g. pages added after the extractor's rules were written, scored alone.
     """
     labels = json.loads(PRODUCT_LABELS.read_text(encoding="utf-8"))["labels"] if "products" in names else {}
     articles = 0
@@ -57,11 +57,11 @@ def dataset(
         yield from list(strings)[:limit]
 
 
-def _pages(name: str, split: str, id_prefix: str = "") -> Iterator[dict[str, Any]]:
+def _pages(name: str, split: str, id_prefix: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
     with lzma.open(DATA / name, "rt", encoding="utf-8") as lines:
         for line in lines:
             page = json.loads(line)
-            if page["split"] == split and page["id"].startswith(id_prefix):
+            if page["split"] == split and (not id_prefix or page["id"].startswith(id_prefix)):
                 yield page
 
 
@@ -117,10 +117,12 @@ def main() -> None:
     parser.add_argument("--schema-version", type=int, default=3)
     parser.add_argument("--limit", type=int, default=None, help="at most this many pages per dataset")
     parser.add_argument("--only", choices=DATASETS, help="only this dataset")
-    parser.add_argument("--id-prefix", default="", help="only entries whose id starts with this")
+    parser.add_argument(
+        "--id-prefix", action="append", default=[], help="only entries whose id starts with this (repeatable)"
+    )
     args = parser.parse_args()
     names = (args.only,) if args.only else DATASETS
-    for page in dataset(args.split, names, limit=args.limit, id_prefix=args.id_prefix):
+    for page in dataset(args.split, names, limit=args.limit, id_prefix=tuple(args.id_prefix)):
         sys.stdout.write(json.dumps(extract_one(page, args.schema_version), default=_plain) + "\n")
 
 

@@ -33,8 +33,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--id-prefix",
-        default="",
-        help="real pages: only those whose id starts with this (one source, e.g. onebox/: pages added "
+        action="append",
+        default=[],
+        help="real pages: only those whose id starts with this (repeatable; e.g. onebox/: pages added "
         "after the extractor's rules were written, so untouched by them)",
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

@@ -103,7 +103,7 @@ def subprocess_runs(args: argparse.Namespace) -> dict[str, dict[str, Output]]:
         command += ["--schema-version", str(args.schema_version)]
         command += ["--limit", str(args.limit)] if args.limit else []
         command += ["--only", args.only] if args.only else []
-        command += ["--id-prefix", args.id_prefix] if args.id_prefix else []
+        command += [f"--id-prefix={prefix}" for prefix in args.id_prefix]
         # Each writes to a file, not a pipe: a pipe read only after the other's is drained fills up and
         # stalls its writer, so the two ran one after the other (the same code timed 40% apart).
         files = {name: Path(tree, f"{name}.jsonl") for name in trees}
@@ -215,7 +215,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     tallies = {name: Tally() for name in [*extracted, *systems]}
     counts = dict.fromkeys(DATASETS, 0)
     names = (args.only,) if args.only else DATASETS
-    for page in dataset(args.split, names, limit=args.limit, id_prefix=args.id_prefix):
+    for page in dataset(args.split, names, limit=args.limit, id_prefix=tuple(args.id_prefix)):
         counts[page["kind"]] += 1
         for name, system in systems.items():
             if page["kind"] != "prices":  # neither reads a price text on its own
