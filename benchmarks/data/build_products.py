@@ -6,7 +6,7 @@ source is a git checkout (bare or not) given on the command line:
     .venv/bin/python benchmarks/data/build_products.py --wdc-page PATH --htmldate PATH \
         --metascraper PATH --extruct PATH --portia PATH --scrapely PATH --price-parser PATH \
         --metascraper-shopping PATH --formasaurus formasaurus-0.10.0.tar.gz --onebox PATH \
-        --any23 PATH
+        --any23 PATH --postlight PATH
 
 ``--formasaurus`` is not a checkout but Formasaurus' source distribution from PyPI (``pip download
 --no-binary :all: --no-deps formasaurus==0.10.0``), which ships the pages its form classifier was trained on
@@ -194,6 +194,8 @@ PAGES: dict[str, tuple[str, str, str | None]] = {
     "any23/oreilly.com": (
         "any23", "test-resources/src/test/resources/html/rdfa/oreilly-invalid-datatype.html", None
     ),
+    "postlight/bookwalker.jp": ("postlight", "fixtures/bookwalker.jp.html", None),
+    "postlight/oreilly.co.jp": ("postlight", "fixtures/www.oreilly.co.jp.html", None),
     # discourse/onebox's spec fixtures, each version from its history (blob ids: the files were replaced)
     "onebox/amazon.com.knit-noro.2013": ("onebox", "46b52d32283b4d18e13fe5b15626145d96e3c39d", None),
     "onebox/amazon.com.seven-languages.2015": ("onebox", "b7ea44a0e8c8e896e90761f28895aaa5d74d81b4", None),
@@ -322,7 +324,7 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     names = ("wdc-page", "htmldate", "metascraper", "extruct", "portia", "scrapely", "price-parser",
-             "metascraper-shopping", "formasaurus", "onebox", "any23")  # fmt: skip
+             "metascraper-shopping", "formasaurus", "onebox", "any23", "postlight")  # fmt: skip
     for name in names:
         parser.add_argument(f"--{name}", type=Path, required=True)
     args = parser.parse_args()
@@ -330,7 +332,7 @@ def main() -> None:
         "wdc": args.wdc_page, "htmldate": args.htmldate, "metascraper": args.metascraper,
         "extruct": args.extruct, "portia": args.portia, "scrapely": args.scrapely,
         "metascraper-shopping": args.metascraper_shopping, "formasaurus": args.formasaurus,
-        "onebox": args.onebox, "any23": args.any23,
+        "onebox": args.onebox, "any23": args.any23, "postlight": args.postlight,
     }  # fmt: skip
     built = pages(repos)
     write_jsonl("products.jsonl.xz", built)
