@@ -6,7 +6,7 @@ source is a git checkout (bare or not) given on the command line:
     .venv/bin/python benchmarks/data/build_products.py --wdc-page PATH --htmldate PATH \
         --metascraper PATH --extruct PATH --portia PATH --scrapely PATH --price-parser PATH \
         --metascraper-shopping PATH --formasaurus formasaurus-0.10.0.tar.gz --onebox PATH \
-        --any23 PATH --postlight PATH
+        --any23 PATH --postlight PATH --brick-stock-checker PATH
 
 ``--formasaurus`` is not a checkout but Formasaurus' source distribution from PyPI (``pip download
 --no-binary :all: --no-deps formasaurus==0.10.0``), which ships the pages its form classifier was trained on
@@ -196,6 +196,33 @@ PAGES: dict[str, tuple[str, str, str | None]] = {
     ),
     "postlight/bookwalker.jp": ("postlight", "fixtures/bookwalker.jp.html", None),
     "postlight/oreilly.co.jp": ("postlight", "fixtures/www.oreilly.co.jp.html", None),
+    # tmock12/brick_stock_checker's fixtures, LEGO sets in and out of stock (2014); LEGO's own shop pages
+    # carry no URL of theirs: the host is the one the pages link to, the path is the shop's pattern then
+    "brick-stock-checker/amazon.com": ("brick-stock-checker", "spec/fixtures/amazon-is.html", None),
+    "brick-stock-checker/target.com.death-star": (
+        "brick-stock-checker", "spec/fixtures/target-is.html", None
+    ),
+    "brick-stock-checker/target.com.seaside-house": (
+        "brick-stock-checker", "spec/fixtures/target-oos.html", None
+    ),
+    "brick-stock-checker/walmart.com.ecto-1": (
+        "brick-stock-checker", "spec/fixtures/walmart-is.html",
+        "http://www.walmart.com/ip/LEGO-Cuusoo-Ghostbusters-Ecto-1-21108/36611650",
+    ),
+    "brick-stock-checker/walmart.com.millennium-falcon": (
+        "brick-stock-checker", "spec/fixtures/walmart-oos.html",
+        "http://www.walmart.com/ip/LEGO-Star-Wars-Millennium-Falcon/16672557",
+    ),
+    "brick-stock-checker/shop.lego.com.death-star": (
+        "brick-stock-checker", "spec/fixtures/lego-shop-is.html", "http://shop.lego.com/en-US/Death-Star-10188"
+    ),
+    "brick-stock-checker/shop.lego.com.tumbler": (
+        "brick-stock-checker", "spec/fixtures/lego-shop-oos.html", "http://shop.lego.com/en-US/The-Tumbler-76023"
+    ),
+    "brick-stock-checker/shop.lego.com.sail-barge": (
+        "brick-stock-checker", "spec/fixtures/lego-shop-call-to-check.html",
+        "http://shop.lego.com/en-US/Jabba-s-Sail-Barge-75020",
+    ),
     # discourse/onebox's spec fixtures, each version from its history (blob ids: the files were replaced)
     "onebox/amazon.com.knit-noro.2013": ("onebox", "46b52d32283b4d18e13fe5b15626145d96e3c39d", None),
     "onebox/amazon.com.seven-languages.2015": ("onebox", "b7ea44a0e8c8e896e90761f28895aaa5d74d81b4", None),
@@ -324,7 +351,8 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     names = ("wdc-page", "htmldate", "metascraper", "extruct", "portia", "scrapely", "price-parser",
-             "metascraper-shopping", "formasaurus", "onebox", "any23", "postlight")  # fmt: skip
+             "metascraper-shopping", "formasaurus", "onebox", "any23", "postlight",
+             "brick-stock-checker")  # fmt: skip
     for name in names:
         parser.add_argument(f"--{name}", type=Path, required=True)
     args = parser.parse_args()
@@ -333,6 +361,7 @@ def main() -> None:
         "extruct": args.extruct, "portia": args.portia, "scrapely": args.scrapely,
         "metascraper-shopping": args.metascraper_shopping, "formasaurus": args.formasaurus,
         "onebox": args.onebox, "any23": args.any23, "postlight": args.postlight,
+        "brick-stock-checker": args.brick_stock_checker,
     }  # fmt: skip
     built = pages(repos)
     write_jsonl("products.jsonl.xz", built)
