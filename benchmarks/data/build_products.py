@@ -6,7 +6,8 @@ source is a git checkout (bare or not) given on the command line:
     .venv/bin/python benchmarks/data/build_products.py --wdc-page PATH --htmldate PATH \
         --metascraper PATH --extruct PATH --portia PATH --scrapely PATH --price-parser PATH \
         --metascraper-shopping PATH --formasaurus formasaurus-0.10.0.tar.gz --onebox PATH \
-        --any23 PATH --postlight PATH --brick-stock-checker PATH
+        --any23 PATH --postlight PATH --brick-stock-checker PATH \
+        --fletcher PATH
 
 ``--formasaurus`` is not a checkout but Formasaurus' source distribution from PyPI (``pip download
 --no-binary :all: --no-deps formasaurus==0.10.0``), which ships the pages its form classifier was trained on
@@ -223,6 +224,9 @@ PAGES: dict[str, tuple[str, str, str | None]] = {
         "brick-stock-checker", "spec/fixtures/lego-shop-call-to-check.html",
         "http://shop.lego.com/en-US/Jabba-s-Sail-Barge-75020",
     ),
+    # hulihanapplications/fletcher's VCR cassettes (2012), the page in each recorded response
+    "fletcher/etsy.com": ("fletcher", "Fletcher_Model_Etsy", None),
+    "fletcher/ebay.com": ("fletcher", "Fletcher_Model_Ebay", None),
     # discourse/onebox's spec fixtures, each version from its history (blob ids: the files were replaced)
     "onebox/amazon.com.knit-noro.2013": ("onebox", "46b52d32283b4d18e13fe5b15626145d96e3c39d", None),
     "onebox/amazon.com.seven-languages.2015": ("onebox", "b7ea44a0e8c8e896e90761f28895aaa5d74d81b4", None),
@@ -248,6 +252,8 @@ def page_source(repos: dict[str, Path], source: str, path: str) -> tuple[str, st
         return item["content"], item["url"]
     if source == "formasaurus":
         return formasaurus_page(repos["formasaurus"], path)
+    if source == "fletcher":
+        return fletcher_page(repos["fletcher"], path)
     if source == "onebox":  # a blob of the repository's history (fixtures were renamed and replaced)
         return decoded(git(repos["onebox"], "cat-file", "-p", path)), None
     if source == "portia":
@@ -256,6 +262,22 @@ def page_source(repos: dict[str, Path], source: str, path: str) -> tuple[str, st
         template = data["templates"][int(index)] if index else data
         return template["original_body"], template["url"]
     return decoded(git(repos[source], "show", f"HEAD:{path}")), None
+
+
+FLETCHER_COMMIT = "0b8ef6f76a43677c2aa50ade97a33ccb57f97a11"
+"""The commit of hulihanapplications/fletcher whose cassettes hold the pages (later ones were emptied)."""
+
+
+def fletcher_page(repo: Path, model: str) -> tuple[str, str | None]:
+    """The page a VCR cassette of fletcher recorded for ``model`` and the URL it was fetched from."""
+    import yaml  # noqa: PLC0415 (only this source needs it)
+
+    name = f"spec/vcr/{model}/parse/with_valid_data/should_return_correct_model_info.yml"
+    cassette = yaml.safe_load(git(repo, "show", f"{FLETCHER_COMMIT}:{name}"))
+    for interaction in cassette["http_interactions"]:
+        if interaction["response"]["status"]["code"] == 200:  # the page after any redirect
+            return interaction["response"]["body"]["string"], interaction["request"]["uri"]
+    raise ValueError(f"{name} recorded no page")
 
 
 def formasaurus_page(sdist: Path, number: str) -> tuple[str, str | None]:
@@ -352,7 +374,7 @@ def main() -> None:
     )
     names = ("wdc-page", "htmldate", "metascraper", "extruct", "portia", "scrapely", "price-parser",
              "metascraper-shopping", "formasaurus", "onebox", "any23", "postlight",
-             "brick-stock-checker")  # fmt: skip
+             "brick-stock-checker", "fletcher")  # fmt: skip
     for name in names:
         parser.add_argument(f"--{name}", type=Path, required=True)
     args = parser.parse_args()
@@ -361,7 +383,7 @@ def main() -> None:
         "extruct": args.extruct, "portia": args.portia, "scrapely": args.scrapely,
         "metascraper-shopping": args.metascraper_shopping, "formasaurus": args.formasaurus,
         "onebox": args.onebox, "any23": args.any23, "postlight": args.postlight,
-        "brick-stock-checker": args.brick_stock_checker,
+        "brick-stock-checker": args.brick_stock_checker, "fletcher": args.fletcher,
     }  # fmt: skip
     built = pages(repos)
     write_jsonl("products.jsonl.xz", built)
