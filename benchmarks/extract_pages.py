@@ -58,11 +58,18 @@ def dataset(
 
 
 def _pages(name: str, split: str, id_prefix: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
-    with lzma.open(DATA / name, "rt", encoding="utf-8") as lines:
+    return (
+        page
+        for page in pages_file(DATA / name)
+        if page["split"] == split and (not id_prefix or page["id"].startswith(id_prefix))
+    )
+
+
+def pages_file(path: Path) -> Iterator[dict[str, Any]]:
+    """The pages of a JSON-lines file compressed with xz, one object a line."""
+    with lzma.open(path, "rt", encoding="utf-8") as lines:
         for line in lines:
-            page = json.loads(line)
-            if page["split"] == split and (not id_prefix or page["id"].startswith(id_prefix)):
-                yield page
+            yield json.loads(line)
 
 
 def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:

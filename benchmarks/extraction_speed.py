@@ -1,17 +1,21 @@
-"""Extraction CPU per page, this tree against another git revision, and whether their records are equal.
+"""Extraction CPU per page, this tree against another git revision and trafilatura alone; equal records?
 
     .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --rounds 5
+    .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --sets docs,large --rounds 5
     .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --sets sample-site --rounds 7
 
-Pages: the real pages of ``data/`` (dev and test splits: articles and product pages, each page once)
-and every HTML page a crawler reaches on the synthetic sample site (``sample_site_quality.pages``),
-made once in this process and handed to both systems. Each system is ``extract_record`` (page_record
-v3, the extractor service's code path) of one tree, run in its own worker process (``PYTHONPATH`` set
-to the tree), after its warm-up. Rounds alternate: round 1 runs ``before`` then ``after``, round 2
-``after`` then ``before``, and so on, so neither always meets the same load. A round extracts every
-page of a set once and reports CPU ms/page of the worker (``time.process_time``, so waiting for a
-core is not counted; the machine is shared and noisy, hence medians). The records of the first round
-are compared field by field: a speed change that alters any record is no speed change.
+Pages: the real pages of ``data/`` (``dev`` and ``test`` splits: articles and product pages, each page
+once), the large real pages (``docs``: NumPy's built documentation pages of 100 kB and more,
+``data/docs_pages.jsonl.xz``; ``large``: the dev pages of 300 kB and more, news, blogs and shops) and
+every HTML page a crawler reaches on the synthetic sample site (``sample_site_quality.pages``), made
+once in this process and handed to every system. ``before`` and ``after`` are ``extract_record``
+(page_record v3, the extractor service's code path) of one tree each, run in its own worker process
+(``PYTHONPATH`` set to the tree), after its warm-up; ``trafilatura`` is ``trafilatura.extract(html,
+url=url)`` alone, with its defaults, in a third worker. Rounds alternate: round 1 runs ``before``,
+``after``, ``trafilatura``, round 2 the reverse, and so on, so none always meets the same load. A
+round extracts every page of a set once and reports CPU ms/page of the worker (``time.process_time``,
+so waiting for a core is not counted; the machine is shared and noisy, hence medians). The records of
+the first round are compared field by field: a speed change that alters any record is no speed change.
 """
 
 from __future__ import annotations
@@ -29,7 +33,10 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")
-SETS = ("dev", "test", "sample-site")
+SETS = ("dev", "test", "docs", "large", "sample-site")
+LARGE_BYTES = 300_000
+"""The ``large`` set: dev pages whose HTML holds at least this many bytes of UTF-8."""
+TRAFILATURA = "trafilatura"
 
 
 def pages_of(name: str) -> dict[str, dict[str, Any]]:
@@ -43,16 +50,29 @@ def pages_of(name: str) -> dict[str, dict[str, Any]]:
 
         spec = SiteSpec(base_port=sample_site_quality.BASE_PORT)
         return dict(sample_site_quality.pages(spec))
-    from extract_pages import FETCHED_AT, dataset  # noqa: PLC0415
+    from extract_pages import DATA, FETCHED_AT, dataset, pages_file  # noqa: PLC0415
 
+    if name == "docs":
+        found = pages_file(DATA / "docs_pages.jsonl.xz")
+    elif name == "large":
+        found = (page for page in dataset("dev", ("articles", "products")) if _large(page["html"]))
+    else:
+        found = dataset(name, ("articles", "products"))
     return {
         page["id"]: raw_page(page["html"].encode(), page["url"], fetched_at=FETCHED_AT, charset="utf-8")
-        for page in dataset(name, ("articles", "products"))
+        for page in found
     }
 
 
-def work(pages_file: Path, out_file: Path, keep_records: bool) -> None:
+def _large(html: str) -> bool:
+    return len(html.encode("utf-8")) >= LARGE_BYTES
+
+
+def work(pages_file: Path, out_file: Path, keep_records: bool, system: str) -> None:
     """Worker: extract every page of ``pages_file`` once; write CPU ms/page (and the records)."""
+    if system == TRAFILATURA:
+        work_trafilatura(pages_file, out_file)
+        return
     from data_plane.extract.exceptions import ExtractionFailed  # noqa: PLC0415
     from data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415
 
@@ -69,8 +89,25 @@ def work(pages_file: Path, out_file: Path, keep_records: bool) -> None:
     out_file.write_bytes(pickle.dumps({"ms": ms_per_page, "records": records if keep_records else None}))
 
 
-def run_worker(tree: str, pages_file: Path, out_file: Path, keep_records: bool) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--worker", str(pages_file), str(out_file)]
+def work_trafilatura(pages_file: Path, out_file: Path) -> None:
+    """Worker: ``trafilatura.extract`` alone (its defaults) on every page of ``pages_file``, once."""
+    import trafilatura  # noqa: PLC0415
+
+    pages: dict[str, dict[str, Any]] = pickle.loads(pages_file.read_bytes())
+    htmls = {key: (page["body"].decode(page.get("charset") or "utf-8", "replace"), page["url"])
+             for key, page in pages.items()}  # fmt: skip
+    trafilatura.extract("<html><body><p>warm-up</p></body></html>")
+    started = time.process_time()
+    for html, url in htmls.values():
+        trafilatura.extract(html, url=url)
+    ms_per_page = (time.process_time() - started) * 1000 / len(pages)
+    out_file.write_bytes(pickle.dumps({"ms": ms_per_page, "records": None}))
+
+
+def run_worker(
+    tree: str, pages_file: Path, out_file: Path, keep_records: bool, system: str = "extract"
+) -> dict[str, Any]:
+    command = [sys.executable, __file__, "--worker", str(pages_file), str(out_file), "--system", system]
     command += ["--keep-records"] if keep_records else []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, str(Path(__file__).parent)])}
     subprocess.run(command, env=env, check=True)
@@ -86,12 +123,13 @@ def differing(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dict[str, Any]:
     pages_file = scratch / f"{name}.pages"
     pages_file.write_bytes(pickle.dumps(pages_of(name)))
-    ms: dict[str, list[float]] = {system: [] for system in trees}
+    systems = [*trees, TRAFILATURA]
+    ms: dict[str, list[float]] = {system: [] for system in systems}
     records: dict[str, Any] = {}
     for index in range(rounds):
-        order = list(trees) if index % 2 == 0 else list(reversed(trees))
-        for system in order:
-            result = run_worker(trees[system], pages_file, scratch / f"{system}.out", index == 0)
+        for system in systems if index % 2 == 0 else reversed(systems):
+            tree, kind = (trees[system], "extract") if system in trees else (trees["after"], system)
+            result = run_worker(tree, pages_file, scratch / f"{system}.out", index == 0, kind)
             ms[system].append(result["ms"])
             records.setdefault(system, result["records"])
     medians = {system: statistics.median(values) for system, values in ms.items()}
@@ -100,6 +138,7 @@ def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dic
         "ms_per_page": {system: [round(value, 2) for value in values] for system, values in ms.items()},
         "median_ms_per_page": {system: round(value, 2) for system, value in medians.items()},
         "after_over_before": round(medians["after"] / medians["before"], 3),
+        "after_over_trafilatura": round(medians["after"] / medians[TRAFILATURA], 3),
         "differing_records": differing(records["before"], records["after"]),
     }
 
@@ -113,9 +152,10 @@ def main() -> None:
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {SETS}")
     parser.add_argument("--worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--keep-records", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--system", default="extract", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        work(*args.worker, keep_records=args.keep_records)
+        work(*args.worker, keep_records=args.keep_records, system=args.system)
         return
     with tempfile.TemporaryDirectory(prefix="dualplane-speed-") as scratch:
         before = Path(scratch, "before")
@@ -129,12 +169,12 @@ def main() -> None:
         trees = {"before": str(before), "after": str(REPO)}
         for name in args.sets.split(","):
             report = measure(name, trees, args.rounds, Path(scratch))
-            changed = report["differing_records"]
+            changed, medians = report["differing_records"], report["median_ms_per_page"]
             print(
                 f"{name}: {report['pages']} pages, CPU ms/page median of {args.rounds} rounds: "
-                f"before ({args.baseline_ref}) {report['median_ms_per_page']['before']}, "
-                f"after {report['median_ms_per_page']['after']} "
-                f"(x{report['after_over_before']}); rounds {report['ms_per_page']}; "
+                f"before ({args.baseline_ref}) {medians['before']}, after {medians['after']} "
+                f"(x{report['after_over_before']}), trafilatura alone {medians[TRAFILATURA]} "
+                f"(after / trafilatura x{report['after_over_trafilatura']}); rounds {report['ms_per_page']}; "
                 f"records differing: {len(changed)}{' ' + ', '.join(changed[:10]) if changed else ''}",
                 flush=True,
             )
