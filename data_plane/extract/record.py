@@ -163,11 +163,12 @@ def read_content(page: Mapping[str, Any], final_url: str) -> Content:
 
 
 def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Content:
-    # One Lexbor parse for the links and the markup heuristics: links first, since Markup prunes the tree.
+    # One Lexbor parse for the links, the structured data and the markup heuristics: those two first,
+    # since Markup prunes the tree (scripts, which hold JSON-LD, go).
     tree = LexborHTMLParser(html)
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
+    data = read_structured(html, final_url, tree)
     markup = Markup(tree)
-    data = read_structured(html, final_url)
     text = main_text(html, final_url, partial(link_texts, markup))
     description = description_of(markup)
     product = extract_product(markup, data, final_url, html=html)
