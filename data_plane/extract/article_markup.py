@@ -17,7 +17,7 @@ from selectolax.lexbor import LexborNode
 
 from data_plane.extract.dates import parse_datetime
 from data_plane.extract.fields import ArticleFields
-from data_plane.extract.markup import Markup, ancestors, innermost, line, words
+from data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
 from data_plane.extract.text import link_texts
 
 MAX_AUTHORS = 10
@@ -33,6 +33,13 @@ MAX_STANDFIRSTS = 3
 MIN_LEAD_WORDS = 8
 """A lead is a sentence or two: a shorter description is a slogan or a label, not the article's opening."""
 LEAD_METAS = ("description", "og:description", "twitter:description")
+# Every class or id that makes one of AUTHOR_WORDS holds one of these (words() drops "-" and "_"): the
+# CSS engine picks those few nodes, and only they are judged in Python, not every node with a class.
+_AUTHOR_CANDIDATES = ", ".join(
+    f'[{attribute}*="{hint}" i]'
+    for attribute in ("class", "id")
+    for hint in ("author", "byline", "by-line", "by_line", "contributor")
+)
 _COMMENT_WORDS = frozenset({"comment", "comments", "reply", "replies", "discussion"})
 _BY = re.compile(r"^\s*(?:by|von|par|por|door|di)\s+", re.I)
 _SPLIT_NAMES = re.compile(r"\s*(?:,|;|&|\band\b|\bund\b|\bet\b|\by\b|\|)\s*")
@@ -167,7 +174,9 @@ def _itemprop_authors(area: LexborNode) -> Iterator[str]:
 
 def _class_authors(area: LexborNode) -> Iterator[str]:
     nodes = [
-        node for node in area.css("[class], [id]") if AUTHOR_WORDS & words(node) and not _in_comments(node)
+        node
+        for node in unique(area.css(_AUTHOR_CANDIDATES))
+        if AUTHOR_WORDS & words(node) and not _in_comments(node)
     ]
     for node in innermost(nodes):
         yield from names_in(line(node))

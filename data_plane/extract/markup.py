@@ -140,13 +140,21 @@ def innermost(nodes: Iterable[LexborNode]) -> list[LexborNode]:
     return [node for node in listed if node.mem_id not in outer]
 
 
+def unique(nodes: Iterable[LexborNode]) -> list[LexborNode]:
+    """``nodes`` without repeats, in their order: Lexbor lists a node once for each selector of a
+    comma-separated list that it matches."""
+    seen: set[int] = set()
+    return [node for node in nodes if not (node.mem_id in seen or seen.add(node.mem_id))]
+
+
 def inside(node: LexborNode, container: LexborNode) -> bool:
     return node.mem_id == container.mem_id or any(p.mem_id == container.mem_id for p in ancestors(node))
 
 
 def _outermost(nodes: list[LexborNode]) -> list[LexborNode]:
+    # Each once: a node matched by two candidate selectors would otherwise be freed twice.
     ids = {node.mem_id for node in nodes}
-    return [node for node in nodes if not any(parent.mem_id in ids for parent in ancestors(node))]
+    return [node for node in unique(nodes) if not any(parent.mem_id in ids for parent in ancestors(node))]
 
 
 def _struck(node: LexborNode) -> bool:
