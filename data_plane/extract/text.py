@@ -1,7 +1,17 @@
-"""Main text with boilerplate removed (trafilatura), and an article's body cut out of it.
+"""Main text with boilerplate removed (trafilatura, or resiliparse on documentation), and an article's body.
+
+Two engines. trafilatura's cascade (lxml, its extractor, readability and jusText to compare, a
+baseline) chooses the main block of news, blog and shop pages best: resiliparse's main-content
+extraction alone scores segment F1 0.863 on the dev pages against 0.936, and taking resiliparse's
+text on any class of news pages told by text length or by its share of the page cost 0.001-0.015
+there. But trafilatura costs 100-200 ms of CPU on a large documentation page, whose main content is
+nearly the whole page, while resiliparse (C, over Lexbor) reads it in a few milliseconds with the
+same text (token precision 0.99 and recall 1.0 of one against the other, means over NumPy's built
+docs). So a page a documentation generator made (:data:`DOCS_MARKERS`) is read by resiliparse, unless
+it finds almost no main text there (an index of names); every other page by trafilatura.
 
 trafilatura runs without its metadata pass: that pass guesses dates relative to today's date, which
-would make records depend on when they were extracted. Its output is deterministic for given HTML.
+would make records depend on when they were extracted. Both outputs are deterministic for given HTML.
 """
 
 from __future__ import annotations
@@ -12,6 +22,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Iterable
 
 import trafilatura
+from resiliparse.extract.html2text import extract_plain_text
 
 from data_plane.extract.boilerplate import trim_boilerplate
 from data_plane.extract.markup import Markup
@@ -30,6 +41,16 @@ KICKER_CHARS = 40
 """A leading line is a kicker ("Culture", "24 July 2015") when it has at most KICKER_WORDS words in at
 most this many columns."""
 BYLINE_WORDS = 12
+DOCS_MARKERS = re.compile(
+    r"documentation_options\.js|<meta\s+name=[\"']?generator[\"']?\s+content=[\"']?"
+    r"(?:sphinx|docutils|mkdocs|docusaurus)",
+    re.I,
+)
+"""A page built by Sphinx (every Sphinx theme loads ``documentation_options.js``), MkDocs or Docusaurus.
+None of the 1200 dev and test pages matches; all 35 NumPy docs pages of 100 kB and more do."""
+DOCS_MIN_CHARS = 2000
+"""Less main text than this on a documentation page (an index of names, a list of release notes that
+resiliparse takes for navigation) and trafilatura reads the page after all."""
 
 _BULK = re.compile(
     r"<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<svg\b.*?</svg\s*>", re.I | re.S
@@ -49,15 +70,31 @@ def main_text(
     """
     if len(html) > MAX_HTML_CHARS:
         html = _BULK.sub("", html)[:MAX_HTML_CHARS]
+    text = docs_text(html) if DOCS_MARKERS.search(html) else None
+    if text is None:
+        text = _trafilatura_text(html, url)
+    text = trim_boilerplate(text or "", link_texts).strip()
+    return clip_text(text) or None
+
+
+def _trafilatura_text(html: str, url: str | None) -> str | None:
     try:
-        text = trafilatura.extract(
+        text: str | None = trafilatura.extract(
             html, url=url, include_comments=False, include_tables=True, deduplicate=False, with_metadata=False
         )
     except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
         logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
         return None
-    text = trim_boilerplate(text or "", link_texts).strip()
-    return clip_text(text) or None
+    return text
+
+
+def docs_text(html: str) -> str | None:
+    """Resiliparse's main content of documentation page ``html``, or ``None`` when it finds little."""
+    # One line per block, as trafilatura writes it; no link targets, image alt texts or list bullets.
+    text: str = extract_plain_text(
+        html, main_content=True, preserve_formatting=True, list_bullets=False, alt_texts=False, links=False
+    )
+    return text if len(text) >= DOCS_MIN_CHARS else None
 
 
 def link_texts(page: Markup) -> frozenset[str]:
