@@ -143,8 +143,7 @@ def innermost(nodes: Iterable[LexborNode]) -> list[LexborNode]:
 def unique(nodes: Iterable[LexborNode]) -> list[LexborNode]:
     """``nodes`` without repeats, in their order: Lexbor lists a node once for each selector of a
     comma-separated list that it matches."""
-    seen: set[int] = set()
-    return [node for node in nodes if not (node.mem_id in seen or seen.add(node.mem_id))]
+    return list({node.mem_id: node for node in nodes}.values())  # dicts keep the first key's place
 
 
 def inside(node: LexborNode, container: LexborNode) -> bool:
