@@ -33,6 +33,7 @@ SYMBOLS: dict[str, str] = {
     "€": "EUR", "$": "USD", "£": "GBP", "¥": "JPY", "₹": "INR", "₩": "KRW", "₽": "RUB",
     "₺": "TRY", "₪": "ILS", "₫": "VND", "₱": "PHP", "฿": "THB", "₴": "UAH", "₦": "NGN",
     "руб": "RUB", "грн": "UAH", "лв": "BGN",  # noqa: RUF001 (Cyrillic abbreviations, meant)
+    "円": "JPY", "\uffe5": "JPY",  # Japanese shops write "1,320円(税込)" or a full-width yen sign
 }  # fmt: skip
 
 _SPACES = "\u00a0\u202f\u2009 "

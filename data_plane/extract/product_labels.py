@@ -28,7 +28,13 @@ SKU_LABELS = (
     r"Kod\s*produktu", r"Numer\s*katalogowy", r"Indeks", r"Art\.?\s*nr\.?", r"Varenummer", r"Varenr\.?",
     r"Tuotenumero", r"Tuotekoodi", r"Refer[êe]ncia", r"[ÜU]r[üu]n\s*kodu", r"Stok\s*kodu", r"Артикул",
     r"Код(?:\s*товара)?", r"商品コード", r"商品编号",
+    r"Walmart\s*#", r"Listing\s*#", r"ISBN-?10",
+    # "Item:" alone names many things ("Item: 3 pack"): only with one identifier, holding a digit, as the
+    # rest of its line ("Item: 10188") or alone on the next one.
+    r"Item(?=[ \t]*:[ \t]*\n?[ \t]*[\w\-./]*\d[\w\-./]*[ \t]*$)",
 )  # fmt: skip
+"""Marketplaces label their own item number: "Walmart #: 552662041", Etsy's "Listing # 78608690", Amazon's
+"ASIN: B0…", and on a book's page Amazon's ASIN is its "ISBN-10" (no GTIN: 10 digits)."""
 GTIN_LABELS = (r"GTIN(?:-?1[234]|-?8)?", r"EAN(?:-?13)?", r"UPC", r"ISBN(?:-?1[03])?", r"JAN", r"Barcode")
 BRAND_LABELS = (
     r"Brand", r"Marke", r"Marque", r"Marca", r"Merk", r"Manufacturer", r"Hersteller", r"Fabricant",

@@ -17,7 +17,7 @@ from data_plane.extract.availability import Availability, availability_in, avail
 from data_plane.extract.availability_decision import ButtonState, StockSignals, decide
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.identifiers import gtin_of, sku_of
-from data_plane.extract.markup import Markup, innermost, line, words
+from data_plane.extract.markup import Markup, ancestors, innermost, line, words
 from data_plane.extract.prices import currency_code, find_currency
 from data_plane.extract.product_area import area_and_price, elsewhere, own_text, unseen_within
 from data_plane.extract.product_labels import (
@@ -62,6 +62,8 @@ SKU_CLASSED = ", ".join(
     f"[{attribute}*={hint} i]" for attribute in ("class", "id") for hint in ("sku", "code", "number")
 )
 """The CSS engine picks the few candidates; their class or id words are then judged in Python."""
+REPEATED_CODES = 2
+"""Like blocks side by side, each with an item number of its own, are a list of products."""
 MAX_STATEMENT_WORDS = 12
 MAX_DETAILS_CHARS = 200_000
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")  # a full stop before a capital: a new sentence
@@ -207,13 +209,35 @@ def _sku_attribute(scope: LexborNode) -> str | None:
         sku = sku_of(value or line(node))
         if sku:  # a hidden one too: shops keep the item number in hidden elements for their scripts
             return sku
-    marked = (node for node in scope.css(SKU_CLASSED) if SKU_WORDS & words(node))
-    for node in innermost(marked):
+    marked = [node for node in scope.css(SKU_CLASSED) if SKU_WORDS & words(node)]
+    marked_ids = {node.mem_id for node in marked}
+    own = (node for node in marked if not _others_code(node, scope, marked_ids))
+    for node in innermost(own):
         sku = sku_of(line(node))
         # "sku" says so; "code" or "number" may head a promotion code or a phone number: a digit at least
         if sku and ("sku" in words(node) or any(char.isdigit() for char in sku)):
             return sku
     return None
+
+
+def _others_code(node: LexborNode, scope: LexborNode, marked: set[int]) -> bool:
+    """Whether a class-marked item number is another product's: in a container about other products
+    (related, recently viewed: :func:`~data_plane.extract.product_area.elsewhere`), or in one of several
+    like blocks (same tag and class) that each hold one, the cards of a list or a carousel (shop.lego.com's
+    ``<li class="product-thumbnail"><span class="item-code">75020</span>`` beside the product's own
+    "Item: 10188"). A number that is not the product's is not its SKU."""
+    if elsewhere(node, scope):
+        return True
+    for block in ancestors(node):
+        parent = block.parent
+        if block.mem_id == scope.mem_id or parent is None:
+            return False
+        kind = (block.tag, block.attributes.get("class"))
+        alike = [child for child in parent.iter() if (child.tag, child.attributes.get("class")) == kind]
+        coded = [child for child in alike if any(n.mem_id in marked for n in child.css(SKU_CLASSED))]
+        if len(coded) >= REPEATED_CODES:
+            return True
+    return False
 
 
 def _gtin(scope: LexborNode, area_text: str) -> str | None:
