@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborNode
 
 from data_plane.extract.availability import Availability, availability_in, availability_of
-from data_plane.extract.availability_decision import ButtonState, StockSignals, decide
+from data_plane.extract.availability_decision import IN_STOCK_LIKE, ButtonState, StockSignals, decide
 from data_plane.extract.fields import ProductFields
 from data_plane.extract.identifiers import gtin_of, sku_of
 from data_plane.extract.markup import Markup, ancestors, innermost, line, words
@@ -32,13 +32,13 @@ from data_plane.extract.schema_org import absolute_urls
 
 STOCK_WORDS = frozenset({"stock", "availability", "inventory", "instock", "outofstock", "stockstatus"})
 # Add-to-cart controls, in the languages of the markets shops sell in ("Buy" alone only as a control's
-# whole text: as a word it is everywhere).
+# whole text: as a word it is everywhere; Japanese "…を購入する", "buy …", only as a label's end).
 _BUY = re.compile(
     r"add[\s_-]*to[\s_-]*(?:cart|basket|bag|trolley)|buy[\s_-]*now|^\s*buy\s*$"
     r"|in den (?:warenkorb|einkaufswagen)|ajouter au panier|a[ñn]adir (?:al carrito|a la cesta)"
     r"|aggiungi al carrello|in (?:de )?winkelwagen|do ko[šs][íi]ku|do ko[šs][íi]ka|kos[áa]rba|do koszyka"
     r"|l[äa]gg i (?:varukorgen|kundvagnen)|legg i handlekurven|l[æa]g i kurv|lis[äa][äa] ostoskoriin"
-    r"|adicionar ao carrinho|sepete ekle|в корзину|カートに入れる|加入购物车",
+    r"|adicionar ao carrinho|sepete ekle|в корзину|カートに入れる|加入购物车|購入する\s*$|今すぐ購入",
     re.I,
 )
 PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "title", "aria-label", "onclick")
@@ -121,7 +121,7 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
         published=_itemprop_availability(scope),
         statement=in_area or on_button or beside,
         button=button,
-        phrase=_availability_in(clean(own_text(scope, None, shown=True))),
+        phrase=_availability_in(clean(own_text(scope, None, shown=True)), button),
     )
     fields = ProductFields(
         name=_name(page, scope),
@@ -184,18 +184,30 @@ def _stock_statement(container: LexborNode, area: LexborNode) -> Availability | 
     return None
 
 
-def _availability_in(area_text: str) -> Availability | None:
+def _availability_in(area_text: str, button: ButtonState | None = None) -> Availability | None:
     """The first stock phrase in the area's short lines or sentences: a stock statement is a few words,
     while prose ("we will pre-order your items when…") and captions ("Image unavailable") only mention
-    stock words. A paragraph's short sentence counts ("This product is out of stock online. To see if…")."""
+    stock words. A paragraph's short sentence counts ("This product is out of stock online. To see if…").
+
+    Beside an enabled add-to-cart control, an in-stock phrase wins over an earlier sold-out one: the
+    control and the line agree, and the other is a variant's or a script's message whose stylesheet hides
+    it (Amazon's "Sorry, this item is not available in" template above its buy box's "In Stock.").
+    """
+    phrases = _phrases(area_text)
+    first = next(phrases, None)
+    if button == "enabled" and first not in (None, *IN_STOCK_LIKE):
+        return next((found for found in phrases if found in IN_STOCK_LIKE), first)
+    return first
+
+
+def _phrases(area_text: str) -> Iterator[Availability]:
     for text_line in area_text.splitlines():
         for sentence in _SENTENCE_END.split(text_line):
             if len(sentence.split()) > MAX_STATEMENT_WORDS or _MEDIA.search(sentence):
                 continue
             found = availability_in(sentence)
             if found is not None:
-                return found
-    return None
+                yield found
 
 
 def _sku_attribute(scope: LexborNode) -> str | None:
