@@ -50,6 +50,30 @@ def test_an_element_whose_id_says_item_code() -> None:
     assert product_of(html).sku == "84682"
 
 
+def lego_page(others: str) -> str:
+    return f"""<html><body><div id="main"><div id="product-details"><h1>Death Star</h1>
+    <ul id="product-info"><li class="item">Item: <em>10188</em></li></ul>
+    <span class="product-price">$399.99</span><button>Add to Bag</button></div>{others}</div></body></html>"""
+
+
+def thumbnail(code: str) -> str:
+    return f"""<li class="product-thumbnail"><h4><span class="item-code">{code}</span>
+    <a href="/en-US/{code}">Set {code}</a></h4></li>"""
+
+
+@pytest.mark.parametrize(
+    "others",
+    [
+        # shop.lego.com: the thumbnails of other sets, each with its item code, in an unnamed list
+        f'<div id="more"><ul>{thumbnail("75020")}{thumbnail("79008")}</ul></div>',
+        # one other product, in a container about others
+        f'<div id="recently-viewed"><ul>{thumbnail("75020")}</ul></div>',
+    ],
+)
+def test_another_products_item_code_is_not_the_sku(others: str) -> None:
+    assert product_of(lego_page(others)).sku == "10188"
+
+
 def test_a_promotion_code_is_no_item_number() -> None:
     html = """<html><body><div class="product"><h1>Mug</h1><p class="price">$9.99</p>
     <p class="promo-code">FREESHIP</p><button>Add to cart</button></div></body></html>"""

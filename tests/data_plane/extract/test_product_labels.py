@@ -30,6 +30,11 @@ pytestmark = pytest.mark.unit
         ("SKU: Treasure Garden UM9109-3462", "UM9109-3462"),  # a brand before the number
         ("Stock Code:\nEIKO-H11BCVSUBP1", "EIKO-H11BCVSUBP1"),  # 1000bulbs.com
         ("Код:\u00a096133", "96133"),  # gsm-komplekt.com, as "Code:" alone
+        ("Item: 10188", "10188"),  # shop.lego.com
+        ("Item:\n76023", "76023"),
+        ("By: LEGO\nWalmart #: 552662041", "552662041"),  # walmart.com
+        ("Listing # 78608690", "78608690"),  # etsy.com
+        ("ISBN-13:\n978-1934356593,\nISBN-10:\n193435659X", "193435659X"),  # amazon.com: a book's ASIN
     ],
 )
 def test_labelled_item_numbers(text: str, sku: str) -> None:
@@ -46,6 +51,8 @@ def test_labelled_item_numbers(text: str, sku: str) -> None:
         "ProductId 409718",  # labels of several words are written with a space
         "MPN: EXE195",  # the maker's number, not the shop's
         "Code: use code SAVE10",  # only capitalised words stand before a number, as a brand
+        "Item: 3 pack",  # "Item:" alone only before a whole line's identifier
+        "Item: Blue shirt 2",
     ],
 )
 def test_not_item_numbers(text: str) -> None:

@@ -6,6 +6,8 @@ stock said for 2.3 times as many pages as were, no answer on ~30% of pages) are 
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
 
 from data_plane.extract.availability import availability_in
@@ -143,3 +145,23 @@ def test_one_add_to_cart_per_card_is_a_listing_not_a_buy_box() -> None:
     )
     html = f"<html><body><main>{cards}</main></body></html>"
     assert extract_product(Markup(html), read_structured(html, URL), URL, html=html) is None
+
+
+def test_an_in_stock_line_beside_an_enabled_control_outweighs_a_sold_out_template() -> None:
+    # amazon.com (2013): a variant-image template "Sorry, this item is not available in" (hidden by the
+    # stylesheet) above the buy box's "In Stock." and its add-to-cart button.
+    body = """<div id="main-image-unavailable"><b>Sorry, this item is not available in<b></b></b></div>
+    <span class="a-size-medium">In Stock.</span><input type="submit" value="Add to Cart">"""
+    assert product_of(page(body)).availability == "in_stock"
+    # without the in-stock line the page disagrees with itself, as before
+    assert product_of(page(body.replace("In Stock.", ""))).availability is None
+
+
+def test_a_japanese_buy_link_is_an_add_to_cart_control() -> None:
+    # oreilly.co.jp: "Ebookを購入する" ("buy the ebook") links to the cart; a help link is none.
+    html = """<html><body><main><h1>Head First</h1><div class="option-item"><div>2,640円</div>
+    <a href="/ebook/cart?mode=add" class="update-button">Ebookを購入する</a></div></main></body></html>"""
+    product = product_of(html)
+    assert (product.price, product.currency, product.availability) == (Decimal("2640"), "JPY", "in_stock")
+    help_link = html.replace("Ebookを購入する", "購入する前に")  # "before buying"
+    assert extract_product(Markup(help_link), read_structured(help_link, URL), URL, html=help_link) is None
