@@ -189,6 +189,8 @@ class TaskReport(ControlMessage):
     attempt: int = 1
     detail: str = ""
     at: datetime = Field(default_factory=utc_now)
+    # A done page's links beyond DUALPLANE_FETCH_MAX_LINKS_PER_PAGE, not handed on (job progress counts them).
+    links_over_limit: int = Field(default=0, ge=0)
 
     @property
     def final(self) -> bool:

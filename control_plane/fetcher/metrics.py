@@ -40,6 +40,20 @@ TASKS = Counter(
     ["result"],
 )
 
+LINKS = Counter("dualplane_fetch_links", "Links of fetched pages handed to the frontier")
+LINKS_OVER_LIMIT = Counter(
+    "dualplane_fetch_links_over_limit",
+    "Links left out because their page had more than DUALPLANE_FETCH_MAX_LINKS_PER_PAGE",
+)
+SKIPPED_LINKS = Counter(
+    "dualplane_fetch_skipped_links", "Anchors left out because they cannot be crawled, by scheme", ["scheme"]
+)
+COUNTED_SCHEMES = frozenset({"javascript", "mailto", "tel", "data", "ftp", "file"})
+LINK_PAGES_UNPARSED = Counter(
+    "dualplane_fetch_link_pages_unparsed", "HTML pages whose links could not be parsed (nested too deep)"
+)
+LINK_PARSE_SECONDS = Counter("dualplane_fetch_link_parse_cpu_seconds", "CPU time spent parsing links")
+
 OUTCOMES = {outcome: FETCHES.labels(str(outcome)) for outcome in Outcome}
 # Keyed by the retry policy's action (plus the two non-attempts); ``give_up`` is reported as failed.
 RESULTS = {
@@ -57,6 +71,13 @@ def fetched(outcome: Outcome, latency_ms: int, size_bytes: int) -> None:
     FETCH_SECONDS.observe(latency_ms / 1000)
     if size_bytes:
         FETCHED_BYTES.inc(size_bytes)
+
+
+def links_parsed(skipped: Mapping[str, int], cpu_s: float) -> None:
+    """Count one page's link parse: anchors skipped for their scheme, and its CPU time."""
+    for scheme, anchors in skipped.items():
+        SKIPPED_LINKS.labels(scheme if scheme in COUNTED_SCHEMES else "other").inc(anchors)
+    LINK_PARSE_SECONDS.inc(cpu_s)
 
 
 def watch(runner: Watched) -> None:

@@ -30,8 +30,13 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
 - **Redirects.** A result with ``redirect_to`` (a 3xx the fetcher did not follow) sends the target
   to the frontier as a discovered URL, so it is scoped, deduplicated and fetched once per job
   like any link, and each hop passes the SSRF guard on its own.
+- **Links.** A fetched page's links (``FetchResult.links``, parsed by the fetcher) go to the frontier
+  one level deeper, one :class:`~brokers.amqp.messages.DiscoveredBatch` per frontier shard, in the
+  transaction that acks the task: the crawl moves at fetch speed, never waiting for extraction.
+  Links the per-page cap left out are reported with the task (``links_over_limit``).
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
-  confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ.
+  confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ; the
+  page's links and redirect target are published in the same AMQP transaction as the ack.
   Reports to the frontier are published with the ack, in the same AMQP transaction (one
   message per frontier shard and pass, :class:`~brokers.amqp.messages.TaskReports`).
 """
@@ -43,7 +48,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -96,6 +101,10 @@ class FetchResult:
     retry_after_s: float | None = None
     # A redirect's target, handed to the frontier as a discovered URL (so it is deduplicated).
     redirect_to: str | None = None
+    # A fetched page's links to follow (document order, capped), and how many the cap left out.
+    links: tuple[str, ...] = ()
+    links_over_limit: int = 0
+    final_url: str | None = None  # where the links were found (the task's URL unless redirects were followed)
 
 
 FetchWork = Callable[[CrawlTask], Awaitable[FetchResult]]
@@ -360,7 +369,9 @@ class TaskRunner:
             self._report(delivery, task, "dead_lettered", result, decision.reason)
         else:
             if result.redirect_to:
-                self._discovered(task, result.redirect_to)
+                self._discovered(task, [result.redirect_to], depth=task.depth)
+            if result.links:
+                self._discovered(task, result.links, depth=task.depth + 1, source_url=result.final_url)
             stage: ReportStage = "done" if decision.action == "done" else "failed"
             self._report(delivery, task, stage, result, decision.reason)
         delivery.ack()
@@ -416,6 +427,7 @@ class TaskRunner:
             outcome=str(result.outcome) if result else "",
             attempt=task.attempt,
             detail=detail,
+            links_over_limit=result.links_over_limit if result and stage == "done" else 0,
         )
         self._reports.setdefault(self.topology.route(task.domain), []).append(report)
 
@@ -433,15 +445,24 @@ class TaskRunner:
         assert self.consumer_ is not None and self.consumer_.channel is not None
         return self.consumer_.channel
 
-    def _discovered(self, task: CrawlTask, url: str) -> None:
-        """Hand a redirect's target to its frontier shard, to be scoped and deduplicated like a link."""
+    def _discovered(
+        self, task: CrawlTask, urls: Sequence[str], *, depth: int, source_url: str | None = None
+    ) -> None:
+        """Hand a page's links (or a redirect's target) to their frontier shards, to be scoped and
+        deduplicated there; sent with the task's ack, in the same transaction."""
         found = discovery_batches(
-            self.topology, task.job_id, [url], depth=task.depth, source_url=task.url, trace_id=task.trace_id
+            self.topology,
+            task.job_id,
+            urls,
+            depth=depth,
+            source_url=source_url or task.url,
+            trace_id=task.trace_id,
         )
         for routing_key, batch in found:
             self._consumer().publish(
                 self.topology.discovery_exchange, routing_key, batch, message_id=new_id()
             )
+            metrics.LINKS.inc(len(batch.urls))
 
     def _consumer(self) -> ControlConsumer:
         assert self.consumer_ is not None

@@ -3,6 +3,8 @@
 :class:`Fetcher` is the ``FetchWork`` of the fetch-side :class:`~control_plane.fetcher.runner.TaskRunner`:
 it returns a :class:`FetchResult` for the retry policy only after Kafka confirmed the fetch event
 (and, for a successful fetch, the raw page), so the runner's ack means "safely in the data plane".
+The result carries the page's links (:mod:`.links`), which the runner hands to the frontier with
+that ack.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from control_plane.fetcher.backends.proxies import ProxyPool
 from control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
 from control_plane.fetcher.classify import Classification, classify
 from control_plane.fetcher.exceptions import FetchFailed
+from control_plane.fetcher.links import NO_LINKS, links_of
 from control_plane.fetcher.outputs import KafkaOutputs
 from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, HandOffFailed
@@ -71,6 +74,8 @@ class Fetcher:
             fetcher_id=self.fetcher_id,
         )
         page = raw_page(task, response, fetched_at) if response and verdict.outcome is Outcome.OK else None
+        # Parsed here, once: the runner hands them to the frontier with the task's ack.
+        found = await links_of(response, self.settings.fetch) if page is not None and response else NO_LINKS
         try:
             await self.outputs.send(page, event)
         except HandOffFailed:
@@ -80,7 +85,11 @@ class Fetcher:
         status = response.status if response else None
         log.debug("fetched %s: %s, HTTP %s, %d ms", task.url, verdict.outcome, status, latency_ms)
         redirect_to = _location(response) if verdict.outcome is Outcome.REDIRECT else None
-        return FetchResult(verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to)
+        return FetchResult(
+            verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to,
+            links=found.urls, links_over_limit=found.over_limit,
+            final_url=response.final_url if response and found.urls else None,
+        )  # fmt: skip
 
     async def aclose(self) -> None:
         await self.backend.aclose()

@@ -297,6 +297,8 @@ class Frontier:
         became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
         if became_final:
             self._release_backlog(report.domain)
+            # Once per task, like its final state: a redelivered report does not count it again.
+            self.state.count(report.job_id, links_over_limit=report.links_over_limit)
         self.snapshots.mark(report.job_id)
 
     # admission

@@ -34,6 +34,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     disallowed INTEGER NOT NULL DEFAULT 0,
     over_limit INTEGER NOT NULL DEFAULT 0,
     invalid INTEGER NOT NULL DEFAULT 0,
+    links_over_limit INTEGER NOT NULL DEFAULT 0,
     backlog INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
@@ -102,6 +103,7 @@ class JobProgress:
     disallowed: int
     over_limit: int
     invalid: int
+    links_over_limit: int  # links of fetched pages beyond DUALPLANE_FETCH_MAX_LINKS_PER_PAGE, left out
     queued: int
     in_flight: int
     retrying: int
@@ -129,9 +131,11 @@ class JobProgress:
         }
 
 
-# Counted once per discovered URL as it passes the frontier's pipeline.
+# Counted once per discovered URL as it passes the frontier's pipeline (or, links_over_limit, left out
+# by the fetcher before it, as reported with the page's task).
 FUNNEL = (
-    "seeded", "discovered", "duplicates", "out_of_scope", "disallowed", "over_limit", "invalid", "backlog",
+    "seeded", "discovered", "duplicates", "out_of_scope", "disallowed", "over_limit", "invalid",
+    "links_over_limit", "backlog",
 )  # fmt: skip
 
 
@@ -162,6 +166,9 @@ class FrontierState:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(domains)")}
         if "permit_debt" not in columns:
             self.db.execute("ALTER TABLE domains ADD COLUMN permit_debt INTEGER NOT NULL DEFAULT 0")
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(jobs)")}
+        if "links_over_limit" not in columns:
+            self.db.execute("ALTER TABLE jobs ADD COLUMN links_over_limit INTEGER NOT NULL DEFAULT 0")
 
     def commit(self) -> None:
         self.db.commit()

@@ -90,6 +90,11 @@ class FetchSettings(BaseSettings):
     # envelope) under Kafka's default 1 MiB message limit while still inlining the vast majority of
     # HTML pages; set it to DUALPLANE_LIMIT_MAX_PAGE_BYTES or more to keep every body inline.
     inline_body_max_bytes: int = Field(default=512 * 1024, ge=1024)
+    # A fetched page's links go to the frontier, at most this many (in document order); the rest are
+    # counted (dualplane_fetch_links_over_limit_total, the job's links_over_limit) and the page logged.
+    max_links_per_page: int = Field(default=2000, ge=0)
+    # Follow links marked nofollow too (rel nofollow, ugc, sponsored, or a robots <meta>).
+    follow_nofollow: bool = False
 
     @field_validator("allow_hosts")
     @classmethod
@@ -114,11 +119,9 @@ class ExtractSettings(BaseSettings):
 
     schema_version: int | None = Field(default=None, ge=1)  # None: the latest page_record version
     batch_size: int = Field(default=200, ge=1)  # pages per Kafka transaction at most
-    # A transaction commits once its pages took this long to extract, even short of batch_size: the
-    # links of its pages reach the frontier only with the commit, and a crawl is as many of these
-    # round trips deep as the site (200 pages a transaction left the fetchers waiting for work).
+    # A transaction commits once its pages took this long to extract, even short of batch_size: its
+    # records become visible (read_committed) only with the commit.
     transaction_ms: int = Field(default=250, ge=1, le=30_000)
-    follow_nofollow: bool = False
     # Bodies larger than this are dead-lettered ("oversize: ..."), not parsed: extraction takes about
     # 1 s and 35x the body in memory per MiB of HTML, so a 20 MiB page would stall a transaction.
     max_html_bytes: int = Field(default=5 * 1024 * 1024, ge=1024)

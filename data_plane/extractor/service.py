@@ -1,4 +1,4 @@
-"""The extractor service: ``pages.raw`` in; Avro records, links and dead letters out, exactly once.
+"""The extractor service: ``pages.raw`` in; Avro records and dead letters out, exactly once.
 
 Consume-transform-produce with Kafka transactions: for each batch of raw pages the extractor
 opens a transaction, produces one ``page_record`` per page to ``records`` (key: the canonical URL,
@@ -10,10 +10,10 @@ redone from the committed offsets. A page that reached ``pages.raw`` twice (a fe
 Kafka's confirm and its ack) yields one record: the keys of handled pages are written in the same
 transaction (:mod:`~data_plane.extractor.handled`) and a second copy is skipped.
 
-Links go to the frontier over RabbitMQ, one message per page and frontier shard, in an AMQP
-transaction committed just before the Kafka one (one round trip per batch, not one per link);
-they cannot be part of the Kafka transaction, so a redone batch re-publishes them and the
-frontier's dedup absorbs the repeats (at least once, never lost).
+Kafka in, Kafka out: the extractor talks to no other broker. A page's links reach the frontier
+from the fetcher, which parses them as it fetches the page (``control_plane.fetcher.links``), so
+the crawl never waits for extraction; the record still lists them (``links``), read from the
+extractor's own parse with the same parser.
 
 Large bodies: a raw page whose body was claim-checked is read back from S3 first
 (:func:`~data_plane.extractor.body.resolve_body`). A reference to nothing, or to other bytes, is dead-
@@ -23,8 +23,8 @@ the one waiting are committed, and the extractor resumes at that page's offset o
 passing outage never turns good pages into dead letters, and nothing is skipped.
 
 A schema registry that does not answer (registry mode) is waited out the same way: nothing is
-dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``,
-``DUALPLANE_QUEUE_DISCOVERY``, ``DUALPLANE_S3_*``, ``DUALPLANE_SCHEMA_REGISTRY_*``.
+dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``, ``DUALPLANE_S3_*``,
+``DUALPLANE_SCHEMA_REGISTRY_*``.
 """
 
 from __future__ import annotations
@@ -41,15 +41,9 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-import pika
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 import schemas
-from brokers import amqp
-from brokers.amqp.discovery import discovery_batches
-from brokers.amqp.messages import DiscoveredBatch, new_id
-from brokers.amqp.topology import Topology
-from brokers.amqp.transactions import TxChannel
 from brokers.kafka import clients
 from brokers.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
 from connectors.storage.claim_check import ClaimCheckStore
@@ -79,9 +73,8 @@ COMMIT_BOUND_S = 90.0
 SEND_OFFSETS_TIMEOUT_S = 10.0
 SEND_OFFSETS_BOUND_S = 15.0
 STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
-# consume() waits this long for a full batch: short, since a page's links reach the frontier only
-# after its batch commits, and a crawl is as many such round trips deep as the site (waiting 0.5 s
-# for 200 pages that trickle in at 50 a second added half a second to every level of a crawl).
+# consume() waits this long for a full batch: short, so that a page's record is visible soon after
+# its page (waiting 0.5 s for 200 pages that trickle in at 50 a second delayed each by up to that).
 CONSUME_WAIT_S = 0.05
 
 ExtractFunction = Callable[..., dict[str, Any]]
@@ -111,7 +104,6 @@ class Extractor:
         self.codec = schemas.codec_for(settings)
         self.records_topic = settings.topics.records
         self.group_id = f"{settings.kafka.group_prefix}-extractor"
-        self.topology = Topology(settings.queues)
         # One per process, kept when ``run`` starts over with new clients: the new producer's
         # init_transactions then aborts an abandoned producer's open transaction at once, instead of
         # it holding back read_committed readers and this group's offsets until its timeout. Unique
@@ -178,11 +170,7 @@ class Extractor:
         membership = {"group.instance.id": self.instance_id} if self.instance_id else {}
         consumer = clients.consumer(self.settings.kafka, self.group_id, **membership)
         self.handled.forget()  # a new consumer, a new assignment: read what was handled anew
-        connection = amqp.connect(self.settings.amqp)
         try:
-            channel = connection.channel()
-            self.topology.declare(channel)
-            links = TxChannel(channel)
             forget = lambda _consumer, parts: self.handled.forget(p.partition for p in parts)  # noqa: E731
             consumer.subscribe([self.settings.topics.pages_raw], on_revoke=forget, on_lost=forget)
             while not self._stop.is_set():
@@ -192,24 +180,14 @@ class Extractor:
                     for m in consumer.consume(self.settings.extract.batch_size, CONSUME_WAIT_S)
                     if _usable(m)
                 ]
-                connection.process_data_events(0)  # keep the AMQP heartbeat alive while idle
                 if batch:
                     self._consumed.inc(len(batch))
-                    self._transact(batch, consumer, producer, links, connection)
+                    self._transact(batch, consumer, producer)
         finally:
             faulthandler.cancel_dump_traceback_later()
             clients.close_within(consumer)
-            if connection.is_open:
-                connection.close()
 
-    def _transact(
-        self,
-        batch: list[Message],
-        consumer: Consumer,
-        producer: Producer,
-        links: TxChannel,
-        connection: pika.BlockingConnection,
-    ) -> None:
+    def _transact(self, batch: list[Message], consumer: Consumer, producer: Producer) -> None:
         """Process ``batch`` in one or more transactions, each committed within the time budget.
 
         :class:`ClaimCheckUnavailable` once the pages before the one whose body S3 did not serve
@@ -228,15 +206,14 @@ class Extractor:
                 part = []
                 for message in batch[done:]:
                     try:
-                        self._handle(message, producer, links)
+                        self._handle(message, producer)
                     except ClaimCheckUnavailable as error:
                         waiting = error  # nothing of this page was produced; its offset stays uncommitted
                         break
                     part.append(message)
                     if time.monotonic() - started > budget_s:
-                        break  # commit what is done (its links go out), go on in a new transaction
+                        break  # commit what is done, go on in a new transaction
                 if part:
-                    _commit_links(links, connection)  # the frontier has them before the pages count as done
                     metadata = consumer.consumer_group_metadata()
                     send = functools.partial(
                         producer.send_offsets_to_transaction,
@@ -265,9 +242,8 @@ class Extractor:
             if waiting is not None:
                 raise waiting
             done += len(part)
-            connection.process_data_events(0)
 
-    def _handle(self, message: Message, producer: Producer, links: TxChannel) -> None:
+    def _handle(self, message: Message, producer: Producer) -> None:
         self.pages += 1
         try:
             raw = self.codec.decode(message.value() or b"").record
@@ -277,25 +253,21 @@ class Extractor:
             self._dead_letter(message, producer, f"undecodable raw page: {error}", "decode", None)
             return
         with page_context(**raw):
-            self._handle_page(message, raw, producer, links)
+            self._handle_page(message, raw, producer)
 
-    def _handle_page(
-        self, message: Message, raw: Mapping[str, Any], producer: Producer, links: TxChannel
-    ) -> None:
+    def _handle_page(self, message: Message, raw: Mapping[str, Any], producer: Producer) -> None:
         partition, key = message.partition() or 0, page_key(str(raw["job_id"]), str(raw["url"]))
         if self.handled.seen(partition, key):
             self.duplicates += 1
             log.info("extractor: %s (job %s) was handled before; skipping its copy at %s[%s]@%s",
                      raw["url"], raw["job_id"], message.topic(), partition, message.offset())  # fmt: skip
             return
-        self._extract(message, raw, producer, links)
+        self._extract(message, raw, producer)
         # Only once the page has its record or dead letter: a page left for later (S3 did not
         # answer) must not count as handled when the transaction commits the pages before it.
         self.handled.add(producer, partition, key, message.offset() or 0)
 
-    def _extract(
-        self, message: Message, raw: Mapping[str, Any], producer: Producer, links: TxChannel
-    ) -> None:
+    def _extract(self, message: Message, raw: Mapping[str, Any], producer: Producer) -> None:
         try:
             page = resolve_body(raw, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
         except ClaimCheckUnavailable:
@@ -309,10 +281,6 @@ class Extractor:
         try:
             record = self.extract(page, schema_version=self.schema_version)
             value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
-            # Made here, so that links the frontier could never take (a page with a negative depth)
-            # dead-letter the page: failing after the record, they aborted the transaction again and
-            # again, and no page after this one was extracted.
-            discoveries = self._link_messages(page, record)
         except RegistryError:
             raise  # down, or refusing the version: never the page's fault, so never a dead letter
         except Exception as error:
@@ -321,21 +289,6 @@ class Extractor:
         producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
         metrics.EXTRACT_SECONDS.observe(time.perf_counter() - started)
         self.records += 1
-        for routing_key, batch in discoveries:  # sent with the transaction's commit
-            links.publish(self.topology.discovery_exchange, routing_key, batch, message_id=new_id())
-
-    def _link_messages(
-        self, page: Mapping[str, Any], record: Mapping[str, Any]
-    ) -> list[tuple[str, DiscoveredBatch]]:
-        """The record's links (parsed once, by the extraction) for the frontier, one level deeper:
-        ``(routing key, message)``, one message per shard, validated."""
-        follow_all = self.settings.extract.follow_nofollow
-        urls = [link["url"] for link in record["links"] if follow_all or not link["nofollow"]]
-        batches = discovery_batches(
-            self.topology, page["job_id"], urls, depth=int(page["depth"]) + 1,
-            source_url=page.get("final_url") or page["url"], trace_id=page.get("trace_id"),
-        )  # fmt: skip
-        return list(batches)
 
     def _dead_letter(
         self, message: Message, producer: Producer, reason: str, stage: str, page: Mapping[str, Any] | None
@@ -376,19 +329,6 @@ class Extractor:
     def _max_dead_letter_bytes(self) -> int:
         """The dead-letter topic's message limit (a raw page, unchanged, plus the letter around it)."""
         return raw_page_max_message_bytes(self.settings) + ENVELOPE_HEADROOM_BYTES
-
-
-def _commit_links(links: TxChannel, connection: pika.BlockingConnection) -> None:
-    """Commit the batch's link messages; raise if the broker returned any (a frontier queue is
-    missing): the batch is then redone from the committed offsets, after the topology is declared."""
-    links.commit()
-    connection.process_data_events(0)  # hands over returns, which arrive before commit-ok
-    returned = links.take_returned()
-    if returned:
-        raise RuntimeError(
-            f"{len(returned)} link message(s) found no frontier queue ({returned[0].reply_text} for "
-            f"routing key {returned[0].routing_key!r}); is DUALPLANE_QUEUE_FRONTIER_SHARDS the same for all?"
-        )
 
 
 def _abort(producer: Producer) -> None:

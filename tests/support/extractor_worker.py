@@ -2,10 +2,11 @@
 
 Run as ``python -m tests.support.extractor_worker``; it reads its settings from the ``DUALPLANE_*``
 environment like ``dualplane run extractor``. Right before a transaction commits (its records, dead
-letters and handled keys produced, its links about to go), it prints
+letters and handled keys produced, its offsets about to be added), it prints
 ``OPEN TRANSACTION <n>: <pages> pages handled so far`` on stdout. With ``HOLD_TRANSACTION=<n>`` it
 then stops there, inside the open transaction, until it is killed: a test kills it exactly there,
-not on a timer. Nothing else differs from the real service.
+not on a timer. Nothing else differs from the real service: the announcement rides on the bounded
+call (``clients.within``) that adds the offsets to the transaction.
 """
 
 from __future__ import annotations
@@ -15,34 +16,34 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
+from typing import TypeVar
 
-import pika
-
-from brokers.amqp.transactions import TxChannel
+from brokers.kafka import clients
 from core.settings import Settings
-from data_plane.extractor import service
 from data_plane.extractor.service import Extractor
 
 HOLD_ENV = "HOLD_TRANSACTION"
+T = TypeVar("T")
 
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("pika").setLevel(logging.WARNING)
     extractor = Extractor(Settings.from_env())
     hold = int(os.environ.get(HOLD_ENV, "0"))
-    commit_links = service._commit_links
+    within = clients.within
     opened = 0
 
-    def announce(links: TxChannel, connection: pika.BlockingConnection) -> None:
+    def announcing(call: Callable[[], T], timeout_s: float, what: str) -> T:
         nonlocal opened
-        opened += 1
-        print(f"OPEN TRANSACTION {opened}: {extractor.pages} pages handled so far", flush=True)
-        if opened == hold:
-            threading.Event().wait()  # held open until the test kills the process
-        commit_links(links, connection)
+        if what == "send_offsets":
+            opened += 1
+            print(f"OPEN TRANSACTION {opened}: {extractor.pages} pages handled so far", flush=True)
+            if opened == hold:
+                threading.Event().wait()  # held open until the test kills the process
+        return within(call, timeout_s, what)
 
-    service._commit_links = announce  # type: ignore[assignment]
+    clients.within = announcing
     signal.signal(signal.SIGTERM, lambda *_: extractor.stop())
     extractor.run()
 

@@ -65,7 +65,9 @@ def test_base_href_and_meta_nofollow_are_honoured() -> None:
 
 @pytest.mark.parametrize("rel", ["ugc", "sponsored", "NoFollow", "external nofollow"])
 def test_ugc_and_sponsored_links_are_nofollow_too(rel: str) -> None:
-    found = page_links(f'<a href="/x" rel="{rel}">x</a><a href="/y" rel="external">y</a>', "http://s.example/")
+    found = page_links(
+        f'<a href="/x" rel="{rel}">x</a><a href="/y" rel="external">y</a>', "http://s.example/"
+    )
 
     assert [link.nofollow for link in found.links] == [True, False]
 
@@ -130,8 +132,9 @@ PIECES = st.sampled_from([
 REAL_HREFS = st.builds(
     lambda start, path, query, fragment: f"{start}{path}{query}{fragment}",
     st.sampled_from(["", "/", "//b.example/", "http://b.example/", "https://a.example", "?", "./", "../"]),
-    st.lists(st.sampled_from(["a", "b/", "c.html", "/", ".", "..", "\u00e9", "x:y", "%20", "@"]), max_size=5)
-    .map("".join),
+    st.lists(
+        st.sampled_from(["a", "b/", "c.html", "/", ".", "..", "\u00e9", "x:y", "%20", "@"]), max_size=5
+    ).map("".join),
     st.sampled_from(["", "?", "?q=1", "?a=/./b", "?x=1;y"]),
     st.sampled_from(["", "#", "#f", "#f?g"]),
 )
@@ -142,8 +145,9 @@ BASES = st.builds(
     st.sampled_from(["a.example", "a.example", "u:p@a.example:81", "[::1]", "A.Example", "b\u00e9.example"])
     | st.just(""),
     st.sampled_from(["", "/", "/x/", "/x/y.html", "/x/y/"])
-    | st.lists(st.sampled_from(["/", "x", "..", ".", "//", ";p", "\u00e9", "y.html"]), max_size=6)
-    .map("".join),
+    | st.lists(st.sampled_from(["/", "x", "..", ".", "//", ";p", "\u00e9", "y.html"]), max_size=6).map(
+        "".join
+    ),
     st.sampled_from(["", "?q=1", "#f", "?", ";p?q#f", "\t"]),
 )
 
