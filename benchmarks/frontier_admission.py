@@ -1,7 +1,7 @@
 """How many discovered URLs a frontier shard admits per second: batched, against one URL a message.
 
 A shard queue is filled first (so the frontier's own speed is measured, not the publisher's):
-``--pages`` discovery messages of ``--links`` URLs each, as the extractor sends them (one batch per
+``--pages`` discovery messages of ``--links`` URLs each, as the fetcher sends them (one batch per
 page), over ``--sites`` sites with about a third of the links new (the rest repeat earlier pages'
 links, as on real sites). Then ``dualplane run frontier`` starts as its own process and the clock
 runs until every URL is counted (discovered, duplicate or out of scope) in the job's progress. The

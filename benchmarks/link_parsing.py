@@ -1,10 +1,11 @@
 """CPU ms per real page of :func:`core.web.links.page_links`, the fast href resolver against urljoin.
 
 On the committed real pages (``data/articles.jsonl.xz`` and ``data/products.jsonl.xz``, dev and test),
-each round times, in alternating order, the whole of ``page_links`` as the fetcher calls it (no anchor
-text) and as the extractor does (with text), each with the fast resolver and with urljoin for every
-href (``resolve_slowly``, the behaviour before); and the Lexbor parse alone. It checks that both
-resolvers give the same links on every page, and prints medians over the rounds:
+it times, page by page, the whole of ``page_links`` as the fetcher calls it (no anchor text) and as
+the extractor does (with text), each with the fast resolver and with urljoin for every href
+(``resolve_slowly``, the behaviour before); and the Lexbor parse alone. Each page's figure is the
+least of ``--rounds`` runs (thread CPU time), so preemption on a shared machine does not count. It
+checks that both resolvers give the same links on every page:
 
     PYTHONPATH=. python benchmarks/link_parsing.py --rounds 5
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import lzma
-import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,33 +40,29 @@ def slow_resolver(base: str) -> Callable[[str], links.Resolved]:
     return lambda href: links.resolve_slowly(href, base)
 
 
-def timed(work: Callable[[], Any]) -> float:
-    started = time.process_time()
-    work()
-    return time.process_time() - started
-
-
-def variants(corpus: list[tuple[str, str]]) -> dict[str, Callable[[], Any]]:
-    def run(texts: bool, make: Callable[[str], Callable[[str], links.Resolved]]) -> Callable[[], Any]:
-        def go() -> None:
-            links.resolver = make  # type: ignore[assignment]  # page_links looks it up on each call
-            for url, html in corpus:
-                links.page_links(html, url, texts=texts)
-
-        return go
-
-    def parse() -> None:
-        for _url, html in corpus:
-            LexborHTMLParser(html)
-
+def per_page_ms(corpus: list[tuple[str, str]], rounds: int) -> dict[str, float]:
+    """CPU ms per page of each variant: per page, the least of ``rounds`` timings (what a preempted or
+    cache-cold run adds, on a shared machine, is noise), summed, over the number of pages."""
     fast = links.resolver
-    return {
-        "parse only": parse,
-        "fetcher, urljoin": run(False, slow_resolver),
-        "fetcher, fast": run(False, fast),
-        "extractor, urljoin": run(True, slow_resolver),
-        "extractor, fast": run(True, fast),
+    variants: dict[str, Callable[[str, str], Any]] = {
+        "parse only": lambda _url, html: LexborHTMLParser(html),
+        "fetcher, urljoin": lambda url, html: links.page_links(html, url, texts=False),
+        "fetcher, fast": lambda url, html: links.page_links(html, url, texts=False),
+        "extractor, urljoin": lambda url, html: links.page_links(html, url),
+        "extractor, fast": lambda url, html: links.page_links(html, url),
     }
+    totals = dict.fromkeys(variants, 0.0)
+    for url, html in corpus:
+        for name, work in variants.items():
+            links.resolver = slow_resolver if "urljoin" in name else fast
+            best = float("inf")
+            for _ in range(rounds):
+                started = time.thread_time()
+                work(url, html)
+                best = min(best, time.thread_time() - started)
+            totals[name] += best
+    links.resolver = fast
+    return {name: total * 1000 / len(corpus) for name, total in totals.items()}
 
 
 def check_same(corpus: list[tuple[str, str]]) -> int:
@@ -92,15 +88,9 @@ def main() -> None:
     args = parser.parse_args()
     corpus = pages()
     total_links = check_same(corpus)
-    work = variants(corpus)
-    seconds: dict[str, list[float]] = {name: [] for name in work}
-    for round_number in range(args.rounds):
-        names = list(work) if round_number % 2 == 0 else list(reversed(work))
-        for name in names:
-            seconds[name].append(timed(work[name]))
+    per_page = per_page_ms(corpus, args.rounds)
     print(f"{len(corpus)} pages, {total_links} links ({total_links / len(corpus):.0f} a page), "
-          f"same links with both resolvers; CPU ms per page, median of {args.rounds} rounds:")  # fmt: skip
-    per_page = {name: statistics.median(values) * 1000 / len(corpus) for name, values in seconds.items()}
+          f"same links both ways; CPU ms per page (least of {args.rounds} runs a page):")  # fmt: skip
     for name, ms in per_page.items():
         print(f"  {name:<20} {ms:6.3f}")
     parse = per_page["parse only"]

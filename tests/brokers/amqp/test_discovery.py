@@ -1,4 +1,4 @@
-"""Discovery batches, as the extractor publishes a page's links: a link no URL field can hold is left
+"""Discovery batches, as the fetcher publishes a page's links: a link no URL field can hold is left
 out. A probe's finding: a link of more than 8,192 characters failed the batch's validation, the
 extractor resumed from its committed offsets and failed again (315 times), and the page's batch
 never completed."""
