@@ -73,7 +73,7 @@ def job_detail(
 
     The frontier's own ``idle`` (nothing queued, in flight, retrying or in the backlog) is shown as
     ``frontier_idle``: named ``idle``, it said a job was idle while the extractor was still behind
-    (a probe's finding), and pages not yet extracted may hold links that start new tasks.
+    (a probe's finding), and a job is finished only once its pages' records are committed too.
     """
     row = job_row(snapshot, _verdict(snapshot, extractor_lag, now_s), now_s)
     counters = {key: value for key, value in snapshot.items() if key != "idle"}

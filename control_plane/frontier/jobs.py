@@ -175,7 +175,8 @@ class FinishRule:
       is taken as all of them.
     * records: the extractor's lag on ``pages.raw`` is 0, so every raw page is extracted and its
       record committed (the extractor commits offsets and records in one transaction). Idle at the
-      frontier is not enough: pages not yet extracted may hold links that start new tasks. The lag
+      frontier says the pages are fetched (their links reached it from the fetcher), not that their
+      records are there. The lag
       is the whole topic's, not the job's: while other jobs' pages wait, this one waits too, which
       can be late but never early.
 
