@@ -203,16 +203,13 @@ def test_extraction_of_any_body_gives_a_record_or_a_reason(body: bytes, content_
 
 
 class _Produced:
-    """What the extractor hands to its Kafka producer and its AMQP transaction (no broker here)."""
+    """What the extractor hands to its Kafka producer (no broker here; it has no other output)."""
 
     def __init__(self) -> None:
         self.messages: list[tuple[str, bytes]] = []
 
     def produce(self, topic: str, value: bytes, key: bytes | None = None, **_: Any) -> None:
         self.messages.append((topic, value))
-
-    def publish(self, exchange: str, routing_key: str, message: ControlMessage, **_: Any) -> None:
-        self.messages.append((exchange, message.encode()))
 
 
 EXTRACTOR = Extractor(Settings())
@@ -242,7 +239,7 @@ def test_the_extractor_ends_any_raw_page_as_one_record_or_one_dead_letter(
     page = {**raw_page(body, "https://fuzz.example/p", fetched_at=AT), "task_id": "t", **fields}
     produced = _Produced()
     EXTRACTOR.handled.aborted()  # each example in a transaction of its own: no page was handled before
-    EXTRACTOR._handle(_Message(schemas.encode("raw_page", page)), produced, produced)  # type: ignore[arg-type]
+    EXTRACTOR._handle(_Message(schemas.encode("raw_page", page)), produced)  # type: ignore[arg-type]
 
     topics = EXTRACTOR.settings.topics
     ends = [topic for topic, _ in produced.messages if topic in (topics.records, topics.dead_letters)]
