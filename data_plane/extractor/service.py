@@ -144,10 +144,6 @@ class Extractor:
             except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
                 log.warning("extractor: %s; resuming at the committed offsets in %s s", error, STORE_RETRY_S)
                 self._stop.wait(STORE_RETRY_S)
-            except pika.exceptions.AMQPError as error:  # RabbitMQ restarting: recovered, no traceback
-                log.warning("extractor: RabbitMQ connection lost (%r); resuming from the committed offsets "
-                            "in 2 s", error)  # fmt: skip
-                self._stop.wait(2.0)
             except Exception:
                 log.exception("extractor: failure; resuming from the committed offsets in 2 s")
                 self._stop.wait(2.0)
