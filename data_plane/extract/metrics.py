@@ -3,7 +3,8 @@
 - bytes invalid in a page's charset (a lying or missing charset): the page is still extracted, those
   bytes become U+FFFD, and both the page and the characters made up are counted;
 - links that cannot be crawled (``javascript:``, ``mailto:``, ``tel:``, ``data:`` …): left out of the
-  record and of discovery, counted by scheme (other schemes under ``other``, so the label stays small).
+  record, counted by scheme (other schemes under ``other``, so the label stays small); the links
+  sent to discovery are the fetcher's, which counts its own.
 
 Counted per extraction, in whatever process extracts (the extractor service, replay, ``dualplane
 extract``); a batch redone after an aborted transaction counts again, like the extractor's pages.
