@@ -135,7 +135,7 @@ def test_every_service_exports_real_figures_while_it_crawls(
     assert value(frontier, "dualplane_frontier_urls_total", verdict="discovered") > 0
     lane = settings.queues.crawl_tasks + ".normal"
     assert _exports_queue(ports["frontier"], lane), f"the frontier never exported the depth of {lane}"
-    assert value(throttle, "dualplane_throttle_block_ratio", domain=blocked_domain) > 0
+    assert any(_judged(one, blocked_domain) for one in scrapes), "the throttle never judged the blocking host"
     assert value(throttle, "dualplane_throttle_events_total") > 0
 
     # After it: the counters equal what Kafka holds.
@@ -178,18 +178,28 @@ def _exports_queue(port: int, queue: str, timeout_s: float = 15) -> bool:
 
 
 def _scrape_during(ports: dict[str, int], blocked_domain: str) -> list[dict[str, Scrape]]:
-    """Scrape every endpoint each tenth of a second until the throttle has judged the blocking host
-    and a scrape caught requests in flight (or 90 s pass). Pages answer in 60 ms so that requests
-    spend long enough in flight to be seen by a scrape; the crawl is over in seconds."""
+    """Scrape every endpoint each tenth of a second until a scrape showed the throttle had judged the
+    blocking host and one caught requests in flight (or 90 s pass). Pages answer in 60 ms so that
+    requests spend long enough in flight to be seen by a scrape; the crawl is over in seconds."""
     scrapes: list[dict[str, Scrape]] = []
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
         scrapes.append({service: scrape(port) for service, port in ports.items()})
-        judged = value(scrapes[-1]["throttle"], "dualplane_throttle_block_ratio", domain=blocked_domain) > 0
-        if judged and any(_in_flight(one) for one in scrapes):
+        if any(_judged(one, blocked_domain) for one in scrapes) and any(_in_flight(one) for one in scrapes):
             break
         time.sleep(0.1)
     return scrapes
+
+
+def _judged(scraped: dict[str, Scrape], domain: str) -> bool:
+    """Whether this scrape shows the throttle acting on ``domain``'s blocks: a block ratio above zero
+    in the window it last judged, or P_d below the ceiling (4). Either may be the only trace: once
+    it halves P_d, the throttle judges only the window that starts after the change, and a host
+    that stops blocking when slowed down shows a ratio of 0 there (as seen under a loaded CI run)."""
+    throttle = scraped["throttle"]
+    ratio = value(throttle, "dualplane_throttle_block_ratio", domain=domain)
+    concurrency = throttle.get("dualplane_throttle_concurrency", {}).get((("domain", domain),))
+    return ratio > 0 or (concurrency is not None and concurrency < 4)
 
 
 def _sink_caught_up(port: int, settings: Settings, timeout_s: float = 60) -> Scrape:
