@@ -11,9 +11,18 @@ import json
 import re
 import uuid
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, TypeVar
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from brokers.amqp import lanes
 from brokers.amqp.exceptions import MessageRejected
@@ -36,10 +45,15 @@ class ControlMessage(BaseModel):
 
     kind: ClassVar[str]
     versions: ClassVar[frozenset[int]] = frozenset({1})
+    # Optional fields added after a kind was first sent: left out of the body while unset, so that a
+    # worker of before them (``extra="forbid"``) still reads every message that does not use them.
+    omitted_when_none: ClassVar[frozenset[str]] = frozenset()
     version: int = 1
 
     def encode(self) -> bytes:
-        return json.dumps({"kind": self.kind, **self.model_dump(mode="json")}, separators=(",", ":")).encode()
+        unset = {name for name in self.omitted_when_none if getattr(self, name) is None}
+        fields = self.model_dump(mode="json", exclude=unset or None)
+        return json.dumps({"kind": self.kind, **fields}, separators=(",", ":")).encode()
 
 
 class AttemptRecord(BaseModel):
@@ -142,6 +156,62 @@ class DiscoveredBatch(ControlMessage):
     seed: bool = False
 
 
+MAX_VALIDATOR_CHARS = 1024
+
+
+def check_header_value(value: str | None) -> str | None:
+    """``value`` if it can stand in a request header as it is, else ValueError saying why not."""
+    # A validator is sent back to the site as a header: a line break in one would add a header of
+    # the sender's choosing to our request.
+    if value is not None and any(ord(char) < 0x20 and char != "\t" or ord(char) == 0x7F for char in value):
+        raise ValueError(f"a validator cannot hold control characters: {value[:80]!r}")
+    return value
+
+
+HeaderValue = Annotated[str | None, Field(max_length=MAX_VALIDATOR_CHARS)]
+
+
+class Validators(BaseModel):
+    """The validators of a page's last response, sent back on a revisit (RFC 9110, section 13.1).
+
+    ``etag`` goes out as ``If-None-Match`` and ``last_modified`` as ``If-Modified-Since``, each
+    exactly as the server sent it; a server whose page did not change answers 304 with no body.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    etag: HeaderValue = None
+    last_modified: HeaderValue = None
+
+    @field_validator("etag", "last_modified")
+    @classmethod
+    def _header_safe(cls, value: str | None) -> str | None:
+        return check_header_value(value)
+
+    @model_validator(mode="after")
+    def _some(self) -> Self:
+        if self.etag is None and self.last_modified is None:
+            raise ValueError("validators need an etag, a last_modified or both")
+        return self
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> Validators | None:
+        """The validators in a raw page's ``headers`` (lower-case names), or None when it has none."""
+        etag, modified = headers.get("etag") or None, headers.get("last-modified") or None
+        if etag is None and modified is None:
+            return None
+        return cls(etag=etag, last_modified=modified)
+
+    def request_headers(self) -> dict[str, str]:
+        """The conditional request headers these validators make."""
+        headers = {}
+        if self.etag is not None:
+            headers["If-None-Match"] = self.etag
+        if self.last_modified is not None:
+            headers["If-Modified-Since"] = self.last_modified
+        return headers
+
+
 class CrawlTask(ControlMessage):
     """One URL to fetch, admitted by the frontier; the unit of work of the fetchers."""
 
@@ -161,6 +231,10 @@ class CrawlTask(ControlMessage):
     crawl_delay_ms: int | None = Field(default=None, ge=0)  # robots.txt Crawl-delay, when stricter
     extractor: str | None = None  # the job's extractor plugin, carried to the raw page
     history: tuple[AttemptRecord, ...] = ()
+    # A revisit's validators: the fetch is then a conditional GET, and a 304 ends it as not_modified.
+    validators: Validators | None = None
+
+    omitted_when_none = frozenset({"validators"})
 
     def next_attempt(self, outcome: str, detail: str, not_before: datetime | None) -> CrawlTask:
         """The same task for its next attempt, with this attempt added to its history."""

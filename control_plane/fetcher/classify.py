@@ -9,6 +9,7 @@ for 404/410 (a gone page stays gone even if its tiny error page has a captcha fo
 status                                  outcome             why
 ======================================  ==================  ===================================
 2xx                                     ok
+304                                     not_modified        the revisited page did not change
 3xx (left unfollowed)                   redirect            the target is queued as a URL
 404, 410                                not_found           the page is gone
 429                                     rate_limited        with Retry-After kept
@@ -38,6 +39,7 @@ NO_CHALLENGE_STATUSES = frozenset({404, 410, 429})
 # First match wins; anything unmatched (5xx, non-standard codes) is a server error.
 STATUS_RULES: tuple[tuple[Container[int], Outcome, str], ...] = (
     (range(200, 300), Outcome.OK, "fetched"),
+    (frozenset({304}), Outcome.NOT_MODIFIED, "not modified since the validators' response"),
     (range(300, 400), Outcome.REDIRECT, "redirect not followed"),
     (frozenset({404, 410}), Outcome.NOT_FOUND, "the page is gone"),
     (frozenset({429}), Outcome.RATE_LIMITED, "too many requests"),

@@ -17,6 +17,7 @@ class Outcome(StrEnum):
     """How one fetch ended, as classified by the fetcher (404 and 410 are both ``not_found``)."""
 
     OK = "ok"
+    NOT_MODIFIED = "not_modified"  # 304 to a conditional GET: the page is as it was, no body came
     REDIRECT = "redirect"
     NOT_FOUND = "not_found"
     RATE_LIMITED = "rate_limited"
@@ -91,6 +92,7 @@ class RetryRule:
 RULES: Mapping[Outcome, RetryRule] = MappingProxyType({
     #                          RetryRule(retry, base_delay_s, cool_down_domain, why, ...)
     Outcome.OK:                RetryRule(False,   0, False, "fetched", success=True),
+    Outcome.NOT_MODIFIED:      RetryRule(False,   0, False, "unchanged since the last visit", success=True),
     Outcome.REDIRECT:          RetryRule(False,   0, False, "the target is queued as a URL", success=True),
     Outcome.TIMEOUT:           RetryRule(True,    5, False, "transient: the server or network was slow"),
     Outcome.CONNECTION_ERROR:  RetryRule(True,    5, False, "transient: DNS, TCP or TLS failed"),

@@ -39,6 +39,9 @@ KEPT_HEADERS = (
     "content-type", "content-language", "last-modified", "etag", "cache-control", "expires",
     "link", "x-robots-tag", "server", "date", "content-length",
 )  # fmt: skip
+# Outcomes whose response goes to pages.raw: a 304 too, with its headers and no body, so that the
+# archive can record the revisit and readers of pages.raw see that the page was seen unchanged.
+KEPT_OUTCOMES = frozenset({Outcome.OK, Outcome.NOT_MODIFIED})
 
 
 class Fetcher:
@@ -60,7 +63,7 @@ class Fetcher:
         response: FetchResponse | None = None
         try:
             response = await self.backend.fetch(self._request(task))
-            verdict = classify(response)
+            verdict = _unasked_304(classify(response), task)
         except FetchFailed as failure:
             verdict = Classification(failure.outcome, None, str(failure))
         latency_ms = int((time.monotonic() - started) * 1000)
@@ -73,9 +76,10 @@ class Fetcher:
             latency_ms=latency_ms,
             fetcher_id=self.fetcher_id,
         )
-        page = raw_page(task, response, fetched_at) if response and verdict.outcome is Outcome.OK else None
+        page = raw_page(task, response, fetched_at) if response and verdict.outcome in KEPT_OUTCOMES else None
         # Parsed here, once: the runner hands them to the frontier with the task's ack.
-        found = await links_of(response, self.settings.fetch) if page is not None and response else NO_LINKS
+        fetched = response if verdict.outcome is Outcome.OK else None
+        found = await links_of(fetched, self.settings.fetch) if fetched is not None else NO_LINKS
         try:
             await self.outputs.send(page, event)
         except HandOffFailed:
@@ -105,6 +109,7 @@ class Fetcher:
             max_bytes=self.settings.limits.max_page_bytes,
             max_redirects=fetch.max_redirects,
             total_timeout_s=fetch.total_timeout_s,
+            conditional_headers=task.validators.request_headers() if task.validators else {},
         )
 
 
@@ -154,6 +159,7 @@ def fetch_event(
         "retry_after_s": verdict.retry_after_s,
         "detail": verdict.detail[:1000],
         "fetcher_id": fetcher_id,
+        "conditional": task.validators is not None,
     }
 
 
@@ -179,6 +185,14 @@ def raw_page(task: CrawlTask, response: FetchResponse, fetched_at: datetime) -> 
         "claim_check": None,
         "extractor": task.extractor,
     }
+
+
+def _unasked_304(verdict: Classification, task: CrawlTask) -> Classification:
+    """A 304 answers a conditional GET only: to a plain GET it leaves us without the page."""
+    if verdict.outcome is not Outcome.NOT_MODIFIED or task.validators is not None:
+        return verdict
+    detail = "HTTP 304 Not Modified to a request without validators: the server sent no page"
+    return Classification(Outcome.INVALID_CONTENT, None, detail)
 
 
 def _location(response: FetchResponse | None) -> str | None:

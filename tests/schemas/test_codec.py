@@ -45,6 +45,10 @@ def fetch_event() -> dict[str, Any]:
     }
 
 
+def fetch_event_v2() -> dict[str, Any]:
+    return {**fetch_event(), "outcome": "not_modified", "status": 304, "bytes": 0, "conditional": True}
+
+
 def raw_page() -> dict[str, Any]:
     return {
         **IDS,
@@ -169,6 +173,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
     """A realistic record of every packaged schema version; a new version must be added here."""
     builders = {
         ("fetch_event", 1): fetch_event,
+        ("fetch_event", 2): fetch_event_v2,
         ("raw_page", 1): raw_page,
         ("raw_page", 2): raw_page_v2,
         ("raw_page", 3): raw_page_v3,
@@ -204,13 +209,13 @@ def test_encode_uses_the_latest_version_by_default() -> None:
 
 
 def test_single_object_header_is_marker_then_little_endian_crc64_fingerprint() -> None:
-    data = encode("fetch_event", fetch_event())
+    data = encode("fetch_event", fetch_event(), 1)
     fingerprint = schemas.fingerprint("fetch_event", 1)
 
     assert data[:2] == b"\xc3\x01"
     assert data[2:10] == bytes((fingerprint >> (8 * i)) & 0xFF for i in range(8))
     body = io.BytesIO()
-    schemaless_writer(body, schemas.default_registry().get("fetch_event").parsed, fetch_event())
+    schemaless_writer(body, schemas.default_registry().get("fetch_event", 1).parsed, fetch_event())
     assert data[10:] == body.getvalue()
 
 

@@ -40,6 +40,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
     assert found == [
         ("dead_letter", 1),
         ("fetch_event", 1),
+        ("fetch_event", 2),
         ("page_record", 1),
         ("page_record", 2),
         ("page_record", 3),

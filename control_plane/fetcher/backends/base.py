@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
@@ -26,6 +26,8 @@ class FetchRequest:
     ``accept_types`` are lower-case prefixes of acceptable MIME types (``"text/"`` accepts every
     text type). ``total_timeout_s`` bounds the whole fetch, redirects included, so a server that
     drips one byte per ``read_timeout_s`` cannot hold a worker forever (None: no overall bound).
+    ``conditional_headers`` (``If-None-Match``, ``If-Modified-Since``) make a revisit a conditional
+    GET: they go out with every hop, and a 304 comes back as the response, without a body.
     """
 
     url: str
@@ -36,6 +38,7 @@ class FetchRequest:
     accept_types: tuple[str, ...] = DEFAULT_ACCEPT_TYPES
     max_redirects: int = 10
     total_timeout_s: float | None = 120.0
+    conditional_headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1 or self.max_redirects < 0:

@@ -253,7 +253,8 @@ def _follows(request: FetchRequest, url: str, chain: list[str], target: str) -> 
 
 def _headers(request: FetchRequest) -> dict[str, str]:
     accept = ", ".join(kind + "*" if kind.endswith("/") else kind for kind in request.accept_types)
-    return {"User-Agent": request.user_agent, "Accept": accept, "Accept-Encoding": ACCEPT_ENCODING}
+    headers = {"User-Agent": request.user_agent, "Accept": accept, "Accept-Encoding": ACCEPT_ENCODING}
+    return {**headers, **request.conditional_headers} if request.conditional_headers else headers
 
 
 def _timeout(request: FetchRequest) -> aiohttp.ClientTimeout:

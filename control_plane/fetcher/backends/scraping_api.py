@@ -132,6 +132,8 @@ class ScrapingApiBackend(FetchBackend):
             **self.extra_params,
         }
         headers = {"Ant-User-Agent": request.user_agent, "Accept-Encoding": ACCEPT_ENCODING}
+        # Forwarded to the target like the User-Agent; a 304 comes back as the target's status.
+        headers.update({f"Ant-{name}": value for name, value in request.conditional_headers.items()})
         timeout = httpx.Timeout(
             connect=request.connect_timeout_s, read=self.timeout_s, write=self.timeout_s, pool=None
         )
