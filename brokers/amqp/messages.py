@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from datetime import datetime
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, Self, TypeVar
 
 from pydantic import (
@@ -163,7 +163,7 @@ def check_header_value(value: str | None) -> str | None:
     """``value`` if it can stand in a request header as it is, else ValueError saying why not."""
     # A validator is sent back to the site as a header: a line break in one would add a header of
     # the sender's choosing to our request.
-    if value is not None and any(ord(char) < 0x20 and char != "\t" or ord(char) == 0x7F for char in value):
+    if value is not None and any((ord(char) < 0x20 and char != "\t") or ord(char) == 0x7F for char in value):
         raise ValueError(f"a validator cannot hold control characters: {value[:80]!r}")
     return value
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
-from dualplane.sample_site import AntiBot, AntiBotMode, SampleSite, SiteSpec
+from dualplane.sample_site import AntiBot, AntiBotMode, Changes, SampleSite, SiteSpec
 from dualplane.sample_site.layout import site_name
 from dualplane.sample_site.server import policy_json
 from dualplane.sample_site.spec import LOOPBACK
@@ -44,6 +44,18 @@ def sample_site(
         str | None,
         typer.Option("--public-host", help="Name in the site's URLs (default: the --bind address)."),
     ] = None,
+    change_every_s: Annotated[
+        float | None,
+        typer.Option(
+            "--change-every-s",
+            min=1,
+            help="Change a share of the products' prices and stock this often; pages then carry "
+            "ETag and Last-Modified and answer 304 while unchanged.",
+        ),
+    ] = None,
+    change_share: Annotated[
+        float, typer.Option("--change-share", min=0.001, max=1, help="Share of products changed each time.")
+    ] = 0.1,
     as_json: JsonOption = False,
 ) -> None:
     """Serve a deterministic multi-host website on 127.0.0.1 for demos, tests and benchmarks.
@@ -61,7 +73,8 @@ def sample_site(
             "a site listening on every address needs the name crawlers reach it by",
             param_hint="--public-host",
         )
-    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot, public_host or bind)
+    changes = Changes(change_every_s, change_share) if change_every_s is not None else None
+    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot, public_host or bind, changes)
     site = SampleSite(spec, bind=bind)
     progress("site", f"starting {hosts} hosts, {pages} pages each, seed {seed}")
     signal.signal(signal.SIGTERM, lambda _signum, _frame: site.stop())
@@ -94,8 +107,15 @@ def describe(site: SampleSite) -> dict[str, Any]:
         "pages_per_host": spec.pages_per_host,
         "latency_ms": spec.latency_ms,
         "hosts": [{**host, "anti_bot": policy_json(site.anti_bot(host["index"]))} for host in _hosts(site)],
-        "endpoints": {name: f"{site.urls[0]}/_{name}" for name in ("stats", "log", "truth")},
+        "endpoints": {name: f"{site.urls[0]}/_{name}" for name in ("stats", "log", "truth", "changes")},
+        "changes": _changes_json(spec.changes),
     }
+
+
+def _changes_json(changes: Changes | None) -> dict[str, float] | None:
+    if changes is None:
+        return None
+    return {"period_s": changes.period_s, "share": changes.share, "epoch_s": changes.epoch_s}
 
 
 def _hosts(site: SampleSite) -> list[dict[str, Any]]:

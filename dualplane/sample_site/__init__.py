@@ -15,7 +15,7 @@ from dualplane.sample_site.exceptions import SampleSiteError
 from dualplane.sample_site.reachability import Reachability, explore, reachable_urls
 from dualplane.sample_site.routes import Response, SiteModel
 from dualplane.sample_site.site import SampleSite
-from dualplane.sample_site.spec import AntiBot, AntiBotMode, HostKind, SiteSpec
+from dualplane.sample_site.spec import AntiBot, AntiBotMode, Changes, HostKind, SiteSpec
 from dualplane.sample_site.stats import HostStats, LogEntry, SiteStats
 from dualplane.sample_site.truth import ArticleTruth, ProductTruth, Truth, ground_truth
 
@@ -23,6 +23,7 @@ __all__ = [
     "AntiBot",
     "AntiBotMode",
     "ArticleTruth",
+    "Changes",
     "HostKind",
     "HostStats",
     "LogEntry",

@@ -226,6 +226,12 @@ class Catalog:
     def product(self, host: int, index: int) -> Product:
         return make_product(self.spec.seed, host, index)
 
+    def teaser(self, host: int, index: int) -> Product:
+        """The product as a "you may also like" widget shows it: as generated, never as changed since
+        (such widgets are rendered from a cache), so a change shows on the pages that list the product
+        with its stock (its own, listings, the home page) and not on every page that mentions it."""
+        return make_product(self.spec.seed, host, index)
+
     def article(self, host: int, index: int) -> Article:
         return make_article(self.spec.seed, host, index)
 

@@ -201,7 +201,7 @@ def _related(page: Page, product: Product) -> str:
     indexes.pop(product.index, None)
     cards = []
     for position, index in enumerate(indexes):
-        other = page.catalog.product(page.host, index)
+        other = page.catalog.teaser(page.host, index)
         # Some old links still point at the pre-migration URLs, which redirect.
         path = f"/old{other.path}" if position == 0 and product.index % 9 == 4 else other.path
         price = format_price(other.price, other.currency, other.comma_decimals)

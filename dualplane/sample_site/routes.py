@@ -15,6 +15,7 @@ from html import escape
 from urllib.parse import parse_qs
 
 from dualplane.sample_site.article_pages import render_article, render_article_listing
+from dualplane.sample_site.changes import CatalogAt, with_validators
 from dualplane.sample_site.content import Catalog
 from dualplane.sample_site.layout import Page
 from dualplane.sample_site.product_pages import listing_pages, render_product, render_product_listing
@@ -67,13 +68,29 @@ class Response:
 class SiteModel:
     """Every page of a site, rendered on demand from its spec (which needs a known ``base_port``)."""
 
-    def __init__(self, spec: SiteSpec) -> None:
+    def __init__(self, spec: SiteSpec, catalog: Catalog | None = None) -> None:
         spec.origin(0)  # fails early, and clearly, when the ports are not known yet
         self.spec = spec
-        self.catalog = Catalog(spec)
+        self.catalog = catalog or Catalog(spec)
 
-    def resolve(self, host: int, path: str, query: str = "") -> Response:
-        """Answer ``GET path?query`` on host ``host`` (0-based)."""
+    def resolve(self, host: int, path: str, query: str = "", step: int = 0) -> Response:
+        """Answer ``GET path?query`` on host ``host`` (0-based) at time step ``step``.
+
+        ``step`` counts only on a site whose spec has ``changes``: its products are then as they
+        stand at that step, and a 200 carries ``ETag`` and ``Last-Modified``.
+        """
+        changes = self.spec.changes
+        if changes is None:
+            return self._route(host, path, query)
+        catalog = CatalogAt(self.spec, changes, step)
+        response = SiteModel(self.spec, catalog)._route(host, path, query)
+        if response.status != 200:
+            return response
+        modified = changes.modified_at(catalog.latest_change)
+        headers = with_validators(response.headers, response.body, modified)
+        return Response(response.status, response.body, response.content_type, headers, response.links)
+
+    def _route(self, host: int, path: str, query: str) -> Response:
         for route in (self._redirect, self._file, self._page):
             response = route(host, path, query)
             if response is not None:

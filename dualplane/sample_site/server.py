@@ -1,7 +1,7 @@
 """The aiohttp application of one host: pages with latency and anti-bot, plus the ``/_…`` endpoints.
 
-``/_truth``, ``/_stats``, ``/_stats/reset``, ``/_log`` and ``/_control/anti_bot`` are served on every
-host, answer at once (no latency, no anti-bot) and are never recorded in the stats.
+``/_truth``, ``/_stats``, ``/_stats/reset``, ``/_log``, ``/_control/anti_bot`` and ``/_changes`` are
+served on every host, answer at once (no latency, no anti-bot) and are never recorded in the stats.
 """
 
 from __future__ import annotations
@@ -10,18 +10,20 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
 from aiohttp import web
 
 from dualplane.sample_site.antibot import RateGate, Verdict
+from dualplane.sample_site.changes import not_modified
 from dualplane.sample_site.exceptions import SampleSiteError
 from dualplane.sample_site.routes import Response, SiteModel
 from dualplane.sample_site.site_pages import challenge_page
 from dualplane.sample_site.spec import AntiBot, SiteSpec
 from dualplane.sample_site.stats import LogEntry, SiteRecorder, SiteStats
-from dualplane.sample_site.truth import ground_truth
+from dualplane.sample_site.truth import changed_pages, changed_products, ground_truth
 
 PAGE_CACHE_SIZE = 1024
 TEXT_TYPES = ("text/", "application/xml", "application/json")
@@ -32,10 +34,12 @@ ANTI_BOT_USAGE = (
 
 
 class SiteState:
-    """What all hosts of one running site share: content, recorders, gates and anti-bot policies."""
+    """What all hosts of one running site share: content, recorders, gates and anti-bot policies,
+    and the clock a changing site (``spec.changes``) reads its time step from."""
 
-    def __init__(self, spec: SiteSpec) -> None:
+    def __init__(self, spec: SiteSpec, clock: Callable[[], float] = time.time) -> None:
         self.spec = spec
+        self.clock = clock
         self.model = SiteModel(spec)
         self.recorder = SiteRecorder(spec.origins())
         self.gates = [RateGate() for _ in range(spec.hosts)]
@@ -53,6 +57,10 @@ class SiteState:
 
     def stats(self) -> SiteStats:
         return self.recorder.snapshot()
+
+    def step(self) -> int:
+        """The time step the site is at now (always 0 on a site that does not change)."""
+        return self.spec.changes.step(self.clock()) if self.spec.changes is not None else 0
 
 
 def build_app(state: SiteState, host: int) -> web.Application:
@@ -104,7 +112,13 @@ class HostHandler:
             return web.Response(text=challenge_page(), content_type="text/html", headers=headers)
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="Method Not Allowed\n", headers={"Allow": "GET, HEAD"})
-        return to_aiohttp(self.state.resolve(self.host, request.path, request.query_string))
+        response = self.state.resolve(self.host, request.path, request.query_string, self.state.step())
+        if response.status == 200 and self.state.spec.changes is not None:
+            inm, ims = request.headers.get("If-None-Match"), request.headers.get("If-Modified-Since")
+            if (inm is not None or ims is not None) and not_modified(response.headers, inm, ims):
+                validators = {name: response.headers[name] for name in ("ETag", "Last-Modified")}
+                return web.Response(status=304, headers=validators)
+        return to_aiohttp(response)
 
 
 def to_aiohttp(response: Response) -> web.Response:
@@ -133,7 +147,13 @@ async def control(state: SiteState, host: int, request: web.Request) -> web.Resp
         return _log(state, request)
     if request.path == "/_control/anti_bot" and request.method in ("GET", "POST"):
         return await _anti_bot(state, host, request)
-    known = "GET /_truth, GET /_stats, POST /_stats/reset, GET /_log, GET|POST /_control/anti_bot"
+    return await _changes(state, request) if route == ("GET", "/_changes") else _unknown(request)
+
+
+def _unknown(request: web.Request) -> web.Response:
+    known = (
+        "GET /_truth, GET /_stats, POST /_stats/reset, GET /_log, GET|POST /_control/anti_bot, GET /_changes"
+    )
     return web.json_response(
         {"error": f"no endpoint {request.method} {request.path}; known: {known}"}, status=404
     )
@@ -141,6 +161,30 @@ async def control(state: SiteState, host: int, request: web.Request) -> web.Resp
 
 def _truth_json(spec: SiteSpec) -> bytes:
     return json.dumps(ground_truth(spec).to_json(), ensure_ascii=False).encode()
+
+
+async def _changes(state: SiteState, request: web.Request) -> web.Response:
+    """``?since=EPOCH_S[&until=EPOCH_S]``: the steps, and the products and pages that changed between."""
+    changes = state.spec.changes
+    if changes is None:
+        return web.json_response(
+            {"error": "this site does not change (start it with --change-every-s)"}, status=404
+        )
+    try:
+        since_s = float(request.query["since"])
+        until_s = float(request.query.get("until", state.clock()))
+    except (KeyError, ValueError):
+        return web.json_response({"error": "give since (and optionally until) as epoch seconds"}, status=400)
+    steps = changes.step(since_s), changes.step(until_s)
+    pages = await asyncio.get_running_loop().run_in_executor(None, changed_pages, state.spec, *steps)
+    products = changed_products(state.spec, *steps)
+    body = {
+        "since_step": steps[0],
+        "until_step": steps[1],
+        "products": sorted(products),
+        "pages": sorted(pages),
+    }
+    return web.json_response(body)
 
 
 def _log(state: SiteState, request: web.Request) -> web.Response:

@@ -11,6 +11,7 @@ import contextlib
 import random
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from types import TracebackType
@@ -21,9 +22,9 @@ from dualplane.sample_site.exceptions import SampleSiteError
 from dualplane.sample_site.reachability import Reachability, explore
 from dualplane.sample_site.routes import SiteModel
 from dualplane.sample_site.server import SiteState, build_app
-from dualplane.sample_site.spec import LOOPBACK, AntiBot, SiteSpec
+from dualplane.sample_site.spec import LOOPBACK, AntiBot, Changes, SiteSpec
 from dualplane.sample_site.stats import LogEntry, SiteStats
-from dualplane.sample_site.truth import Truth, ground_truth
+from dualplane.sample_site.truth import Truth, changed_pages, changed_products, ground_truth
 
 # Free ranges are picked below Linux's ephemeral ports (32768+), where outgoing connections live.
 FREE_RANGE = (20000, 32768)
@@ -40,9 +41,12 @@ class SampleSite:
     which then reach it by ``spec.public_host``.
     """
 
-    def __init__(self, spec: SiteSpec | None = None, bind: str = LOOPBACK) -> None:
+    def __init__(
+        self, spec: SiteSpec | None = None, bind: str = LOOPBACK, clock: Callable[[], float] = time.time
+    ) -> None:
         self._requested = spec or SiteSpec()
         self._bind = bind
+        self._clock = clock
         self._state: SiteState | None = None
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -114,7 +118,7 @@ class SampleSite:
         sockets = bind_ports(self._requested.base_port, self._requested.hosts, self._bind)
         runners: list[web.AppRunner] = []
         try:
-            state = SiteState(replace(self._requested, base_port=sockets[0].getsockname()[1]))
+            state = SiteState(self._resolved(sockets[0].getsockname()[1]), self._clock)
             for host, sock in enumerate(sockets):
                 runner = web.AppRunner(
                     build_app(state, host), access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S
@@ -133,6 +137,13 @@ class SampleSite:
                 await runner.cleanup()
             for sock in sockets:
                 sock.close()
+
+    def _resolved(self, base_port: int) -> SiteSpec:
+        """The requested spec with its real first port and, if it changes, the epoch of its changes."""
+        spec, changes = replace(self._requested, base_port=base_port), self._requested.changes
+        if changes is not None and not changes.epoch_s:
+            spec = replace(spec, changes=replace(changes, epoch_s=self._clock()))
+        return spec
 
     def _thread_main(self) -> None:
         try:
@@ -169,6 +180,26 @@ class SampleSite:
 
     def truth(self) -> Truth:
         return ground_truth(self.spec)
+
+    def step(self, at_s: float | None = None) -> int:
+        """The time step of a changing site at site time ``at_s`` (default: now, by its clock)."""
+        changes = self._changes()
+        return changes.step(self._clock() if at_s is None else at_s)
+
+    def changed_products(self, since_s: float, until_s: float) -> set[str]:
+        """Product URLs whose price or stock differ between site times ``since_s`` and ``until_s``."""
+        return changed_products(self.spec, self.step(since_s), self.step(until_s))
+
+    def changed_pages(self, since_s: float, until_s: float) -> set[str]:
+        """Reachable page URLs whose body differs between site times ``since_s`` and ``until_s``:
+        a conditional GET of any other page, with the validators of ``since_s``, gets a 304."""
+        return changed_pages(self.spec, self.step(since_s), self.step(until_s))
+
+    def _changes(self) -> Changes:
+        changes = self.spec.changes
+        if changes is None or not changes.epoch_s:
+            raise SampleSiteError("only a started site with SiteSpec(changes=...) changes over time")
+        return changes
 
     def explore(self) -> Reachability:
         return explore(self.spec)

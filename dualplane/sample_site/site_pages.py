@@ -8,6 +8,7 @@ from html import escape
 from xml.sax.saxutils import escape as xml_escape
 
 from dualplane.sample_site.article_pages import article_teaser
+from dualplane.sample_site.changes import CatalogAt
 from dualplane.sample_site.content import Catalog, Dice, sentences
 from dualplane.sample_site.layout import Head, Page, document, json_ld
 from dualplane.sample_site.product_pages import listing_pages, product_card
@@ -97,7 +98,7 @@ def sitemap_paths(catalog: Catalog, host: int) -> list[tuple[str, str | None]]:
     products, articles = catalog.product_count(host), catalog.article_count(host)
     if products:
         paths += [(f"/products?page={n}", None) for n in range(1, listing_pages(products) + 1)]
-        paths += [(catalog.product(host, i).path, None) for i in range(products)]
+        paths += [(catalog.product(host, i).path, _lastmod(catalog, host, i)) for i in range(products)]
     if articles:
         paths += [(f"/articles?page={n}", None) for n in range(1, listing_pages(articles) + 1)]
         for index in range(articles):
@@ -105,6 +106,11 @@ def sitemap_paths(catalog: Catalog, host: int) -> list[tuple[str, str | None]]:
             paths.append((article.path, article.published_at.date().isoformat()))
     paths += [(path, None) for path in INFO_PAGES]
     return paths
+
+
+def _lastmod(catalog: Catalog, host: int, index: int) -> str | None:
+    """When product ``index`` last changed, on a site that changes (W3C datetime, to the second)."""
+    return catalog.modified_at(host, index).isoformat() if isinstance(catalog, CatalogAt) else None
 
 
 def sitemap_xml(catalog: Catalog, host: int) -> str:

@@ -6,7 +6,9 @@ pages link across hosts by absolute URL) gives byte-identical pages in every pro
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from dualplane.sample_site.exceptions import SampleSiteError
@@ -47,6 +49,36 @@ class AntiBot:
 
 
 @dataclass(frozen=True)
+class Changes:
+    """Every ``period_s`` seconds (at least 1: HTTP dates count whole seconds) a ``share`` of the
+    products changes. ``epoch_s`` is when step 0 begins, in epoch seconds of the site's clock
+    (0: when the site starts; :attr:`SampleSite.spec` then holds the real one).
+    See :mod:`dualplane.sample_site.changes`.
+    """
+
+    period_s: float = 60.0
+    share: float = 0.1
+    epoch_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.period_s >= 1:
+            raise SampleSiteError(f"Changes period_s must be >= 1 s, got {self.period_s}")
+        if not 0 < self.share <= 1:
+            raise SampleSiteError(f"Changes share must be in (0, 1], got {self.share}")
+
+    def step(self, at_s: float) -> int:
+        """The step site time ``at_s`` falls in (0 before the epoch)."""
+        return max(0, math.floor((at_s - self.epoch_s) / self.period_s))
+
+    def step_start_s(self, step: int) -> float:
+        return self.epoch_s + step * self.period_s
+
+    def modified_at(self, step: int) -> datetime:
+        """When the change of ``step`` happened, to the whole second (as an HTTP date says it)."""
+        return datetime.fromtimestamp(math.floor(self.step_start_s(step)), UTC)
+
+
+@dataclass(frozen=True)
 class SiteSpec:
     """Seed and size of a sample site.
 
@@ -57,6 +89,8 @@ class SiteSpec:
     ``latency_ms`` delays every page response so that concurrency is observable. ``public_host``
     is the name in the site's URLs (pages link across hosts by absolute URL): the loopback address,
     or the name crawlers reach it by when it serves other machines (``sample-site`` in compose).
+    ``changes``: products change over time, and pages carry ``ETag`` and ``Last-Modified`` and
+    answer conditional requests with 304 (None: a site that never changes, without validators).
     """
 
     seed: int = 7
@@ -66,6 +100,7 @@ class SiteSpec:
     latency_ms: int = 20
     anti_bot: AntiBot | None = None
     public_host: str = LOOPBACK
+    changes: Changes | None = None
 
     def __post_init__(self) -> None:
         if self.hosts < 1:

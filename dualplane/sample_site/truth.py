@@ -1,4 +1,5 @@
-"""Ground truth: what an extractor should find on every product and article page of a site."""
+"""Ground truth: what an extractor should find on every product and article page of a site, and on a
+site that changes (``SiteSpec.changes``), which pages changed between two time steps."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
+from dualplane.sample_site.changes import CatalogAt, offer
 from dualplane.sample_site.content import Catalog
-from dualplane.sample_site.spec import SiteSpec
+from dualplane.sample_site.exceptions import SampleSiteError
+from dualplane.sample_site.reachability import explore
+from dualplane.sample_site.routes import SiteModel
+from dualplane.sample_site.spec import Changes, SiteSpec
 
 
 @dataclass(frozen=True)
@@ -91,3 +97,39 @@ def iter_articles(spec: SiteSpec) -> Iterator[ArticleTruth]:
 def ground_truth(spec: SiteSpec) -> Truth:
     """Every product and article of the site described by ``spec`` (its ``base_port`` must be known)."""
     return Truth(tuple(iter_products(spec)), tuple(iter_articles(spec)))
+
+
+def changed_products(spec: SiteSpec, since_step: int, until_step: int) -> set[str]:
+    """URLs of the products whose price, availability or stock differ between the two steps."""
+    changes = _changes_of(spec)
+    before, after = CatalogAt(spec, changes, since_step), CatalogAt(spec, changes, until_step)
+    changed = set()
+    for host in range(spec.hosts):
+        for index in range(before.product_count(host)):
+            product = after.product(host, index)
+            if offer(before.product(host, index)) != offer(product):
+                changed.add(spec.origin(host) + product.path)
+    return changed
+
+
+def changed_pages(spec: SiteSpec, since_step: int, until_step: int) -> set[str]:
+    """URLs of the reachable pages whose body differs between the two steps: the changed products,
+    and every listing, home or product page that shows one of them (a 304 is right for the rest)."""
+    _changes_of(spec)
+    model, hosts = SiteModel(spec), {urlsplit(origin).netloc: i for i, origin in enumerate(spec.origins())}
+    changed = set()
+    for url in explore(spec).pages:
+        parts = urlsplit(url)
+        bodies = {
+            model.resolve(hosts[parts.netloc], parts.path, parts.query, step).body
+            for step in (since_step, until_step)
+        }
+        if len(bodies) > 1:
+            changed.add(url)
+    return changed
+
+
+def _changes_of(spec: SiteSpec) -> Changes:
+    if spec.changes is None:
+        raise SampleSiteError("this site does not change: give its SiteSpec changes=Changes(...)")
+    return spec.changes
