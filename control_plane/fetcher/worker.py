@@ -3,6 +3,8 @@
 :class:`Fetcher` is the ``FetchWork`` of the fetch-side :class:`~control_plane.fetcher.runner.TaskRunner`:
 it returns a :class:`FetchResult` for the retry policy only after Kafka confirmed the fetch event
 (and, for a successful fetch, the raw page), so the runner's ack means "safely in the data plane".
+A task with validators is fetched with a conditional GET; its 304 is a success too (``not_modified``),
+and goes to ``pages.raw`` with its headers and an empty body (see ``docs/conditional-requests.md``).
 The result carries the page's links (:mod:`.links`), which the runner hands to the frontier with
 that ack.
 """
@@ -78,8 +80,7 @@ class Fetcher:
         )
         page = raw_page(task, response, fetched_at) if response and verdict.outcome in KEPT_OUTCOMES else None
         # Parsed here, once: the runner hands them to the frontier with the task's ack.
-        fetched = response if verdict.outcome is Outcome.OK else None
-        found = await links_of(fetched, self.settings.fetch) if fetched is not None else NO_LINKS
+        found = await links_of(response, self.settings.fetch) if page is not None and response else NO_LINKS
         try:
             await self.outputs.send(page, event)
         except HandOffFailed:
