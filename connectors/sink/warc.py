@@ -1,5 +1,8 @@
 """``pages.raw`` to WARC: a ``request`` and a ``response`` record per fetched page, each gzipped on its own.
 
+A 304 (a revisit whose page did not change) gets a ``revisit`` record instead of the response
+(:mod:`connectors.sink.warc_revisit`).
+
 Records are the bytes warcio would write (:mod:`connectors.sink.warc_records` builds them from templates,
 the warcinfo record is warcio's own), so any WARC reader (``warcio index``/``check``, pywb, the Internet
 Archive's tools) reads the files: ``WARC-Target-URI`` is the page's final URL, ``WARC-Date`` its fetch
@@ -35,6 +38,7 @@ from connectors.sink.base import FileStart, Item, Sink, SinkFile
 from connectors.sink.compression import GzipMember
 from connectors.sink.exceptions import SinkUnavailable, Unwritable
 from connectors.sink.warc_records import WARC_VERSION, archived_uri, request_member, response_member
+from connectors.sink.warc_revisit import is_revisit, revisit_member
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckError, ClaimCheckUnavailable
 from schemas.exceptions import RegistryError
@@ -85,6 +89,8 @@ class WarcSink(Sink):
             date=date,
             gzip=self.gzip,
         )
+        if is_revisit(page):  # a 304: the page is the one an earlier capture holds
+            return request + revisit_member(page, url=url, record_id=response_id, date=date, gzip=self.gzip)
         response = response_member(page, body, url=url, record_id=response_id, date=date, gzip=self.gzip)
         return request + response
 
