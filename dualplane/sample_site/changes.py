@@ -27,6 +27,8 @@ from dualplane.sample_site.spec import Changes, SiteSpec
 
 AVAILABILITIES: tuple[Availability, ...] = ("InStock", "OutOfStock", "LimitedAvailability", "PreOrder")
 _CACHE_SIZE = 8192
+# The newest state computed of each product, by (seed, share, host, index): (change step, product).
+_newest: dict[tuple[int, float, int, int], tuple[int, Product]] = {}
 
 
 def changes_at(seed: int, share: float, host: int, index: int, step: int) -> bool:
@@ -46,20 +48,27 @@ def last_change(seed: int, share: float, host: int, index: int, step: int) -> in
     return 0
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
 def changed_product(seed: int, share: float, host: int, index: int, step: int) -> Product:
     """Product ``index`` of ``host`` as its change at ``step`` left it (step 0: as generated).
 
     Each change starts from the state the one before left, so the price always moves: every page
     that shows the product with its price (its own, the listings, the home page) changes with it.
+    The walk back through the changes stops at the newest state computed before (a site's clock
+    only moves on), so a site that has run a day of 60 s steps does not replay 1,440 of them per page.
     """
-    chain = []
-    while step:
-        chain.append(step)
-        step = last_change(seed, share, host, index, step - 1)
-    product = make_product(seed, host, index)
+    key = (seed, share, host, index)
+    known_step, known = _newest.get(key, (0, None))
+    if known is None or known_step > step:  # a state older than the newest known: from the start
+        known_step, known = 0, make_product(seed, host, index)
+    chain, at = [], step
+    while at > known_step:
+        chain.append(at)
+        at = last_change(seed, share, host, index, at - 1)
+    product = known
     for change in reversed(chain):
         product = _changed(product, Dice(f"dualplane-sample:{seed}:{host}:change:{index}:{change}:state"))
+    if chain:
+        _newest[key] = (step, product)
     return product
 
 
