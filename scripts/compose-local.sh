@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The compose stack on a machine without an image registry (see README, "Docker compose").
+# The compose stack on a machine without an image registry (see docs/compose.md).
 #
 #   scripts/compose-local.sh prepare      # engine, `docker compose`, base and infrastructure images
 #   scripts/compose-local.sh stop-engine  # stop the engine `prepare` started (and nothing else)

@@ -62,7 +62,7 @@ def ensure_data_plane_topics(settings: Settings, *, pages_raw_partitions: int = 
     Growing an existing ``pages.raw`` moves where new messages of a URL land (the partition is the
     hash of the canonical URL modulo the count): copies of a page before and after the change may be
     in two partitions, so per-URL order across the change is lost, and a page refetched in flight
-    across it can be extracted twice. Grow it between crawls (see the README, "Scaling out").
+    across it can be extracted twice. Grow it between crawls (see docs/crawling.md, "Scaling out").
     """
     compacted_partitions = 1  # tiny, read end to end by every process: one partition suffices
     existing = clients.topic_names(settings.kafka)  # one metadata request, not one per topic

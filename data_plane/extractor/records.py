@@ -10,7 +10,7 @@ Records are read ``read_committed`` (only what extractors committed, so each pag
 decoded into the newest schema version this process knows, so v1, v2 and v3 records come out alike
 (fields added later take their defaults). Both wire formats decode: single-object encoding and, in
 Schema Registry mode, the Confluent framing. Non-Python consumers: see "Consuming records" and
-"Schema Registry mode" in the README for the wire formats and where to fetch each writer schema.
+"Schema Registry mode" in docs/schemas.md for the wire formats and where to fetch each writer schema.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 killed mid-crawl, state in the volumes, and ``down -v`` leaving nothing behind.
 
 One session: the stack comes up once (module fixture) and the tests run in file order against it;
-the last one takes it down. The commands are the README's ("Docker compose"), with the three
+the last one takes it down. The commands are docs/compose.md's, with the three
 compose files in ``COMPOSE_FILE``. Where no engine can be had the tests are skipped with the reason,
 unless ``DUALPLANE_TEST_REQUIRE_DOCKER=1`` (CI), which makes that a failure.
 """

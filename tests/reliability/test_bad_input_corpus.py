@@ -3,7 +3,7 @@
 Each case is fetched over real HTTP by the fetcher's own backend (SSRF guard, size cap, overall
 deadline, redirects), classified as the fetcher classifies it, and a page fetched is extracted as
 the extractor extracts it. What happened is described in the table's words and must equal the
-table's expected outcome; the README shows the same table (a test compares it). The broker side
+table's expected outcome; docs/testing.md shows the same table (a test compares it). The broker side
 of bad input (poison messages, 8 KB links at the frontier, dead letters) has its own tests.
 """
 
@@ -86,6 +86,6 @@ async def test_each_bad_input_ends_as_the_table_says(base_url: str, case: Case) 
     assert await _outcome(base_url + case.path) == case.expected
 
 
-def test_the_readme_shows_the_table_the_test_checks() -> None:
-    readme = (REPO_ROOT / "README.md").read_text()
-    assert markdown_table() in readme, "README's bad-input table differs: paste markdown_table()'s output"
+def test_the_testing_page_shows_the_table_the_test_checks() -> None:
+    page = (REPO_ROOT / "docs" / "testing.md").read_text()
+    assert markdown_table() in page, "docs/testing.md's bad-input table differs: paste markdown_table()"

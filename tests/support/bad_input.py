@@ -1,6 +1,6 @@
 """The bad-input corpus: a test site serving each case, and the one table of expected outcomes that
-``tests/reliability/test_bad_input_corpus.py`` checks and the README shows (rendered by
-:func:`markdown_table`; a test fails when the README's copy differs).
+``tests/reliability/test_bad_input_corpus.py`` checks and docs/testing.md shows (rendered by
+:func:`markdown_table`; a test fails when the page's copy differs).
 
 An outcome reads ``<fetch> → <what became of it>``: the fetch outcome class (or the error that
 refused the fetch) and, for a page fetched, its record's facts: links kept and skipped by scheme,
@@ -48,7 +48,7 @@ CASES: tuple[Case, ...] = (
 
 
 def markdown_table() -> str:
-    """The cases as the README shows them."""
+    """The cases as docs/testing.md shows them."""
     rows = [f"| `{case.path}` | {case.serves} | {case.expected} |" for case in CASES]
     return "\n".join(["| path | the site serves | outcome |", "|---|---|---|", *rows])
 

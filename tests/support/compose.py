@@ -24,10 +24,10 @@ from tests.support.paths import REPO_ROOT
 
 ROOT = REPO_ROOT
 PREPARE = ROOT / "scripts" / "compose-local.sh"
-# The user-facing file, the registry-free override, and the sample site to crawl (README order).
+# The user-facing file, the registry-free override, and the sample site to crawl (docs/compose.md order).
 COMPOSE_FILES = ("docker/compose.yaml", "docker/compose.local.yaml", "docker/compose.demo.yaml")
-# The README's "Docker compose" commands, which the compose test runs as they are (with
-# COMPOSE_FILE naming the three files); tests/docker/test_compose.py checks the README has them.
+# docs/compose.md's commands, which the compose test runs as they are (with COMPOSE_FILE naming
+# the three files); tests/docker/test_compose.py checks the page has them.
 UP = "docker compose up -d --build --wait --scale fetcher=3"
 CRAWL = (
     "docker compose exec frontier dualplane crawl --seed http://sample-site:8100/ "
@@ -124,7 +124,7 @@ class ComposeProject:
         }
 
     def run(self, command: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
-        """One of the README's command lines, as it is written there."""
+        """One of docs/compose.md's command lines, as it is written there."""
         return subprocess.run(
             shlex.split(command), env=self.env(), cwd=ROOT, capture_output=True, text=True,
             timeout=timeout_s, check=False,

@@ -1,7 +1,8 @@
 """Availability from the product's own signals: its offer, its stock statement, its add-to-cart control.
 
 Each test names the page that prompted its rule; the held-out figures that prompted the whole (out of
-stock said for 2.3 times as many pages as were, no answer on ~30% of pages) are in the README.
+stock said for 2.3 times as many pages as were, no answer on ~30% of pages) are in
+docs/extraction-and-replay.md.
 """
 
 from __future__ import annotations
