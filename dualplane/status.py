@@ -32,7 +32,7 @@ STALLED_AFTER_S = 300.0
 def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: int = 10) -> dict[str, Any]:
     """Everything the status view shows, as JSON-ready data; ``errors`` names the parts that failed."""
     errors: dict[str, str] = {}
-    lag = _part(errors, "lag", lambda: _lag(settings), [])
+    lag = _part(errors, "lag", lambda: _lag(settings, reader), [])
     extractor = next((row["lag"] for row in lag if row["consumer"] == "extractor"), None)
     queues = _part(errors, "queues", lambda: _queues(settings), {"queues": [], "permit_queues": 0})
     return {
@@ -124,7 +124,9 @@ def _queues(settings: Settings) -> dict[str, Any]:
     return {"queues": [asdict(stats[name]) for name in watched if name in stats], "permit_queues": permits}
 
 
-def _lag(settings: Settings) -> list[dict[str, Any]]:
+def _lag(settings: Settings, reader: ProgressReader | Exception) -> list[dict[str, Any]]:
+    if isinstance(reader, Exception):
+        raise reader  # Kafka did not answer the reader: three more reads would each wait their timeout
     rows: list[dict[str, Any]] = [
         {"consumer": "extractor", "topic": settings.topics.pages_raw, "lag": extractor_lag(settings)}
     ]

@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # imported when the command runs, so that `status --help` sta
     from core.settings import Settings
 
 BROKER_PARTS = ("jobs", "queues", "lag")  # the parts read from Kafka and RabbitMQ
+KAFKA_PROBE_S = 8.0  # a metadata answer takes milliseconds; 8 s leaves room for a loaded broker
 
 
 def status(
@@ -58,9 +59,17 @@ def _fail_without_brokers(errors: dict[str, str]) -> None:
 
 
 def _open_reader(settings: Settings) -> ProgressReader | Exception:
-    """The progress reader, or why Kafka could not give one (the rest of the view is still shown)."""
+    """The progress reader, or why Kafka could not give one (the rest of the view is still shown).
+
+    Kafka is asked once, for its metadata, within ``KAFKA_PROBE_S``: opening the reader on a cluster
+    that does not answer waited out the topic admin's 30 s, and each lag read 10 s more (42 s before
+    `status` said Kafka was away)."""
+    from brokers.kafka.clients import answers
     from control_plane.frontier.progress import ProgressReader
 
+    if not answers(settings.kafka, timeout_s=KAFKA_PROBE_S):
+        servers = settings.kafka.bootstrap_servers
+        return DualplaneError(f"Kafka at {servers} did not answer within {KAFKA_PROBE_S:.0f} s")
     try:
         return ProgressReader(settings)
     except Exception as error:
@@ -70,10 +79,17 @@ def _open_reader(settings: Settings) -> ProgressReader | Exception:
 def _watch(
     settings: Settings, reader: ProgressReader | Exception, job: str | None, jobs: int, interval_s: float
 ) -> None:
-    """Redraw in place every ``interval_s`` until Ctrl-C (which ends it with status 0)."""
+    """Redraw in place every ``interval_s`` until Ctrl-C (which ends it with status 0). Into a file or
+    a pipe, where nothing can be redrawn (a live view wrote nothing there until Ctrl-C), each view is
+    printed after the last one instead."""
     from rich.live import Live
 
     try:
+        if not stdout.is_terminal:
+            while True:
+                stdout.print(render(_view(settings, reader, job, jobs)))
+                stdout.file.flush()
+                time.sleep(interval_s)
         with Live(console=stdout, refresh_per_second=1) as live:
             while True:
                 live.update(render(_view(settings, reader, job, jobs)))

@@ -4,25 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.settings import Settings
 from tests.support.cli import run_cli
 from tests.support.factories import KafkaTopicFactory
 
 pytestmark = pytest.mark.e2e
-
-
-def test_demo_round_trips_through_every_plane(settings: Settings) -> None:
-    result = run_cli("demo", "--json")
-
-    assert result.exit_code == 0, result.stdout + result.stderr
-    report = result.json()
-    assert report["ok"] is True
-    assert [step["plane"] for step in report["round_trips"]] == [
-        "data (Kafka)",
-        "control (RabbitMQ)",
-        "objects (S3)",
-    ]
-    assert all("intact" in step["detail"] for step in report["round_trips"])
 
 
 def test_config_show_masks_secrets_in_json() -> None:
