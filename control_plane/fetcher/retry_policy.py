@@ -112,6 +112,15 @@ RULES: Mapping[Outcome, RetryRule] = MappingProxyType({
 # fmt: on
 
 
+def is_success(outcome: str) -> bool:
+    """Whether a fetch event's ``outcome`` is a page fetched as asked (200, 304 on a revisit, a
+    redirect queued as a URL): the one answer the fetcher, the report and status share."""
+    try:
+        return RULES[Outcome(outcome)].success
+    except ValueError:  # an outcome newer than this code: not known to be a success
+        return False
+
+
 @dataclass(frozen=True)
 class RetryDecision:
     """What the fetcher does with a task after one attempt.

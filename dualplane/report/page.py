@@ -15,6 +15,7 @@ from typing import Any
 
 from jinja2 import Environment
 
+from control_plane.fetcher.retry_policy import is_success
 from core.settings import Settings
 from dualplane.report import figures
 from dualplane.report.data import JobData
@@ -128,7 +129,8 @@ def throttle_sections(settings: Settings, data: JobData) -> list[dict[str, Any]]
 
 
 def domain_tables(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[list[Any]]]:
-    """The slowest domains by p95 latency, and the domains with the largest share of fetches not ok."""
+    """The slowest domains by p95 latency, and the domains with the largest share of fetches that
+    failed (a 304 on a revisit or a redirect is no failure: :func:`is_success`)."""
     by_domain: dict[str, list[dict[str, Any]]] = {}
     for event in events:
         by_domain.setdefault(event["domain"], []).append(event)
@@ -139,7 +141,7 @@ def domain_tables(events: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], l
         p95 = latencies[min(len(latencies) - 1, int(0.95 * len(latencies)))]
         slow.append({"domain": domain, "fetches": len(rows), "p50_ms": int(statistics.median(latencies)),
                      "p95_ms": p95})  # fmt: skip
-        bad = sum(1 for e in rows if e["outcome"] != "ok")
+        bad = sum(1 for e in rows if not is_success(e["outcome"]))
         if bad:
             failing.append((bad / len(rows), [domain, len(rows), bad, f"{bad / len(rows):.0%}"]))
     slow.sort(key=lambda row: -int(row["p95_ms"]))
