@@ -69,9 +69,12 @@ def main() -> None:
     parser.add_argument("--max-rps", type=float, default=LoopSpec.max_rps)
     parser.add_argument("--blocking-s", type=float, default=LoopSpec.blocking_s)
     parser.add_argument("--relaxed-s", type=float, default=LoopSpec.relaxed_s)
+    parser.add_argument("--mode", choices=("429", "captcha"), default=LoopSpec.mode)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    spec = replace(LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s)
+    spec = replace(
+        LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s, mode=args.mode
+    )
     with tempfile.TemporaryDirectory() as work_dir:
         settings = loop_settings(Settings.from_env(), spec, Path(work_dir))
         try:
@@ -86,16 +89,20 @@ def main() -> None:
     if args.json:
         print(json.dumps({**summary, "png": str(png), "series": str(series)}, indent=2))
         return
-    settled = f"{summary['settled_rate']} requests/s against R = {spec.max_rps:g}"
-    blocked = f"{summary['settled_blocked_ratio']:.1%} blocked against the {spec.threshold:.0%} threshold"
-    print(f"\nsettled (second half of the block): {settled}, {blocked}")
-    print(f"P_d fell to {summary['min_concurrency']} and ended at {summary['end_concurrency']} "
-          f"(delay {summary['end_delay_ms']} ms) after the site relaxed")  # fmt: skip
+    s = summary
+    held = f"{s['held_rate']} requests/s against R = {spec.max_rps:g} ({s['held_fraction_of_limit']:.0%})"
+    blocked = f"{s['held_blocked']} of {s['held_requests']} blocked ({s['held_blocked_ratio']:.1%})"
+    print(f"\nheld (after the first {spec.settle_s:g} s of the block): {held}, {blocked}")
+    print(f"back to P_d {spec.ceiling}, delay {spec.delay_ms} ms {s['recovered_s']} s after the site "
+          f"relaxed (ended at P_d {s['end_concurrency']}, delay {s['end_delay_ms']} ms)")  # fmt: skip
     print(f"wrote {png} and {series}")
 
 
-def _echo(sample: Sample) -> None:
+def _echo(sample: Sample, last: list[str] = []) -> None:  # noqa: B006 (the last reason shown)
     print(sample.line(), flush=True)
+    if sample.reason and sample.reason not in last:
+        print(f"         {sample.reason}", flush=True)
+        last[:] = [sample.reason]
 
 
 if __name__ == "__main__":

@@ -56,3 +56,18 @@ class LimitsSource(Protocol):
     def close(self) -> None:
         """Stop keeping the limits current."""
         ...
+
+
+def cooldown_s(retry_after_s: float | None, base_ms: int, cap_ms: int) -> float:
+    """How long the fleet leaves a domain alone after it pushed back (429, 403, a challenge).
+
+    The one owner of that rule: a fetcher's local hold after the answer
+    (``control_plane.fetcher.politeness``) and the throttle policy's "no climbing before" after a
+    window with a Retry-After (``data_plane.throttle.policy``) both ask here, so they never disagree.
+    The server's Retry-After when it gave one, else ``base_ms``
+    (``DUALPLANE_THROTTLE_COOLDOWN_BASE_MS``); never more than ``cap_ms``
+    (``DUALPLANE_THROTTLE_COOLDOWN_CAP_MS``): a Retry-After of a day is a ban or a mistake, and a
+    longer rest is the throttle's pause to decide, from the block ratio, not one answer's header.
+    """
+    wanted_s = retry_after_s if retry_after_s is not None and retry_after_s > 0 else base_ms / 1000
+    return min(wanted_s, cap_ms / 1000)

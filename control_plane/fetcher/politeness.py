@@ -10,9 +10,11 @@ fetcher obeys a command the moment its :class:`~data_plane.throttle.view.Throttl
   destroyed the surplus permits.
 - **Pause.** A paused domain's tasks are not started (the runner defers them, no attempt).
 - **Cooldown.** After a 429, 403 or challenge (``cool_down_domain``), the fetcher sends nothing
-  more to the domain for Retry-After, or ``DUALPLANE_THROTTLE_COOLDOWN_BASE_MS`` without one,
-  capped at ``DUALPLANE_THROTTLE_COOLDOWN_CAP_MS``, so it does not hammer the site while the
-  processor is still counting the window that will slow the whole fleet down.
+  more to the domain for :func:`core.limits.cooldown_s` (Retry-After, or
+  ``DUALPLANE_THROTTLE_COOLDOWN_BASE_MS`` without one, capped at
+  ``DUALPLANE_THROTTLE_COOLDOWN_CAP_MS``; the throttle policy asks the same function), so it does
+  not hammer the site while the processor is still counting the window that will slow the whole
+  fleet down.
 
 No I/O and an injectable clock: the runner calls it from its connection thread only.
 """
@@ -25,6 +27,10 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Literal
+
+from core.limits import cooldown_s
+
+MAX_PERMIT_WAIT_S = 60.0
 
 Verdict = Literal["go", "wait", "defer"]
 """``go``: try for a permit now; ``wait``: not now, keep the task a while; ``defer``: send it round
@@ -44,11 +50,18 @@ def hold_s(delay_ms: int, jitter: float, rng: random.Random) -> float:
     return delay_ms / 1000 * (1 + jitter * rng.random())
 
 
-def cooldown_s(retry_after_s: float | None, base_ms: int, cap_ms: int) -> float:
-    """How long to leave a domain alone after it pushed back: Retry-After when the server gave
-    one, else ``base_ms``; never more than ``cap_ms``."""
-    wanted_s = retry_after_s if retry_after_s and retry_after_s > 0 else base_ms / 1000
-    return min(wanted_s, cap_ms / 1000)
+def permit_wait_s(base_s: float, delay_ms: int, concurrency: int, queued: int, jitter: float) -> float:
+    """How long a task waits here for its domain's permit before it goes round a delay tier.
+
+    At least ``base_s`` (``DUALPLANE_FETCH_PERMIT_WAIT_S``), and long enough for the ``queued``
+    tasks of its domain already waiting here to have their turn at the domain's pace
+    (``concurrency`` permits, each held ``delay_ms`` times 1 to 1 + ``jitter``): a throttled domain
+    is slow on purpose, and deferring its tasks to a 5 s tier after a fixed wait starved it far
+    below the rate the throttle allowed (1 request/s instead of 4.5 against a site allowing 5).
+    Capped at a minute, so a domain that a command has slowed to a crawl lets its tasks go.
+    """
+    turn_s = (queued + 1) * delay_ms / 1000 * (1 + jitter / 2) / max(1, concurrency)
+    return max(base_s, min(MAX_PERMIT_WAIT_S, turn_s))
 
 
 class DomainGate:
@@ -98,3 +111,6 @@ class DomainGate:
         """Forget held requests: the connection holding their permits is gone, and the broker
         returned them. Cooldowns stay, they are about the site, not the connection."""
         self.held.clear()
+
+
+__all__ = ["DomainGate", "Verdict", "cooldown_s", "delay_ms", "hold_s", "permit_wait_s"]

@@ -181,8 +181,20 @@ class TaskRunner:
 
     def on_task(self, delivery: Delivery) -> None:
         delivery.defer()
-        self.waiting.append(_Waiting(delivery, time.monotonic() + self.settings.fetch.permit_wait_s))
+        self.waiting.append(_Waiting(delivery, time.monotonic() + self._permit_wait_s(delivery.message)))
         self._start_waiting()
+
+    def _permit_wait_s(self, task: CrawlTask) -> float:
+        """Long enough for the domain's tasks already waiting here to have their turn."""
+        limits = self.view.details(task.domain)
+        delay_ms = politeness.delay_ms(
+            limits.delay_ms, task.crawl_delay_ms, self.settings.limits.domain_delay_ms
+        )
+        queued = sum(1 for waiting in self.waiting if waiting.delivery.message.domain == task.domain)
+        fetch = self.settings.fetch
+        return politeness.permit_wait_s(
+            fetch.permit_wait_s, delay_ms, limits.concurrency, queued, fetch.delay_jitter
+        )
 
     def _on_connected(self, consumer: ControlConsumer) -> None:
         assert consumer.connection is not None

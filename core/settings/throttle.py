@@ -47,7 +47,11 @@ class ThrottleSettings(BaseSettings):
     pause_s: int = Field(default=600, ge=1)
     daily_budget: int = Field(default=0, ge=0)  # requests per UTC day over the worker's domains; 0: none
     budget_fraction: float = Field(default=0.8, gt=0, le=1)
-    probe_backoff_max: int = Field(default=4, ge=0, le=16)  # recovery waits up to recovery_s * 2^this
+    probe_backoff_max: int = Field(default=4, ge=0, le=16)  # probe waits up to recovery_s * 2^this
+    # Latency as a signal (Scrapy's AutoThrottle): a window this many times slower than the domain's
+    # own baseline, and at least latency_min_ms slower, cuts its rate by a quarter. 0: off.
+    latency_factor: float = Field(default=3.0, ge=0)
+    latency_min_ms: float = Field(default=200.0, ge=0)
     low_priority_domains: str = ""  # comma-separated; a domain and its subdomains
     max_lag_s: float = Field(default=600.0, gt=0)  # older events are counted but never acted on
     app_id: str | None = None  # None: <DUALPLANE_KAFKA_GROUP_PREFIX>-throttle

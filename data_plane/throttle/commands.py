@@ -19,7 +19,8 @@ import schemas
 from brokers.amqp.messages import ControlMessage
 from core.clock import utc_now
 from data_plane.throttle.exceptions import BadThrottleCommand
-from data_plane.throttle.policy import INT32_MAX, Command, WindowCounts
+from data_plane.throttle.policy import Command, WindowCounts
+from data_plane.throttle.rates import INT32_MAX
 from schemas.exceptions import SchemaError
 
 AVRO_NAME = "throttle_command"

@@ -15,6 +15,8 @@ FETCH_EVENT = "fetch_event"
 BLOCKED_OUTCOMES = frozenset({"rate_limited", "forbidden", "blocked_challenge"})
 TIMEOUT_OUTCOMES = frozenset({"timeout"})
 SERVER_ERROR_OUTCOMES = frozenset({"server_error"})
+RESET_OUTCOMES = frozenset({"connection_error"})
+OVERLOADED_STATUS = 503  # "come back later": as much a pushback as a 429
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class FetchSample:
     fetched_at_s: float  # event time: when the attempt ended, epoch seconds
     latency_ms: int
     retry_after_s: float | None
+    status: int | None = None
 
     @property
     def blocked(self) -> bool:
@@ -38,6 +41,15 @@ class FetchSample:
     @property
     def server_error(self) -> bool:
         return self.outcome in SERVER_ERROR_OUTCOMES
+
+    @property
+    def overloaded(self) -> bool:
+        return self.server_error and self.status == OVERLOADED_STATUS
+
+    @property
+    def reset(self) -> bool:
+        """The connection failed (refused, reset, TLS): what a site that drops traffic looks like."""
+        return self.outcome in RESET_OUTCOMES
 
 
 def parse_fetch_event(value: Any) -> FetchSample:
@@ -65,4 +77,5 @@ def _parse(value: bytes) -> FetchSample:
         fetched_at_s=fetched_at.timestamp(),
         latency_ms=max(0, int(record["latency_ms"])),
         retry_after_s=float(retry_after) if retry_after is not None and retry_after > 0 else None,
+        status=int(record["status"]) if record.get("status") is not None else None,
     )

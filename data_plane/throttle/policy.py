@@ -1,38 +1,38 @@
 """Adaptive per-domain throttling as a pure function: window counts and state in, new state and command out.
 
-The rules (AIMD with hysteresis), applied by :func:`decide` in this order:
+The policy controls a domain's **request rate** (requests/s), which it hands to the fleet as a
+concurrency P_d and a delay (:mod:`data_plane.throttle.rates`). It looks for the highest rate the
+site takes without pushing back, and holds there. The rules, applied by :func:`decide` in this order:
 
-1. **Paused** domains stay paused until ``pause_s`` has passed since the pause, then *resume* at
-   concurrency 1 with their cooldown delay (the pause command itself carries ``ttl_s = pause_s``, so
-   the fleet resumes on time even when no processor is running).
-2. **Pause**: a blocked ratio of at least ``pause_ratio`` in ``pause_windows`` consecutive window
-   verdicts pauses the domain.
-3. **Halve**: a blocked ratio above ``threshold`` over at least ``min_samples`` fetches halves P_d
-   (minimum 1) and sets a cooldown delay: ``cooldown_base_ms * 2^(k-1)`` for the k-th consecutive
-   backoff, capped at ``cooldown_cap_ms``, scaled down by up to ``jitter``, never shorter than the
-   base delay, the current delay or the largest Retry-After seen in the window.
-4. **Limit**: P_d above the ceiling is brought down to it; when the daily request budget is at least
-   ``budget_fraction`` used, the ceiling of low-priority domains is 1.
-5. **Recover**: after ``recovery_s`` of unbroken healthy verdicts (blocked ratio at most
-   ``threshold * recover_fraction``), P_d grows by 1 toward the ceiling; once it is there, the
-   delay halves toward the base delay instead. Each further step needs another healthy period.
+1. **Paused** domains stay paused until ``pause_s`` has passed, then *resume* at concurrency 1.
+2. **Pause**: a pushback ratio of at least ``pause_ratio`` in ``pause_windows`` consecutive window
+   verdicts pauses the domain (``ttl_s = pause_s``, so the fleet resumes even without a processor).
+3. **Failed probe**: any block after a step up undoes it at once (back to the rate that held), and
+   remembers the refused rate as the site's limit for now.
+4. **Back off**: a pushback ratio above ``threshold`` over ``min_samples`` fetches sets the rate to
+   ``BACKOFF`` (90%) of what the site *let through* in the window (its pass rate), never above 90% of
+   the current rate. Against a rate limit that is one step to just under it, where halving P_d
+   settled at ~40% of the limit.
+5. **Slow down** (latency, like Scrapy's AutoThrottle): a window whose mean latency is over
+   ``latency_factor`` times the domain's own baseline (and ``latency_min_ms`` above it) cuts the
+   rate by a quarter before the site starts blocking.
+6. **Limit**: P_d above the ceiling (or 1 for a low-priority domain past ``budget_fraction`` of the
+   daily budget) is brought down to it.
+7. **Climb**, after an unbroken healthy period (pushback at most ``threshold * recover_fraction``):
+   back to the last rate that held in one step (``step_s``); with no known limit, double per step;
+   below a known limit, halve the gap every ``recovery_s``; onto the limit itself, a probe of
+   ``PROBE_STEP`` above it, whose wait doubles with every failed probe (``recovery_s * 2^failed``,
+   the exponent capped at ``probe_backoff_max``). A probe that holds for ``recovery_s`` means the
+   site relaxed: the limit is forgotten and the rate doubles every step back to the unthrottled
+   P_d and delay. No climb before the cooldown of the last Retry-After (:func:`core.limits.cooldown_s`,
+   the same rule the fetchers follow) is over.
 
-Probe backoff (as TCP's slow-start threshold): every tightening remembers the rate it happened at,
-the *probe rate* (P_d per delay: a raised P_d and a halved delay are both steps up in rate, and
-either can be the one the site refused). Climbing back below it takes ``recovery_s`` per step; the
-step onto it is a probe, and its wait doubles with every failed probe (a tightening right after a
-recovery): ``recovery_s * 2^failed``, the exponent capped at ``probe_backoff_max``. A probe that
-holds for a whole wait redeems one failure and lifts the limit; reaching the ceiling and the base
-delay forgets everything. Without it the limits saw-tooth around a site's limit at the pace of
-``recovery_s`` and every tooth costs blocked requests (measured against the sample site's anti-bot
-mode: 17% of the requests in the settled phase were blocked); with it the teeth grow apart.
+Pushback is weighted (:data:`SIGNAL_WEIGHTS`): a 429, a 403, a captcha page and a 503 each count
+as one block; a connection reset as half; another 5xx or a timeout as a quarter.
 
-Hysteresis: a decrease needs a ratio above ``threshold`` but a recovery needs one at or below
-``threshold * recover_fraction``, and the healthy count restarts at every change, so a ratio
-oscillating around the threshold can only ever tighten. At most one change happens per window step.
-
-Verdicts (healthy, extreme) extend their streak at most once per window step, and any other verdict
-with enough samples ends the streak at once, even within a step.
+Hysteresis: a decrease needs a ratio above ``threshold``, a climb one at or below
+``threshold * recover_fraction``, and the healthy streak restarts at every change. At most one change
+per window step, except that a failed probe is undone as soon as its window shows a block.
 """
 
 from __future__ import annotations
@@ -42,9 +42,23 @@ import random
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from core.settings import LimitSettings, ThrottleSettings
+from core.limits import cooldown_s
+from core.settings import FetchSettings, LimitSettings, ThrottleSettings
+from data_plane.throttle.rates import Pace
 
 Priority = Literal["low", "normal"]
+Action = Literal["backoff", "probe_failed", "slow", "pause", "resume", "climb", "budget", "ceiling"]
+Verdict = Literal["extreme", "unhealthy", "band", "healthy", "none"]
+
+BACKOFF = 0.9  # of the pass rate: just under what the site let through
+LATENCY_BACKOFF = 0.75
+PROBE_STEP = 0.05  # a probe asks this much above the refused rate, or the rate that held
+RELAXED = "the site relaxed"
+RELAXED_STEP = 1.5  # the first step up after a probe above the limit held; then doubling
+PROBE_REQUESTS = 60  # failed probes come at least this many requests apart
+MIN_RATE_RPS = 1 / 600  # one request every 10 min: a backoff never goes below it
+# Pushback per fetch outcome (a 503 is told apart by status, see WindowCounts.overloaded).
+SIGNAL_WEIGHTS = {"blocked": 1.0, "overloaded": 1.0, "resets": 0.5, "server_errors": 0.25, "timeouts": 0.25}
 
 
 def domain_priority(domain: str, low_priority: tuple[str, ...]) -> Priority:
@@ -56,31 +70,82 @@ def domain_priority(domain: str, low_priority: tuple[str, ...]) -> Priority:
     return "normal"
 
 
-Action = Literal["halve", "pause", "resume", "recover", "budget", "ceiling"]
-Verdict = Literal["extreme", "unhealthy", "band", "healthy", "none"]
-
-INT32_MAX = 2**31 - 1  # delay_ms is an Avro int
-
-
 @dataclass(frozen=True)
 class WindowCounts:
-    """Fetches of one domain in the window being judged."""
+    """Fetches of one domain in the window being judged.
+
+    ``blocked`` counts 429, 403 and challenge pages; ``server_errors`` every 5xx, of which
+    ``overloaded`` the 503s; ``resets`` failed connections. ``span_s`` is how many seconds of traffic
+    the window holds (0: unknown), which turns counts into rates.
+    """
 
     total: int = 0
     blocked: int = 0
     timeouts: int = 0
     server_errors: int = 0
     max_retry_after_s: float | None = None
+    overloaded: int = 0
+    resets: int = 0
+    span_s: float = 0.0
+    latency_ms_sum: float = 0.0
+    # Of the window's buckets (``step_s`` each) with a block: the most fetches one let through,
+    # and the most one sent. Against a limit per second these measure it; a window's mean does
+    # not (fetchers rest after each block, and a burst is over in a second).
+    blocked_step_passed: int = 0
+    blocked_step_sent: int = 0
+    step_s: float = 0.0
 
     @property
     def blocked_ratio(self) -> float:
         """Blocked share of ``total``; 0.0 for an empty window."""
         return self.blocked / self.total if self.total else 0.0
 
+    @property
+    def pushback(self) -> float:
+        """The weighted count of the site's pushback (:data:`SIGNAL_WEIGHTS`)."""
+        other_5xx = max(0, self.server_errors - self.overloaded)
+        w = SIGNAL_WEIGHTS
+        return (
+            self.blocked * w["blocked"]
+            + self.overloaded * w["overloaded"]
+            + self.resets * w["resets"]
+            + other_5xx * w["server_errors"]
+            + self.timeouts * w["timeouts"]
+        )
+
+    @property
+    def pushback_ratio(self) -> float:
+        return min(1.0, self.pushback / self.total) if self.total else 0.0
+
+    @property
+    def rate_rps(self) -> float | None:
+        """Requests per second the fleet sent in the window; None when its span is unknown."""
+        return self.total / self.span_s if self.span_s > 0 else None
+
+    @property
+    def pass_rps(self) -> float | None:
+        """Requests per second the site let through without pushback."""
+        return max(0.0, self.total - self.pushback) / self.span_s if self.span_s > 0 else None
+
+    @property
+    def peak_pass_rps(self) -> float | None:
+        """The most the site let through in one step that had blocks, per second."""
+        return self.blocked_step_passed / self.step_s if self.step_s > 0 and self.blocked_step_sent else None
+
+    @property
+    def peak_sent_rps(self) -> float | None:
+        """The most the fleet sent in one step that had blocks, per second: a rate the site refused."""
+        return self.blocked_step_sent / self.step_s if self.step_s > 0 and self.blocked_step_sent else None
+
+    @property
+    def latency_ms(self) -> float | None:
+        """Mean latency of the window's fetches."""
+        return self.latency_ms_sum / self.total if self.total else None
+
 
 @dataclass(frozen=True)
 class DomainState:
-    """What the policy remembers about one domain between evaluations."""
+    """What the policy remembers about one domain between evaluations (durable: see ``to_dict``)."""
 
     concurrency: int
     delay_ms: int
@@ -90,17 +155,21 @@ class DomainState:
     healthy_since_s: float | None = None  # when the current healthy streak began
     extreme_windows: int = 0
     verdict_step: int | None = None  # index (time // step) of the last step that got a verdict
-    backoffs: int = 0  # consecutive cooldown level: the exponent of the next cooldown delay
-    probing: bool = False  # the last change was a recovery: a tightening now means a failed probe
-    failed_probes: int = 0  # failed probes not yet redeemed: the exponent of the probe's wait
-    probe_rate: float | None = None  # rate() at the last tightening: climbing back onto it is a probe
+    rate_rps: float | None = None  # the rate the limits were set for; None: unthrottled
+    good_rps: float | None = None  # the highest rate that held since the last backoff
+    limit_rps: float | None = None  # the lowest rate refused since: the site's limit, as far as known
+    probing: bool = False  # the last change was a climb: a block now undoes it
+    held_rps: float | None = None  # the rate before the last climb, where a failed one goes back to
+    failed_probes: int = 0  # the exponent of the wait before the next probe onto the limit
+    latency_ms: float | None = None  # the domain's own baseline latency
+    hold_until_s: float | None = None  # no climbing before (Retry-After's cooldown)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DomainState:
-        """Inverse of :meth:`to_dict`; unknown keys (from a newer writer) are ignored."""
+        """Inverse of :meth:`to_dict`; unknown keys (from an older or newer writer) are ignored."""
         known = {name: data[name] for name in cls.__dataclass_fields__ if name in data}
         return cls(**known)
 
@@ -135,17 +204,22 @@ class PolicyConfig:
     base_delay_ms: int
     cooldown_base_ms: int
     cooldown_cap_ms: int
-    jitter: float
+    jitter: float  # spread of the probe waits, so domains throttled together do not probe in step
     pause_ratio: float
     pause_windows: int
     pause_s: int
     budget_fraction: float
-    probe_backoff_max: int  # the recovery wait grows to at most recovery_s * 2^this
+    probe_backoff_max: int  # the probe wait grows to at most recovery_s * 2^this
+    latency_factor: float  # 0: latency is no signal
+    latency_min_ms: float
+    hold_jitter: float = 0.0  # the fleet's DUALPLANE_FETCH_DELAY_JITTER, for the rate <-> limits map
 
     @classmethod
-    def from_settings(cls, throttle: ThrottleSettings, limits: LimitSettings) -> PolicyConfig:
+    def from_settings(
+        cls, throttle: ThrottleSettings, limits: LimitSettings, fetch: FetchSettings | None = None
+    ) -> PolicyConfig:
         """The policy's view of the settings: ``ceiling`` and ``base_delay_ms`` default to
-        ``limits``' P_d and delay."""
+        ``limits``' P_d and delay; ``fetch`` gives the hold jitter the fleet applies."""
         return cls(
             step_s=float(throttle.window_step_s),
             threshold=throttle.threshold,
@@ -165,11 +239,17 @@ class PolicyConfig:
             pause_s=throttle.pause_s,
             budget_fraction=throttle.budget_fraction,
             probe_backoff_max=throttle.probe_backoff_max,
+            latency_factor=throttle.latency_factor,
+            latency_min_ms=throttle.latency_min_ms,
+            hold_jitter=fetch.delay_jitter if fetch is not None else 0.0,
         )
 
     def initial_state(self) -> DomainState:
         """The state of a domain never throttled: the ceiling and the base delay."""
         return DomainState(concurrency=self.ceiling, delay_ms=self.base_delay_ms)
+
+    def pace(self, latency_ms: float | None) -> Pace:
+        return Pace(latency_ms or 0.0, self.hold_jitter)
 
 
 @dataclass(frozen=True)
@@ -204,48 +284,58 @@ def decide(
 ) -> Decision:
     """Judge ``counts`` (the window ending at ``now_s``) against ``state``; see the module docstring.
 
-    Pure: the only source of randomness is ``rng`` (the cooldown jitter), so equal inputs and an
-    equally seeded ``rng`` give equal decisions.
+    Pure: the only source of randomness is ``rng`` (the spread of probe waits), so equal inputs and
+    an equally seeded ``rng`` give equal decisions.
     """
     state = _record_verdict(counts, state, config, now_s)
     if state.paused:
         return _resume(state, config, now_s)
+    failed = _failed_probe(counts, state, config, now_s)
+    if failed is not None:
+        return failed
     if not _can_change(state, config, now_s):
         return Decision(state, None)
     ceiling, budget_note = _effective_ceiling(config, budget, priority)
-    decision = _pause(counts, state, config, now_s, rng) or _halve(counts, state, config, now_s, rng)
+    decision = (
+        _pause(counts, state, config, now_s)
+        or _back_off(counts, state, config, now_s, ceiling)
+        or _slow_down(counts, state, config, now_s, ceiling)
+    )
     if decision is None and state.concurrency > ceiling:
         decision = _limit(state, ceiling, budget_note, now_s)
-    return decision or _recover(counts, state, config, now_s, ceiling) or Decision(state, None)
+    return (
+        decision
+        or _climb(counts, state, config, now_s=now_s, ceiling=ceiling, rng=rng)
+        or Decision(state, None)
+    )
 
 
 def classify(counts: WindowCounts, config: PolicyConfig) -> Verdict:
     """What a window says: ``none`` when it has too few fetches to say anything."""
     if counts.total >= config.min_samples:
-        ratio = counts.blocked_ratio
+        ratio = counts.pushback_ratio
         if ratio >= config.pause_ratio:
             return "extreme"
         if ratio > config.threshold:
             return "unhealthy"
         return "healthy" if ratio <= config.threshold * config.recover_fraction else "band"
-    if counts.total >= config.recovery_min_samples and counts.blocked == 0:
+    if counts.total >= config.recovery_min_samples and counts.pushback == 0:
         return "healthy"  # a throttled domain sees few fetches: a clean small window still counts
     return "none"
 
 
-def cooldown_ms(level: int, retry_after_s: float | None, config: PolicyConfig, rng: random.Random) -> int:
-    """Delay of the ``level``-th consecutive backoff: exponential, capped, jittered down, and never
-    shorter than the base delay or ``retry_after_s``."""
-    exponential = min(config.cooldown_cap_ms, config.cooldown_base_ms << min(max(level - 1, 0), 40))
-    jittered = int(exponential * (1.0 - config.jitter * rng.random()))
-    retry_after_ms = math.ceil(retry_after_s * 1000) if retry_after_s and retry_after_s > 0 else 0
-    return min(INT32_MAX, max(config.base_delay_ms, jittered, retry_after_ms))
+def current_rate(state: DomainState, config: PolicyConfig, latency_ms: float | None = None) -> float:
+    """The rate ``state``'s limits send at: the one they were set for, else what they allow."""
+    if state.rate_rps is not None:
+        return state.rate_rps
+    return config.pace(latency_ms or state.latency_ms).rate(state.concurrency, state.delay_ms)
 
 
 def _record_verdict(
     counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float
 ) -> DomainState:
-    """A good verdict counts once per step; a different verdict resets its streak at once."""
+    """A good verdict counts once per step; a different verdict resets its streak at once. A clean
+    window's latency feeds the baseline, once per step."""
     verdict = classify(counts, config)
     if verdict == "none":
         return state
@@ -258,13 +348,30 @@ def _record_verdict(
         return current + 1 if new_step or current == 0 else current
 
     healthy = streak(state.healthy_windows, verdict == "healthy")
+    baseline = state.latency_ms
+    if new_step and verdict == "healthy" and not _latency_high(counts, state, config):
+        baseline = _learn_latency(baseline, counts.latency_ms)
     return replace(
         state,
         healthy_windows=healthy,
         healthy_since_s=None if healthy == 0 else state.healthy_since_s if state.healthy_windows else now_s,
         extreme_windows=streak(state.extreme_windows, verdict == "extreme"),
         verdict_step=step,
+        latency_ms=baseline,
     )
+
+
+def _learn_latency(baseline: float | None, latency_ms: float | None) -> float | None:
+    if latency_ms is None:
+        return baseline
+    return latency_ms if baseline is None else round(0.8 * baseline + 0.2 * latency_ms, 1)
+
+
+def _latency_high(counts: WindowCounts, state: DomainState, config: PolicyConfig) -> bool:
+    latency, baseline = counts.latency_ms, state.latency_ms
+    if config.latency_factor <= 0 or latency is None or baseline is None:
+        return False
+    return latency > config.latency_factor * baseline and latency - baseline >= config.latency_min_ms
 
 
 def _resume(state: DomainState, config: PolicyConfig, now_s: float) -> Decision:
@@ -277,116 +384,217 @@ def _resume(state: DomainState, config: PolicyConfig, now_s: float) -> Decision:
     return Decision(resumed, Command("resume", 1, resumed.delay_ms, False, reason))
 
 
-def _pause(
-    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, rng: random.Random
-) -> Decision | None:
+def _pause(counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float) -> Decision | None:
     if state.extreme_windows < config.pause_windows:
         return None
-    level = state.backoffs + 1
-    delay = max(state.delay_ms, cooldown_ms(level, counts.max_retry_after_s, config, rng))
-    paused = _changed(
-        state,
-        now_s,
-        paused=True,
-        concurrency=1,
-        delay_ms=delay,
-        backoffs=level,
-        **_probe_failed(state, config),
-    )
+    rate = _backoff_rate(counts, state, config)
+    _, delay = config.pace(counts.latency_ms).limits(rate, 1, config.base_delay_ms)
+    delay = max(delay, state.delay_ms)
+    tightened = _tightened(counts, state, config, now_s)
+    paused = _changed(state, now_s, paused=True, concurrency=1, delay_ms=delay, rate_rps=rate, **tightened)
     reason = (
-        f"pause: blocked >= {config.pause_ratio:.0%} in {state.extreme_windows} consecutive windows "
+        f"pause: pushback >= {config.pause_ratio:.0%} in {state.extreme_windows} consecutive windows "
         f"(now {_ratio_text(counts)}); paused for {config.pause_s} s, then concurrency 1, delay {delay} ms"
     )
     return Decision(paused, Command("pause", 1, delay, True, reason, ttl_s=config.pause_s))
 
 
-def _halve(
-    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, rng: random.Random
+def _failed_probe(
+    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float
 ) -> Decision | None:
-    if counts.total < config.min_samples or counts.blocked_ratio <= config.threshold:
+    """A block right after a climb: back to the rate that held, at once, even within the step."""
+    if not state.probing or counts.blocked + counts.overloaded == 0 or state.held_rps is None:
         return None
-    level = state.backoffs + 1
-    concurrency = max(1, state.concurrency // 2)
-    delay = max(state.delay_ms, cooldown_ms(level, counts.max_retry_after_s, config, rng))
-    if concurrency == state.concurrency and delay == state.delay_ms:
-        return Decision(replace(state, healthy_windows=0, healthy_since_s=None), None)  # at the floor already
-    halved = _changed(
-        state, now_s, concurrency=concurrency, delay_ms=delay, backoffs=level, **_probe_failed(state, config)
+    refused, back = current_rate(state, config), state.held_rps
+    pace = config.pace(state.latency_ms)
+    concurrency, delay = pace.limits(back, state.concurrency, config.base_delay_ms)
+    failed = min(state.failed_probes + 1, config.probe_backoff_max)
+    reverted = _changed(
+        state,
+        now_s,
+        concurrency=concurrency,
+        delay_ms=delay,
+        rate_rps=back,
+        good_rps=min(state.good_rps or back, back),
+        limit_rps=min(refused, state.limit_rps or refused),
+        probing=False,
+        failed_probes=failed,
+        hold_until_s=_hold_until(counts, config, now_s, state.hold_until_s),
     )
-    retry_after = f", Retry-After {counts.max_retry_after_s:g} s" if counts.max_retry_after_s else ""
     reason = (
-        f"halve: {_ratio_text(counts)} (threshold {config.threshold:.1%}{retry_after}): "
-        f"concurrency {state.concurrency} -> {concurrency}, delay {state.delay_ms} -> {delay} ms"
+        f"probe_failed: {_ratio_text(counts)} at {refused:.2f} requests/s: back to {back:.2f}/s, "
+        f"concurrency {state.concurrency} -> {concurrency}, delay {state.delay_ms} -> {delay} ms; "
+        f"next probe in {_probe_wait_s(failed, back, config):.0f} s"
     )
-    return Decision(halved, Command("halve", concurrency, delay, False, reason))
+    return Decision(reverted, Command("probe_failed", concurrency, delay, False, reason))
+
+
+def _back_off(
+    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, ceiling: int
+) -> Decision | None:
+    if counts.total < config.min_samples or counts.pushback_ratio <= config.threshold:
+        return None
+    rate = _backoff_rate(counts, state, config)
+    threshold = f"threshold {config.threshold:.1%}{_retry_after_text(counts)}"
+    why = f"{_ratio_text(counts)} ({threshold}), {_pass_text(counts)}"
+    return _set_rate(
+        state, config, now_s=now_s, ceiling=ceiling, rate=rate, action="backoff", why=why,
+        latency_ms=counts.latency_ms,
+        **_tightened(counts, state, config, now_s),
+    )  # fmt: skip
+
+
+def _slow_down(
+    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, ceiling: int
+) -> Decision | None:
+    if counts.total < config.min_samples or not _latency_high(counts, state, config):
+        return None
+    sent = min(current_rate(state, config), counts.rate_rps or math.inf)
+    rate = max(MIN_RATE_RPS, LATENCY_BACKOFF * sent)
+    why = (
+        f"latency {counts.latency_ms:.0f} ms is over {config.latency_factor:g}x "
+        f"its baseline {state.latency_ms:.0f} ms"
+    )
+    return _set_rate(
+        state, config, now_s=now_s, ceiling=ceiling, rate=rate, action="slow", why=why,
+        latency_ms=counts.latency_ms,
+        **_tightened(counts, state, config, now_s, refused=sent),
+    )  # fmt: skip
 
 
 def _limit(state: DomainState, ceiling: int, budget_note: str | None, now_s: float) -> Decision:
-    limited = _changed(state, now_s, concurrency=ceiling, probing=False)
+    limited = _changed(state, now_s, concurrency=ceiling, probing=False, rate_rps=None)
     action: Action = "budget" if budget_note else "ceiling"
     why = budget_note or f"the configured ceiling is {ceiling}"
     reason = f"{action}: {why}: concurrency {state.concurrency} -> {ceiling}"
     return Decision(limited, Command(action, ceiling, state.delay_ms, False, reason))
 
 
-def _recover(
-    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, ceiling: int
+def _climb(
+    counts: WindowCounts,
+    state: DomainState,
+    config: PolicyConfig,
+    *,
+    now_s: float,
+    ceiling: int,
+    rng: random.Random,
 ) -> Decision | None:
-    # One knob per step, P_d first: +1 slot adds one request per delay, an additive step in rate;
-    # halving the delay doubles the rate, so it waits until P_d is back at the ceiling.
-    concurrency, delay = min(ceiling, state.concurrency + 1), state.delay_ms
-    if concurrency == state.concurrency:
-        delay = max(config.base_delay_ms, state.delay_ms // 2)
-    if concurrency == state.concurrency and delay == state.delay_ms:
+    rate = state.rate_rps
+    if rate is None and (state.concurrency, state.delay_ms) != (ceiling, config.base_delay_ms):
+        rate = current_rate(state, config)  # under a lower ceiling before (the budget): climb again
+    if rate is None or state.healthy_since_s is None:
         return None
-    wait_s = recovery_wait_s(state, config, concurrency, delay)
-    if state.healthy_since_s is None or now_s - state.healthy_since_s < wait_s:
+    if state.hold_until_s is not None and now_s < state.hold_until_s:
         return None
-    failed, limit = state.failed_probes, state.probe_rate
-    if limit is not None and rate(state.concurrency, state.delay_ms) >= limit:
-        failed, limit = max(0, failed - 1), None  # held on the limit for a whole wait: it moved
-    if concurrency == ceiling and delay == config.base_delay_ms:
-        failed, limit = 0, None
-    recovered = _changed(
-        state,
-        now_s,
-        concurrency=concurrency,
-        delay_ms=delay,
-        backoffs=max(0, state.backoffs - 1),
-        probing=True,
-        failed_probes=failed,
-        probe_rate=limit,
-    )
+    good, limit = max(state.good_rps or 0.0, rate), state.limit_rps
+    target, wait_s, kind = _next_step(rate, state, config)
+    if kind == "probe":
+        wait_s *= 1 + config.jitter * (rng.random() - 0.5)
+    if now_s - state.healthy_since_s < wait_s:
+        return None
+    failed = state.failed_probes
+    if kind == RELAXED:
+        limit, failed = None, 0  # held on the refused rate for a whole wait: the site relaxed
+    held = now_s - state.healthy_since_s
+    why = f"healthy for {held:.0f} s (now {_ratio_text(counts)}), {kind} from {rate:.2f} requests/s"
+    return _set_rate(
+        state, config, now_s=now_s, ceiling=ceiling, rate=target, action="climb", why=why,
+        good_rps=good, held_rps=rate, limit_rps=limit, failed_probes=failed, probing=True,
+    )  # fmt: skip
+
+
+def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[float, float, str]:
+    """Where the next climb goes, the healthy period it needs first, and what kind of step it is."""
+    good, limit = state.good_rps, state.limit_rps
+    if good is not None and rate < good:
+        return min(good, 2 * rate), config.step_s, "back to the rate that held"
+    if limit is None:
+        return 2 * rate, config.step_s, "no known limit"
+    if rate > limit:
+        return RELAXED_STEP * rate, config.recovery_s, RELAXED
+    if rate * (1 + 2 * PROBE_STEP) < limit:
+        return min(2 * rate, (rate + limit) / 2), config.recovery_s, "halfway to the limit"
+    probe = max(limit, rate) * (1 + PROBE_STEP)
+    return probe, _probe_wait_s(state.failed_probes, rate, config), "probe"
+
+
+def _probe_wait_s(failed: int, rate_rps: float, config: PolicyConfig) -> float:
+    """Doubling with every failed probe, and at least :data:`PROBE_REQUESTS` requests apart: a
+    failed probe costs a block or two, which must stay a small share of what the site serves."""
+    doubling_s = config.recovery_s * float(2 ** min(failed, config.probe_backoff_max))
+    return max(doubling_s, PROBE_REQUESTS / max(rate_rps, MIN_RATE_RPS)) if failed else doubling_s
+
+
+def _set_rate(
+    state: DomainState,
+    config: PolicyConfig,
+    *,
+    now_s: float,
+    ceiling: int,
+    rate: float,
+    action: Action,
+    why: str,
+    latency_ms: float | None = None,
+    **changes: Any,
+) -> Decision | None:
+    """Limits for ``rate``: unthrottled (and every memory of a limit gone) once it reaches them."""
+    pace = config.pace(max(latency_ms or 0.0, state.latency_ms or 0.0))
+    concurrency, delay = pace.limits(rate, ceiling, config.base_delay_ms)
+    if action != "climb":
+        concurrency = min(concurrency, state.concurrency)  # a decrease never raises P_d
+    if (concurrency, delay) == (ceiling, config.base_delay_ms) and action == "climb":
+        changes.update(good_rps=None, limit_rps=None, failed_probes=0, probing=False)
+        rate_rps: float | None = None
+    else:
+        rate_rps = rate
+    if (concurrency, delay) == (state.concurrency, state.delay_ms) and rate_rps == state.rate_rps:
+        return None
+    new = _changed(state, now_s, concurrency=concurrency, delay_ms=delay, rate_rps=rate_rps, **changes)
+    shown = "unthrottled" if rate_rps is None else f"{rate_rps:.2f} requests/s"
     reason = (
-        f"recover: healthy for {now_s - state.healthy_since_s:.0f} s, {state.healthy_windows} windows "
-        f"(now {_ratio_text(counts)}): "
+        f"{action}: {why}: {shown}, "
         f"concurrency {state.concurrency} -> {concurrency}, delay {state.delay_ms} -> {delay} ms"
     )
-    return Decision(recovered, Command("recover", concurrency, delay, False, reason))
+    return Decision(new, Command(action, concurrency, delay, False, reason))
 
 
-def rate(concurrency: int, delay_ms: int) -> float:
-    """Requests per second a domain's limits allow, up to latency: what orders the recovery steps."""
-    return concurrency * 1000 / max(delay_ms, 1)
+def _backoff_rate(counts: WindowCounts, state: DomainState, config: PolicyConfig) -> float:
+    """Just under what the site let through, and below what was sent."""
+    current = current_rate(state, config, counts.latency_ms)
+    passed = max(counts.pass_rps or 0.0, counts.peak_pass_rps or 0.0)
+    rate = BACKOFF * min(current, passed if passed > 0 else current / 2)
+    return max(MIN_RATE_RPS, rate)
 
 
-def recovery_wait_s(state: DomainState, config: PolicyConfig, concurrency: int, delay_ms: int) -> float:
-    """The healthy period before a recovery to ``concurrency`` and ``delay_ms``: longer for the step
-    onto the probe rate."""
-    limit = state.probe_rate
-    if limit is None or not rate(state.concurrency, state.delay_ms) < limit <= rate(concurrency, delay_ms):
-        return config.recovery_s
-    return config.recovery_s * float(2 ** min(state.failed_probes, config.probe_backoff_max))
-
-
-def _probe_failed(state: DomainState, config: PolicyConfig) -> dict[str, Any]:
-    """State changes of a tightening: it sets the probe limit, and fails the probe if it undoes one."""
-    failed = state.failed_probes + 1 if state.probing else state.failed_probes
+def _tightened(
+    counts: WindowCounts,
+    state: DomainState,
+    config: PolicyConfig,
+    now_s: float,
+    refused: float | None = None,
+) -> dict[str, Any]:
+    """State of a decrease: what was sent (or ``refused``) is the limit, nothing is known good."""
+    if refused is None and state.rate_rps is not None:
+        refused = state.rate_rps  # in the units of the rates set: the fleet's overhead is in both
+    elif refused is None:  # unthrottled: what the limits allow says little, what was sent more
+        sent = max(counts.rate_rps or 0.0, counts.peak_sent_rps or 0.0)
+        refused = min(current_rate(state, config, counts.latency_ms), sent or math.inf)
     return {
+        "good_rps": None,
+        "limit_rps": refused,
         "probing": False,
-        "failed_probes": min(failed, config.probe_backoff_max),
-        "probe_rate": rate(state.concurrency, state.delay_ms),
+        "hold_until_s": _hold_until(counts, config, now_s, state.hold_until_s),
     }
+
+
+def _hold_until(
+    counts: WindowCounts, config: PolicyConfig, now_s: float, current: float | None
+) -> float | None:
+    """The Retry-After of the window, as every fetcher honours it (:func:`core.limits.cooldown_s`)."""
+    if not counts.max_retry_after_s:
+        return current
+    until = now_s + cooldown_s(counts.max_retry_after_s, config.cooldown_base_ms, config.cooldown_cap_ms)
+    return max(until, current or until)
 
 
 def _effective_ceiling(
@@ -416,4 +624,18 @@ def _step(time_s: float, config: PolicyConfig) -> int:
 
 
 def _ratio_text(counts: WindowCounts) -> str:
-    return f"blocked {counts.blocked_ratio:.1%} of {counts.total} fetches"
+    text = f"blocked {counts.blocked_ratio:.1%} of {counts.total} fetches"
+    if counts.pushback > counts.blocked:
+        text += f", pushback {counts.pushback_ratio:.1%}"
+    return text
+
+
+def _pass_text(counts: WindowCounts) -> str:
+    sent, passed = counts.rate_rps, counts.pass_rps
+    if sent is None or passed is None:
+        return "rate unknown"
+    return f"sent {sent:.2f}/s, passed {passed:.2f}/s"
+
+
+def _retry_after_text(counts: WindowCounts) -> str:
+    return f", Retry-After {counts.max_retry_after_s:g} s" if counts.max_retry_after_s else ""

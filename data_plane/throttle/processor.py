@@ -24,11 +24,7 @@ from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
 from data_plane.throttle.rewind import rewind_uncommitted
 from data_plane.throttle.snapshot import VERSION, write_snapshot
-from data_plane.throttle.windows import (
-    counts_of,
-    summary,
-    window_to_judge,
-)
+from data_plane.throttle.windows import counts_of, span_s, summary, window_to_judge
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +54,7 @@ class ThrottleProcessor:
         self.app = app
         self.settings = settings
         self.config = config
-        self.policy = PolicyConfig.from_settings(config, settings.limits)
+        self.policy = PolicyConfig.from_settings(config, settings.limits, settings.fetch)
         self.publisher = publisher
         self.rng = random.Random()
         self.stats = Stats()
@@ -172,7 +168,8 @@ class ThrottleProcessor:
         state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
         window = window_to_judge(now_s, self.size_s, self.step_s, state.last_change_s)
         value = self.buckets.window_value(domain, window) if window is not None else {}
-        counts = counts_of(value)
+        span = span_s(window, now_s, self.step_s) if window is not None else 0.0
+        counts = counts_of(value, span, self.step_s)
         budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
                           priority=domain_priority(domain, self.config.low_priority))  # fmt: skip

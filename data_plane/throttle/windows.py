@@ -24,6 +24,7 @@ from data_plane.throttle.events import FetchSample
 from data_plane.throttle.policy import WindowCounts
 
 WindowRange = tuple[float, float]
+COUNTERS = ("total", "blocked", "timeouts", "server_errors", "overloaded", "resets", "latency_ms_sum")
 
 
 def add_sample(value: Mapping[str, Any], sample: FetchSample, partition: int, offset: int) -> dict[str, Any]:
@@ -38,6 +39,8 @@ def add_sample(value: Mapping[str, Any], sample: FetchSample, partition: int, of
         "blocked": value.get("blocked", 0) + sample.blocked,
         "timeouts": value.get("timeouts", 0) + sample.timed_out,
         "server_errors": value.get("server_errors", 0) + sample.server_error,
+        "overloaded": value.get("overloaded", 0) + sample.overloaded,
+        "resets": value.get("resets", 0) + sample.reset,
         "latency_ms_sum": value.get("latency_ms_sum", 0) + sample.latency_ms,
         "latency_ms_max": max(value.get("latency_ms_max", 0), sample.latency_ms),
         "max_retry_after_s": retry_after,
@@ -58,24 +61,43 @@ def merged(values: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     for value in values:
         if not value:
             continue
-        for name in ("total", "blocked", "timeouts", "server_errors", "latency_ms_sum"):
+        for name in COUNTERS:
             total[name] = total.get(name, 0) + value.get(name, 0)
         total["latency_ms_max"] = max(total.get("latency_ms_max", 0), value.get("latency_ms_max", 0))
+        if value.get("blocked", 0):  # a step the site pushed back in: what it let through then
+            passed = value.get("total", 0) - value["blocked"]
+            total["blocked_step_passed"] = max(total.get("blocked_step_passed", 0), passed)
+            total["blocked_step_sent"] = max(total.get("blocked_step_sent", 0), value.get("total", 0))
         retry_after = value.get("max_retry_after_s")
         if retry_after is not None:
             total["max_retry_after_s"] = max(total.get("max_retry_after_s") or 0.0, retry_after)
     return total
 
 
-def counts_of(value: Mapping[str, Any]) -> WindowCounts:
-    """The policy's view of a window value (an empty value is an empty window)."""
+def counts_of(value: Mapping[str, Any], span_s: float = 0.0, step_s: float = 0.0) -> WindowCounts:
+    """The policy's view of a window value (an empty value is an empty window) holding ``span_s``
+    seconds of traffic in buckets of ``step_s``."""
     return WindowCounts(
         total=int(value.get("total", 0)),
         blocked=int(value.get("blocked", 0)),
         timeouts=int(value.get("timeouts", 0)),
         server_errors=int(value.get("server_errors", 0)),
         max_retry_after_s=value.get("max_retry_after_s"),
+        overloaded=int(value.get("overloaded", 0)),
+        resets=int(value.get("resets", 0)),
+        span_s=span_s,
+        latency_ms_sum=float(value.get("latency_ms_sum", 0)),
+        blocked_step_passed=int(value.get("blocked_step_passed", 0)),
+        blocked_step_sent=int(value.get("blocked_step_sent", 0)),
+        step_s=step_s,
     )
+
+
+def span_s(window: WindowRange, now_s: float, step_s: float) -> float:
+    """Seconds of traffic ``window`` holds at ``now_s``: from its start to now (at least one step, so
+    a window judged on its first events does not read as a burst), at most its length."""
+    start, end = window
+    return min(end - start, max(step_s, now_s - start))
 
 
 def summary(value: Mapping[str, Any], window: WindowRange | None) -> dict[str, Any]:

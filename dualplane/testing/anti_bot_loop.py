@@ -60,6 +60,11 @@ class LoopSpec:
     # Samples a window needs before it is judged; after each change the count starts again, so
     # this bounds how many requests a failed probe costs before it is undone.
     min_samples: int = 5
+    # The spread of the fleet's hold after a request (DUALPLANE_FETCH_DELAY_JITTER). Against "at most
+    # R requests in any second" a slot is safe only if its shortest hold is, so the mean rate can
+    # reach at most 1 / (1 + jitter / 2) of R: 80% with the default 0.5, 91% with 0.2.
+    delay_jitter: float = 0.2
+    settle_s: float = 30.0  # the first seconds, where the fleet finds the limit, are not "held"
 
     def throttle(self, base: ThrottleSettings) -> ThrottleSettings:
         """The processor's tuning for this run (it reaches the child process through ``to_env``)."""
@@ -73,7 +78,8 @@ class LoopSpec:
                 "recovery_s": 4.0,
                 "cooldown_base_ms": 250,
                 "cooldown_cap_ms": 2000,
-                "pause_ratio": 0.98,  # this loop is about halving, not pausing
+                "pause_ratio": 0.98,  # this loop is about finding the limit, not pausing
+                "probe_backoff_max": 2,  # probes onto the limit at most 16 s apart: quick to see it relax
                 "offset_reset": "earliest",
                 "snapshot_path": "",
             }
@@ -92,6 +98,7 @@ class Sample:
     concurrency: int  # P_d the fleet runs at
     delay_ms: int
     source: str  # where the limits came from: default, auto or an operator override
+    reason: str = ""  # why the limits are what they are (the command's reason)
 
     @property
     def blocked_ratio(self) -> float:
@@ -132,12 +139,32 @@ class LoopResult:
         """The second half of the blocking phase: the loop's steady state, probes included."""
         return self.phase("blocking", last_s=self.spec.blocking_s / 2)
 
+    def held(self) -> list[Sample]:
+        """The blocking phase after the first ``settle_s``: where the fleet should hold near R."""
+        return [s for s in self.phase("blocking") if s.t_s > self.spec.settle_s]
+
+    def recovered_s(self) -> float | None:
+        """Seconds from the site relaxing to the fleet back at its configured P_d and delay."""
+        relaxed = self.phase("relaxed")
+        back = (self.spec.ceiling, self.spec.delay_ms)
+        return next((round(s.t_s - self.spec.blocking_s, 1) for s in relaxed
+                     if (s.concurrency, s.delay_ms) == back), None)  # fmt: skip
+
     def summary(self) -> dict[str, Any]:
         """Figures the test checks and the benchmark prints."""
         blocking, relaxed = self.phase("blocking"), self.phase("relaxed")
         settled = self.settled()
         settled_requests = sum(s.requests for s in settled)
+        held = self.held()
+        held_requests = sum(s.requests for s in held)
         return {
+            "mode": self.spec.mode,
+            "held_rate": round(held_requests / max(1, len(held)), 2),
+            "held_fraction_of_limit": round(held_requests / max(1, len(held)) / self.spec.max_rps, 3),
+            "held_blocked": sum(s.blocked for s in held),
+            "held_requests": held_requests,
+            "held_blocked_ratio": round(sum(s.blocked for s in held) / max(1, held_requests), 4),
+            "recovered_s": self.recovered_s(),
             "max_rps": self.spec.max_rps,
             "threshold": self.spec.threshold,
             "first_rate_1s": blocking[0].requests if blocking else 0,
@@ -163,7 +190,9 @@ def loop_settings(settings: Settings, spec: LoopSpec, work_dir: Path) -> Setting
             "limits": LimitSettings(
                 domain_concurrency=spec.ceiling, domain_delay_ms=spec.delay_ms, fetch_concurrency=16
             ),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
+            "fetch": FetchSettings(
+                allow_hosts="127.0.0.1", permit_wait_s=0.5, delay_jitter=spec.delay_jitter
+            ),
             "stack": settings.stack.model_copy(update={"data_dir": work_dir / "stack"}),
             "throttle": spec.throttle(settings.throttle),
         }
@@ -210,6 +239,7 @@ def run_loop(
                     concurrency=limits.concurrency,
                     delay_ms=limits.delay_ms,
                     source=limits.source,
+                    reason=limits.reason,
                 )
                 last = host
                 result.samples.append(sample)

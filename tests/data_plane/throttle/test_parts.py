@@ -127,6 +127,19 @@ def test_fetch_event_becomes_a_sample() -> None:
     assert parse_fetch_event(event_bytes("timeout")).timed_out
     assert parse_fetch_event(event_bytes("server_error")).server_error
     assert not parse_fetch_event(event_bytes("something_new")).blocked  # unknown outcomes are not blocks
+    assert parse_fetch_event(event_bytes("connection_error")).reset
+
+
+def test_a_503_is_pushback_and_a_blocked_step_measures_what_the_site_let_through() -> None:
+    overloaded = parse_fetch_event(event_bytes("server_error", status=503))
+    assert overloaded.overloaded and not parse_fetch_event(event_bytes("server_error", status=500)).overloaded
+    busy = add_sample({}, overloaded, partition=0, offset=1)
+    blocked = add_sample({}, parse_fetch_event(event_bytes("rate_limited")), partition=0, offset=2)
+    for offset in range(3, 6):
+        blocked = add_sample(blocked, parse_fetch_event(event_bytes("ok")), partition=0, offset=offset)
+    counts = counts_of(merged([busy, blocked]), span_s=2.0, step_s=1.0)
+    assert (counts.overloaded, counts.blocked, counts.pushback) == (1, 1, 2.0)
+    assert (counts.peak_pass_rps, counts.peak_sent_rps, counts.rate_rps) == (3.0, 4.0, 2.5)
 
 
 @pytest.mark.parametrize(
@@ -155,7 +168,7 @@ def test_adding_is_idempotent_per_offset() -> None:
     value = add_sample(value, ok, partition=1, offset=11)
     assert add_sample(value, ok, partition=1, offset=11) == value  # redelivered after a crash
     assert add_sample(value, ok, partition=1, offset=5) == value
-    assert counts_of(value) == WindowCounts(total=2, blocked=1, max_retry_after_s=5.0)
+    assert counts_of(value) == WindowCounts(total=2, blocked=1, max_retry_after_s=5.0, latency_ms_sum=500)
     assert summary(value, (0.0, 9.9))["latency_ms_avg"] == 250.0
     assert counts_of({}) == WindowCounts()
 

@@ -1,0 +1,188 @@
+"""A simulated fleet against a rate-limited site, driven by the real throttle policy (pure logic).
+
+Event-driven and deterministic for a seed: P_d slots send requests to one site that lets at most
+``max_rps`` requests through in any second (blocked ones count too, as the sample site's anti-bot
+gate does); each slot holds its permit for the delay times 1 to 1 + ``jitter`` after the answer, as
+a fetcher does; a blocked answer makes the fetcher leave the site alone for the cooldown. Every
+answer is a fetch event the policy judges on the processor's windows (step buckets, the window
+after the last change), and a command reaches the fleet ``reaction_s`` later.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.limits import cooldown_s
+from data_plane.throttle.policy import DomainState, PolicyConfig, WindowCounts, decide
+from data_plane.throttle.windows import window_to_judge
+
+
+@dataclass
+class SimSite:
+    max_rps: float
+    relax_at_s: float
+    retry_after_s: float | None = 1.0  # None: a captcha page, no Retry-After
+    latency_ms: float = 5.0
+    slow_from_s: float | None = None  # latency rises tenfold from then on
+    arrivals: deque[float] = field(default_factory=deque)
+
+    def answer(self, now_s: float) -> tuple[bool, float]:
+        """(blocked, latency_ms) of a request arriving at ``now_s``."""
+        latency = self.latency_ms * (10 if self.slow_from_s is not None and now_s >= self.slow_from_s else 1)
+        if now_s >= self.relax_at_s:
+            return False, latency
+        self.arrivals.append(now_s)
+        while self.arrivals[0] <= now_s - 1.0:
+            self.arrivals.popleft()
+        return len(self.arrivals) > self.max_rps, latency
+
+
+@dataclass
+class SimSecond:
+    t_s: int
+    requests: int = 0
+    blocked: int = 0
+    concurrency: int = 0
+    delay_ms: int = 0
+
+
+@dataclass
+class SimResult:
+    seconds: list[SimSecond]
+    commands: list[tuple[float, str]]
+
+    def between(self, start_s: float, end_s: float) -> list[SimSecond]:
+        return [s for s in self.seconds if start_s <= s.t_s < end_s]
+
+
+def simulate(
+    site: SimSite,
+    config: PolicyConfig,
+    *,
+    duration_s: float,
+    window_s: float,
+    jitter: float = 0.2,
+    overhead_ms: float = 3.0,
+    reaction_s: float = 0.05,
+    seed: int = 1,
+) -> SimResult:
+    """Run the fleet against ``site`` for ``duration_s``; every second's figures and every command."""
+    fleet = _Fleet(site, config, window_s, jitter, overhead_ms, reaction_s, random.Random(seed))
+    fleet.seconds = [SimSecond(t) for t in range(int(duration_s) + 1)]
+    fleet.push(0.0, "try")
+    while fleet.events:
+        now, _, kind, payload = heapq.heappop(fleet.events)
+        if now >= duration_s:
+            break
+        getattr(fleet, f"on_{kind}")(now, payload)
+    for second in fleet.seconds:  # the limits at the end of each second, as the loop's samples show
+        second.concurrency, second.delay_ms = [lim for at, lim in fleet.applied if at < second.t_s + 1][-1]
+    return SimResult(fleet.seconds, fleet.commands)
+
+
+class _Fleet:
+    def __init__(  # noqa: PLR0917 (one private call site, spelled out)
+        self,
+        site: SimSite,
+        config: PolicyConfig,
+        window_s: float,
+        jitter: float,
+        overhead_ms: float,
+        reaction_s: float,
+        rng: random.Random,
+    ) -> None:
+        self.site, self.config, self.window_s, self.rng = site, config, window_s, rng
+        self.jitter, self.overhead_s, self.reaction_s = jitter, overhead_ms / 1000, reaction_s
+        self.state = config.initial_state()
+        self.limits = (self.state.concurrency, self.state.delay_ms)
+        self.applied: list[tuple[float, tuple[int, int]]] = [(0.0, self.limits)]
+        self.buckets: dict[int, dict[str, float]] = {}
+        self.seconds: list[SimSecond] = []
+        self.commands: list[tuple[float, str]] = []
+        self.cooling_until = 0.0
+        self.in_use = 0
+        self.events: list[tuple[float, int, str, Any]] = []
+        self.seq = 0
+
+    def push(self, at: float, kind: str, payload: Any = None) -> None:
+        self.seq += 1
+        heapq.heappush(self.events, (at, self.seq, kind, payload))
+
+    def on_limits(self, now: float, limits: tuple[int, int]) -> None:
+        self.limits = limits
+        self.applied.append((now, limits))
+        self.push(now, "try")
+
+    def on_try(self, now: float, _: Any) -> None:
+        if now < self.cooling_until:
+            self.push(self.cooling_until, "try")
+            return
+        while self.in_use < self.limits[0]:
+            self.in_use += 1
+            blocked, latency_ms = self.site.answer(now)
+            second = self.seconds[int(now)]
+            second.requests += 1
+            second.blocked += blocked
+            self.push(now + latency_ms / 1000, "answer", (blocked, latency_ms))
+
+    def on_release(self, now: float, _: Any) -> None:
+        self.in_use -= 1
+        self.push(now, "try")
+
+    def on_answer(self, now: float, answer: tuple[bool, float]) -> None:
+        blocked, latency_ms = answer
+        hold_s = self.limits[1] / 1000 * (1 + self.jitter * self.rng.random()) + self.overhead_s
+        if blocked:  # the fetcher that saw it leaves the site alone, as politeness does
+            config = self.config
+            cool = cooldown_s(self.site.retry_after_s, config.cooldown_base_ms, config.cooldown_cap_ms)
+            self.cooling_until = max(self.cooling_until, now + cool)
+            hold_s = max(hold_s, cool)
+        self.push(now + hold_s, "release")
+        self._count(now, blocked, latency_ms)
+        counts = _counts(self.buckets, now, self.window_s, self.config, self.state)
+        decision = decide(counts, self.state, self.config, now_s=now, rng=self.rng)
+        self.state = decision.state
+        if decision.command is not None:
+            self.commands.append((now, decision.command.reason))
+            command = decision.command
+            self.push(now + self.reaction_s, "limits", (command.concurrency, command.delay_ms))
+
+    def _count(self, now: float, blocked: bool, latency_ms: float) -> None:
+        bucket = self.buckets.setdefault(math.floor(now / self.config.step_s), {})
+        bucket["total"] = bucket.get("total", 0) + 1
+        bucket["blocked"] = bucket.get("blocked", 0) + blocked
+        bucket["latency"] = bucket.get("latency", 0) + latency_ms
+        if blocked and self.site.retry_after_s:
+            bucket["retry"] = max(bucket.get("retry", 0), self.site.retry_after_s)
+
+
+def _counts(
+    buckets: dict[int, dict[str, float]],
+    now: float,
+    window_s: float,
+    config: PolicyConfig,
+    state: DomainState,
+) -> WindowCounts:
+    window = window_to_judge(now, window_s, config.step_s, state.last_change_s)
+    if window is None:
+        return WindowCounts()
+    first = round(window[0] / config.step_s)
+    values = [buckets.get(first + i, {}) for i in range(round(window_s / config.step_s))]
+    retry = max((v.get("retry", 0) for v in values), default=0)
+    blocked_steps = [v for v in values if v.get("blocked")]
+    total = int(sum(v.get("total", 0) for v in values))
+    return WindowCounts(
+        total=total,
+        blocked=int(sum(v.get("blocked", 0) for v in values)),
+        max_retry_after_s=retry or None,
+        span_s=min(window_s, max(config.step_s, now - window[0])),
+        latency_ms_sum=sum(v.get("latency", 0) for v in values),
+        blocked_step_passed=int(max((v["total"] - v["blocked"] for v in blocked_steps), default=0)),
+        blocked_step_sent=int(max((v["total"] for v in blocked_steps), default=0)),
+        step_s=config.step_s,
+    )
