@@ -64,6 +64,16 @@ def permit_wait_s(base_s: float, delay_ms: int, concurrency: int, queued: int, j
     return max(base_s, min(MAX_PERMIT_WAIT_S, turn_s))
 
 
+def cooling_wait_s(cooling_s: float) -> float:
+    """How much longer a task may wait for a domain that cools down for ``cooling_s`` more: past
+    the cooldown, unless that is longer than :data:`MAX_PERMIT_WAIT_S` (then it goes round a tier).
+
+    A Retry-After of 1 s used to outlast a task's permit wait, and every waiting task of the domain
+    went round the 5 s tier: each block cost the domain 4 s of silence.
+    """
+    return cooling_s + 1.0 if cooling_s <= MAX_PERMIT_WAIT_S else 0.0
+
+
 class DomainGate:
     """Requests held and cooldowns per domain in this process; see the module docstring."""
 
@@ -113,4 +123,4 @@ class DomainGate:
         self.held.clear()
 
 
-__all__ = ["DomainGate", "Verdict", "cooldown_s", "delay_ms", "hold_s", "permit_wait_s"]
+__all__ = ["DomainGate", "Verdict", "cooldown_s", "cooling_wait_s", "delay_ms", "hold_s", "permit_wait_s"]

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from brokers.amqp.permits import PermitLedger
-from control_plane.fetcher.politeness import DomainGate, cooldown_s, delay_ms, hold_s
+from control_plane.fetcher.politeness import DomainGate, cooldown_s, delay_ms, hold_s, permit_wait_s
 
 pytestmark = pytest.mark.unit
 
@@ -127,3 +127,18 @@ def test_gate_reset_forgets_held_requests_but_not_cooldowns() -> None:
     assert gate.held["a.test"] == 0
     assert gate.check("a.test", 1, False) == "go"
     assert gate.check("b.test", 1, False) == "wait"
+
+
+@pytest.mark.parametrize(
+    ("delay_ms", "concurrency", "queued", "expected_s"),
+    [
+        (20, 4, 0, 0.5),  # a fast domain: the configured wait
+        (500, 1, 7, 8 * 0.5 * 1.1),  # 8th in line for one permit held ~550 ms: its turn comes in 4.4 s
+        (500, 2, 7, 8 * 0.5 * 1.1 / 2),
+        (60_000, 1, 9, 60.0),  # capped: a domain slowed to a crawl lets its tasks go round a tier
+    ],
+)
+def test_a_task_waits_for_its_turn_at_a_throttled_domains_pace(
+    delay_ms: int, concurrency: int, queued: int, expected_s: float
+) -> None:
+    assert permit_wait_s(0.5, delay_ms, concurrency, queued, jitter=0.2) == pytest.approx(expected_s)

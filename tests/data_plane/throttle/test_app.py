@@ -48,7 +48,7 @@ BASE_ENV = {
     "DUALPLANE_THROTTLE_BASE_DELAY_MS": "500",
     "DUALPLANE_THROTTLE_COOLDOWN_BASE_MS": "1000",
     "DUALPLANE_THROTTLE_COOLDOWN_CAP_MS": "8000",
-    "DUALPLANE_THROTTLE_PAUSE_RATIO": "0.9",  # 30% blocked must halve, not pause
+    "DUALPLANE_THROTTLE_PAUSE_RATIO": "0.9",  # 30% blocked must back off, not pause
     "DUALPLANE_THROTTLE_OFFSET_RESET": "earliest",
     "DUALPLANE_THROTTLE_SNAPSHOT_INTERVAL_S": "0.5",
 }
@@ -310,7 +310,7 @@ class Scenario:
             self.applied.setdefault(limits.concurrency, time.time())
 
 
-def test_halves_on_blocks_then_recovers_and_keeps_the_latest_state(
+def test_backs_off_on_blocks_then_climbs_and_keeps_the_latest_state(
     throttle_settings: Settings, listener: Listener, workers: Workers, tmp_path: Path
 ) -> None:
     worker = workers.start(
@@ -323,8 +323,8 @@ def test_halves_on_blocks_then_recovers_and_keeps_the_latest_state(
     view = ThrottleView(throttle_settings, on_change=scenario.on_change).start()
     try:
         warm_up(worker, throttle_settings)
-        blocked_traffic_halves_on_the_crossing_event(scenario)
-        healthy_traffic_recovers_additively(scenario)
+        blocked_traffic_backs_off_on_the_crossing_event(scenario)
+        healthy_traffic_climbs_back(scenario)
         last = the_latest_state_is_kept(scenario, tmp_path / "snap.json")
         expected = (last.concurrency, last.delay_ms, last.paused)
         assert view.limits(scenario.domain) == expected
@@ -336,27 +336,25 @@ def test_halves_on_blocks_then_recovers_and_keeps_the_latest_state(
         scenario.traffic.stop()
 
 
-def blocked_traffic_halves_on_the_crossing_event(scenario: Scenario) -> None:
+def blocked_traffic_backs_off_on_the_crossing_event(scenario: Scenario) -> None:
     traffic = scenario.traffic
     traffic.blocked_per_ten = 3  # 30% blocked, Retry-After 2 s
     traffic.start()
-    arrived, halve = scenario.listener.wait_for(lambda c: c.reason.startswith("halve"), timeout_s=20)
+    arrived, halve = scenario.listener.wait_for(lambda c: c.reason.startswith("backoff"), timeout_s=20)
     # The window crosses the threshold with its 20th event (min_samples): 6 of 20 blocked.
     first_event_s, crossing_s = traffic.sent[0][0], traffic.sent[19][0]
     reaction_s = arrived - crossing_s
-    scenario.worker.wait_for("the view to apply the halving", lambda: 4 in scenario.applied, timeout_s=30)
+    scenario.worker.wait_for(
+        "the view to apply the backoff", lambda: halve.concurrency in scenario.applied, timeout_s=30
+    )
     print(
         f"\nreaction time: command on the exchange {reaction_s * 1000:.0f} ms after the crossing event "
         f"({(arrived - first_event_s) * 1000:.0f} ms after the window's first event); "
-        f"applied by a fetcher's ThrottleView {(scenario.applied[4] - crossing_s) * 1000:.0f} ms after it"
+        f"applied by a fetcher's ThrottleView "
+        f"{(scenario.applied[halve.concurrency] - crossing_s) * 1000:.0f} ms after it"
     )
-    assert (halve.domain, halve.concurrency, halve.paused, halve.source) == (
-        scenario.domain,
-        4,
-        False,
-        "auto",
-    )
-    assert halve.delay_ms >= 2000, "the cooldown must honour the 2 s Retry-After"
+    assert (halve.domain, halve.paused, halve.source) == (scenario.domain, False, "auto")
+    assert halve.concurrency < 8 or halve.delay_ms > 500, "a backoff lowers the rate the limits allow"
     assert halve.blocked_ratio is not None and halve.blocked_ratio > 0.05
     # Judged on the very event that filled the window to min_samples (20): not at a window step, not
     # on a timer, not a batch later. That holds however slow the machine; the time is printed above
@@ -365,26 +363,28 @@ def blocked_traffic_halves_on_the_crossing_event(scenario: Scenario) -> None:
     assert reaction_s < 15.0, f"reaction took {reaction_s:.2f} s"
 
 
-def healthy_traffic_recovers_additively(scenario: Scenario) -> None:
-    time.sleep(3)  # a few more blocked steps: more halving, never below 1
+def healthy_traffic_climbs_back(scenario: Scenario) -> None:
+    time.sleep(3)  # a few more blocked steps: more backoffs, never below 1
     scenario.traffic.blocked_per_ten = 0
-    arrived, recover = scenario.listener.wait_for(lambda c: c.reason.startswith("recover"), timeout_s=40)
+    arrived, recover = scenario.listener.wait_for(lambda c: c.reason.startswith("climb"), timeout_s=40)
     # Healthy from the event after the last blocked one, not from the switch: 7 of every 10 events
     # were healthy already, and a window judged after the last change may open with such a run just
     # before the switch (CI once saw the recovery 3.98 s after the switch, right on time).
     healthy_from = max(sent_s for sent_s, blocked in list(scenario.traffic.sent) if blocked)
     print(f"first recovery {arrived - healthy_from:.1f} s after the last blocked fetch: {recover.reason}")
     assert arrived - healthy_from >= 4.0, "recovered before the 4 s healthy period"
-    scenario.listener.wait_for(lambda c: c.reason.startswith("recover") and c is not recover, timeout_s=20)
+    scenario.listener.wait_for(lambda c: c.reason.startswith("climb") and c is not recover, timeout_s=20)
     scenario.traffic.stop()
 
     commands = [command for _, command in scenario.listener.received]
     for command in commands:
         print(f"  {command.issued_at:%H:%M:%S.%f} {command.reason}")
     assert all(1 <= c.concurrency <= 8 for c in commands)
-    recovers = [c for c in commands if c.reason.startswith("recover")]
-    assert all(b.concurrency - a.concurrency <= 1 for a, b in itertools.pairwise(recovers))
-    assert all(c.reason.startswith("halve") for c in commands[: commands.index(recovers[0])])
+    recovers = [c for c in commands if c.reason.startswith("climb")]
+    assert all(  # a climb never slows the domain down: more slots, or the same with a shorter delay
+        (b.concurrency, -b.delay_ms) >= (a.concurrency, -a.delay_ms) for a, b in itertools.pairwise(recovers)
+    )
+    assert all(c.reason.startswith("backoff") for c in commands[: commands.index(recovers[0])])
 
 
 def the_latest_state_is_kept(scenario: Scenario, snapshot_path: Path) -> ThrottleCommand:
