@@ -75,3 +75,10 @@ class ScrapingApiFailed(FetchFailed):
         self.api_status = api_status
         if outcome is not None:
             self.outcome = outcome
+
+
+class QuotaExhausted(ScrapingApiFailed):
+    """The scraping API refused the call for the account, not the page: credits used up or the key
+    refused (its 403). No task can be fetched through it until the budget is raised or resets."""
+
+    outcome = Outcome.QUOTA_EXHAUSTED

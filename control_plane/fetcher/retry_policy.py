@@ -32,6 +32,10 @@ class Outcome(StrEnum):
     INVALID_CONTENT = "invalid_content"
     SSRF_REFUSED = "ssrf_refused"
     PERMIT_QUEUE_MISSING = "permit_queue_missing"  # brokers.amqp.permits.MISSING: nothing was fetched
+    # The managed scraping API's credits are used up (or its key refused): nothing can be fetched
+    # through it, whatever the task. The throttle pauses every domain on the first one.
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    API_BUSY = "api_busy"  # the scraping API's plan runs all the requests it allows at once
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,9 @@ class RetryRule:
     min_delay_s: float = 0.0
     """Floor of every delay; a 2-minute floor keeps blocked domains out of the short tiers."""
     success: bool = False
+    attempt: bool = True
+    """False: the failure is the fetch backend's, not the task's; the task goes round the delay
+    tier unchanged (``defer``), its attempts are not spent and it is never dead-lettered."""
 
 
 # fmt: off
@@ -108,6 +115,10 @@ RULES: Mapping[Outcome, RetryRule] = MappingProxyType({
     Outcome.INVALID_CONTENT:   RetryRule(False,   0, False, "not content we extract"),
     Outcome.PERMIT_QUEUE_MISSING: RetryRule(True, 5, False, "the domain's permit queue was gone: "
                                             "the frontier declares it again when the retry is reported"),
+    Outcome.QUOTA_EXHAUSTED:   RetryRule(True,    1, False, "the scraping API's credits are used up: "
+                                         "waits for the budget, not an attempt", attempt=False),
+    Outcome.API_BUSY:          RetryRule(True,    1, False, "the scraping API's plan is at its concurrency: "
+                                         "not an attempt", attempt=False),
 })
 # fmt: on
 
@@ -130,6 +141,8 @@ class RetryDecision:
       >= ``delay_s``); ack the original after the republish is confirmed.
     - ``give_up``: a failure retrying cannot fix; record it, ack, do not retry.
     - ``dead_letter``: a retryable failure that exhausted ``max_attempts``; send to dead letters.
+    - ``defer``: not the task's failure (the fetch backend's quota); republish it unchanged to
+      tier ``tier``: no attempt is spent, so it is never dead-lettered for it.
 
     ``cool_down_domain`` says the site pushed back (429, 403, a challenge), whatever the action:
     the fetcher that saw it leaves the domain alone for Retry-After or a cooldown and holds its
@@ -137,7 +150,7 @@ class RetryDecision:
     counts the same outcomes in ``fetch.events``, slows the whole fleet down.
     """
 
-    action: Literal["done", "retry", "give_up", "dead_letter"]
+    action: Literal["done", "retry", "give_up", "dead_letter", "defer"]
     delay_s: float
     tier: str | None
     cool_down_domain: bool
@@ -170,6 +183,11 @@ def decide(
         return RetryDecision("done", 0.0, None, False, f"{where}: done ({rule.why})")
     if not rule.retry:
         return RetryDecision("give_up", 0.0, None, rule.cool_down_domain, f"{where}: not retried, {rule.why}")
+    if not rule.attempt:
+        tier = tiers.tier_for(rule.base_delay_s)
+        return RetryDecision(
+            "defer", rule.base_delay_s, tier, False, f"{outcome}: deferred via tier {tier}, {rule.why}"
+        )
     if attempt >= max_attempts:
         return RetryDecision(
             "dead_letter", 0.0, None, rule.cool_down_domain, f"{where}: attempts exhausted ({rule.why})"

@@ -365,6 +365,13 @@ class TaskRunner:
     ) -> None:
         detail = f"HTTP {result.status}: {result.detail}" if result.status else result.detail
         channel = self._channel()
+        if decision.action == "defer" and decision.tier is not None:
+            # The backend's failure, not the task's: unchanged, no attempt spent, never a dead letter.
+            log.warning("%s: %s", task.url, decision.reason)
+            self._consumer().publish(self.topology.tier_name(decision.tier), task.priority, task)
+            delivery.ack()
+            metrics.RESULTS[decision.action].inc()
+            return
         if decision.action == "retry" and decision.tier is not None:
             not_before = datetime.now(UTC) + timedelta(seconds=decision.delay_s)
             retry = task.next_attempt(result.outcome, detail, not_before)

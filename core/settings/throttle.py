@@ -52,6 +52,9 @@ class ThrottleSettings(BaseSettings):
     # own baseline, and at least latency_min_ms slower, cuts its rate by a quarter. 0: off.
     latency_factor: float = Field(default=3.0, ge=0)
     latency_min_ms: float = Field(default=200.0, ge=0)
+    # The scraping API's credits used up: every domain pauses this long (or until cleared), then
+    # the first fetch tells whether the budget is back.
+    quota_pause_s: int = Field(default=600, ge=1)
     low_priority_domains: str = ""  # comma-separated; a domain and its subdomains
     max_lag_s: float = Field(default=600.0, gt=0)  # older events are counted but never acted on
     app_id: str | None = None  # None: <DUALPLANE_KAFKA_GROUP_PREFIX>-throttle

@@ -26,6 +26,7 @@ from schemas.exceptions import SchemaError
 AVRO_NAME = "throttle_command"
 AUTO = "auto"
 OPERATOR = "operator"
+ALL_DOMAINS = "*"  # a command for every domain at once: the scraping API's quota (data_plane.throttle.quota)
 
 
 class ThrottleCommand(ControlMessage):

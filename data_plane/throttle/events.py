@@ -16,6 +16,7 @@ BLOCKED_OUTCOMES = frozenset({"rate_limited", "forbidden", "blocked_challenge"})
 TIMEOUT_OUTCOMES = frozenset({"timeout"})
 SERVER_ERROR_OUTCOMES = frozenset({"server_error"})
 RESET_OUTCOMES = frozenset({"connection_error"})
+QUOTA_OUTCOMES = frozenset({"quota_exhausted"})  # the scraping API's account, not the site
 OVERLOADED_STATUS = 503  # "come back later": as much a pushback as a 429
 
 
@@ -45,6 +46,10 @@ class FetchSample:
     @property
     def overloaded(self) -> bool:
         return self.server_error and self.status == OVERLOADED_STATUS
+
+    @property
+    def quota_exhausted(self) -> bool:
+        return self.outcome in QUOTA_OUTCOMES
 
     @property
     def reset(self) -> bool:

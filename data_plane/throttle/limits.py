@@ -9,6 +9,8 @@ No I/O and no clock of its own (callers pass ``now``), so every rule is unit-tes
 - A processor pause carries ``ttl_s``: once it runs out the domain is no longer paused but keeps
   the command's concurrency and delay, so the fleet resumes carefully even if the processor is down.
   Any other expired processor command falls back to the defaults.
+- A command for ``*`` (:data:`~data_plane.throttle.commands.ALL_DOMAINS`, the scraping API's quota)
+  that pauses applies to every domain until it expires or a newer ``*`` command replaces it.
 - Commands can arrive out of order (the compacted topic is read while the exchange already
   delivers): per domain and per kind, an older ``issued_at`` never replaces a newer one.
 """
@@ -18,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from core.limits import Limits
-from data_plane.throttle.commands import AUTO, ThrottleCommand
+from data_plane.throttle.commands import ALL_DOMAINS, AUTO, ThrottleCommand
 
 
 class LimitsBook:
@@ -39,7 +41,11 @@ class LimitsBook:
         return known != command
 
     def limits(self, domain: str, now: datetime) -> Limits:
-        """The limits for ``domain`` at ``now``: an unexpired override, else the standing state."""
+        """The limits for ``domain`` at ``now``: a fleet-wide pause, an unexpired override, else the
+        standing state."""
+        fleet = self.overrides.get(ALL_DOMAINS)
+        if fleet is not None and fleet.paused and not fleet.expired(now):
+            return _from(fleet)
         override = self.overrides.get(domain)
         if override is not None and not override.expired(now):
             return _from(override)

@@ -22,6 +22,7 @@ from data_plane.throttle.exceptions import BadFetchEvent
 from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
 from data_plane.throttle.producer import ThrottleApp
 from data_plane.throttle.publisher import CommandPublisher
+from data_plane.throttle.quota import quota_pause
 from data_plane.throttle.rewind import rewind_uncommitted
 from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import counts_of, span_s, summary, window_to_judge
@@ -85,6 +86,8 @@ class ThrottleProcessor:
         self.ready = False  # tables recovered for the current assignment
         # partition -> offset of the last fetch.events value handled: how far this worker has read
         self.offsets: dict[int, int] = {}
+        self.quota_paused_until_s = 0.0  # the scraping API's credits: every domain paused until then
+        self.quota: dict[str, Any] = {}  # the last quota pause, for the snapshot (`status`)
 
     def install(self) -> None:
         """Register the agent, timer, pages and lifecycle hooks on the app."""
@@ -141,6 +144,9 @@ class ThrottleProcessor:
         if time.time() - sample.fetched_at_s > self.config.max_lag_s:
             self.stats.stale_events += 1
             return
+        if sample.quota_exhausted:
+            await self._pause_for_quota(sample)
+            return
         await self._evaluate(sample.domain, sample.fetched_at_s, partition, offset, used)
 
     def _count_daily(self, sample: FetchSample, partition: int, offset: int) -> int:
@@ -196,6 +202,15 @@ class ThrottleProcessor:
         if command is not None:
             await self._issue(command)
 
+    async def _pause_for_quota(self, sample: FetchSample) -> None:
+        """Pause every domain, once per pause: the fetches still in flight when it began say the same."""
+        if sample.fetched_at_s < self.quota_paused_until_s:
+            return
+        command = quota_pause(sample, self.config.quota_pause_s, self.settings.limits)
+        self.quota_paused_until_s = sample.fetched_at_s + self.config.quota_pause_s
+        self.quota = {"paused_until_s": self.quota_paused_until_s, "reason": command.reason}
+        await self._issue(command)
+
     async def _issue(self, command: ThrottleCommand) -> None:
         """Make ``command`` durable in Kafka (state topic and changelogs), then announce it.
 
@@ -229,6 +244,7 @@ class ThrottleProcessor:
                 "daily_budget": self.config.daily_budget,
             },
             "ready": self.ready,
+            "quota": self.quota or None,
             "partitions": owned,
             "offsets": {str(p): offset for p, offset in sorted(self.offsets.items()) if p in owned},
             "stats": {**vars(self.stats), "publisher": vars(publisher).copy()},

@@ -8,8 +8,9 @@ that way). Its own errors (docs.scrapingant.com/errors) are mapped as follows:
 =====  ==========================================  =========================================
 API    meaning                                     here
 =====  ==========================================  =========================================
-403    wrong API key, or credits used up           ScrapingApiFailed (connection_error)
-409    concurrency limit of the plan               ScrapingApiFailed (connection_error)
+403    wrong API key, or credits used up           QuotaExhausted (quota_exhausted: the throttle
+                                                   pauses every domain; no attempt is spent)
+409    concurrency limit of the plan               ScrapingApiFailed (api_busy: no attempt spent)
 429    rate limit or quota                         ScrapingApiFailed (connection_error)
 400    malformed request                           ScrapingApiFailed (invalid_content)
 422    invalid parameter value                     ScrapingApiFailed (invalid_content)
@@ -39,6 +40,7 @@ from control_plane.fetcher.challenges import BLOCKED_MARKER
 from control_plane.fetcher.exceptions import (
     ConnectionFailed,
     FetchTimeout,
+    QuotaExhausted,
     ScrapingApiFailed,
     SsrfRefused,
 )
@@ -54,11 +56,11 @@ API_ERRORS: Mapping[int, tuple[str, Outcome]] = MappingProxyType(
         400: ("the API rejected the request format", Outcome.INVALID_CONTENT),
         403: (
             "the API key is wrong or the credits are used up; check the key and the plan",
-            Outcome.CONNECTION_ERROR,
+            Outcome.QUOTA_EXHAUSTED,
         ),
         409: (
             "the plan's concurrency limit is reached; lower the fetch concurrency",
-            Outcome.CONNECTION_ERROR,
+            Outcome.API_BUSY,
         ),
         422: ("the API rejected a parameter value", Outcome.INVALID_CONTENT),
         429: (
@@ -167,7 +169,8 @@ class ScrapingApiBackend(FetchBackend):
                 final_url=request.url,
             )
         meaning, outcome = API_ERRORS.get(api_status, ("the API failed", Outcome.CONNECTION_ERROR))
-        raise ScrapingApiFailed(
+        failure = QuotaExhausted if outcome is Outcome.QUOTA_EXHAUSTED else ScrapingApiFailed
+        raise failure(
             f"{request.url}: scraping API {self.api_url} answered HTTP {api_status}: {meaning} ({detail})",
             api_status=api_status,
             outcome=outcome,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -19,6 +20,7 @@ import pytest
 
 from brokers import amqp
 from brokers.amqp import permits
+from brokers.amqp.dead_letters import list_dead_letters
 from brokers.amqp.messages import CrawlTask, JobSpec, Priority
 from brokers.amqp.publisher import confirmed_channel, publish
 from brokers.amqp.topology import Topology
@@ -26,8 +28,10 @@ from control_plane.fetcher.retry_policy import Outcome
 from control_plane.fetcher.runner import FetchResult, TaskRunner
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import domain_of
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.overrides import issue
+from data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
+from data_plane.throttle.events import FetchSample
+from data_plane.throttle.overrides import clearing, issue
+from data_plane.throttle.quota import quota_pause
 from data_plane.throttle.view import ThrottleView
 from tests.support.factories import ControlPlaneFactory
 from tests.support.fetch_worker import http_get
@@ -301,3 +305,89 @@ def test_an_expired_override_brings_the_permits_back(settings: Settings, frontie
     issue(settings, command(domain, 4, 0, source="operator", ttl_s=3, reason="operator: brief"))
     settles_at(frontier, domain, 4)
     settles_at(frontier, domain, 2, timeout_s=10)  # no message marks the expiry: the sweep sees it
+
+
+# -- the scraping API's quota -------------------------------------------------------------------
+# A backend out of credits (what ScrapingApiBackend makes of the API's 403, see
+# test_scraping_api_backend.py) pauses every domain's lanes: no attempt spent, no dead letter. The
+# fleet-wide pause is the throttle processor's command for "*" (data_plane.throttle.quota), issued
+# here as the processor issues it on the first such fetch event; an operator who raised the budget
+# clears it as `dualplane throttle clear` does.
+
+
+class Account:
+    """The scraping API's credits, and every call made through it."""
+
+    def __init__(self, credits: int) -> None:
+        self.credits = credits
+        self.lock = threading.Lock()
+        self.refused: list[CrawlTask] = []
+        self.attempts: list[int] = []
+
+    def spend(self, task: CrawlTask) -> bool:
+        with self.lock:
+            self.attempts.append(task.attempt)
+            if self.credits <= 0:
+                self.refused.append(task)
+                return False
+            self.credits -= 1
+            return True
+
+
+@contextmanager
+def quota_fetcher(settings: Settings, account: Account) -> Iterator[TaskRunner]:
+    """A fetcher whose backend answers ``quota_exhausted`` (the scraping API's 403) while
+    ``account`` has no credits."""
+    client = httpx.AsyncClient(timeout=30)
+
+    async def work(task: CrawlTask) -> FetchResult:
+        if not account.spend(task):
+            return FetchResult(Outcome.QUOTA_EXHAUSTED, 403, "scraping API: credits used up (test)")
+        return await http_get(client, task)
+
+    runner = TaskRunner(settings, work, ThrottleView(settings))
+    try:
+        with running(runner.consumer()):
+            yield runner
+    finally:
+        with suppress(Exception):
+            asyncio.run_coroutine_threadsafe(client.aclose(), runner.loop).result(10)
+        runner.close()
+
+
+def test_used_up_credits_pause_every_lane_without_dead_letters_until_the_budget_is_raised(
+    settings: Settings,
+    lanes: Lanes,
+) -> None:
+    account = Account(credits=0)
+    with RecordingHost(latency_s=0.02) as shop, RecordingHost(latency_s=0.02) as news:
+        for host in (shop, news):
+            lanes.permits(domain_of(host.base_url), 2)
+            lanes.tasks(host, 6)
+        with quota_fetcher(settings, account) as runner:
+            eventually(lambda: bool(account.refused), what="the API refusing a call")
+            first = account.refused[0]
+            sample = FetchSample(first.domain, "quota_exhausted", time.time(), 50, None, 403)
+            issue(settings, quota_pause(sample, 60, settings.limits))  # as the processor does
+            other = domain_of(news.base_url if first.domain == domain_of(shop.base_url) else shop.base_url)
+            paused = eventually(lambda: runner.view.limits(other)[2], what="every domain paused")
+            calls_when_paused = len(account.attempts)
+            time.sleep(3)  # deferred tasks come back every second (the 1 s tier) and find the pause
+            assert len(account.attempts) == calls_when_paused, (
+                "calls to the API while every domain was paused"
+            )
+            assert shop.requests == {} and news.requests == {}
+            assert list_dead_letters(lanes.connection.channel(), Topology(settings.queues)) == []
+
+            account.credits = 1000  # the operator raised the budget, then ends the pause
+            issue(settings, clearing(settings, ALL_DOMAINS, "operator: budget raised"))
+            resumed = eventually(lambda: not runner.view.limits(other)[2], what="the pause cleared")
+            eventually(lambda: len(shop.requests) + len(news.requests) == 12, timeout_s=40, what="all pages")
+            print(
+                f"\n{len(account.refused)} calls refused, paused {resumed - paused:.1f} s; "
+                f"every page fetched {time.monotonic() - resumed:.1f} s after it was cleared"
+            )
+
+    assert list_dead_letters(lanes.connection.channel(), Topology(settings.queues)) == []
+    assert set(account.attempts) == {1}, "a refused call must not spend the task's attempts"
+    assert set(shop.requests.values()) == {1} and set(news.requests.values()) == {1}

@@ -10,7 +10,8 @@ from control_plane.fetcher.retry_policy import DEFAULT_TIERS, RULES, DelayTiers,
 
 pytestmark = pytest.mark.unit
 
-RETRYABLE = [outcome for outcome, rule in RULES.items() if rule.retry]
+RETRYABLE = [outcome for outcome, rule in RULES.items() if rule.retry and rule.attempt]
+DEFERRED = [outcome for outcome, rule in RULES.items() if not rule.attempt]
 NON_RETRYABLE = [
     Outcome.NOT_FOUND,
     Outcome.ROBOTS_DISALLOWED,
@@ -42,6 +43,7 @@ def test_every_outcome_has_a_rule() -> None:
         Outcome.BLOCKED_CHALLENGE,
         Outcome.PERMIT_QUEUE_MISSING,  # the frontier declares the queue again when the retry is reported
     }
+    assert set(DEFERRED) == {Outcome.QUOTA_EXHAUSTED, Outcome.API_BUSY}  # the backend's, not the task's
 
 
 def test_tier_for_picks_the_smallest_tier_that_covers_the_delay() -> None:
@@ -172,3 +174,15 @@ def test_custom_tiers_cap_the_backoff() -> None:
 def test_attempt_numbers_start_at_one() -> None:
     with pytest.raises(ValueError, match="attempt"):
         decide(Outcome.TIMEOUT, attempt=0, max_attempts=5)
+
+
+@pytest.mark.parametrize("outcome", DEFERRED)
+@pytest.mark.parametrize("attempt", [1, 4, 5, 50])
+def test_a_backend_quota_defers_the_task_and_never_dead_letters_it(outcome: Outcome, attempt: int) -> None:
+    decision = decide(outcome, attempt=attempt, max_attempts=5, rng=random.Random(0))
+    assert decision.action == "defer"
+    assert (
+        decision.tier is not None
+        and DEFAULT_TIERS.ttl_ms(decision.tier) >= RULES[outcome].base_delay_s * 1000
+    )
+    assert not decision.cool_down_domain, "the API's budget says nothing about the site"

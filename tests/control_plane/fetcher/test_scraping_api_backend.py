@@ -18,6 +18,7 @@ from control_plane.fetcher.classify import classify
 from control_plane.fetcher.exceptions import (
     ConnectionFailed,
     FetchTimeout,
+    QuotaExhausted,
     ScrapingApiFailed,
     SsrfRefused,
     TooLarge,
@@ -168,26 +169,29 @@ async def test_a_wrong_key_fails_clearly_without_leaking_the_key(api: tuple[Stan
         with pytest.raises(ScrapingApiFailed, match="API key is wrong or the credits are used up") as failed:
             await backend.fetch(request("/ok"))
     assert failed.value.api_status == 403
-    assert failed.value.outcome is Outcome.CONNECTION_ERROR
+    # No key, or no credits: nothing can be fetched through the API; the throttle pauses the fleet
+    # and the task waits without spending an attempt (it was retried 5 times, then dead-lettered).
+    assert isinstance(failed.value, QuotaExhausted)
+    assert failed.value.outcome is Outcome.QUOTA_EXHAUSTED
     assert wrong not in str(failed.value)
     assert "Invalid API key ***" in str(failed.value)
 
 
 @pytest.mark.parametrize(
-    ("path", "api_status", "message"),
+    ("path", "api_status", "message", "outcome"),
     [
-        ("/quota", 429, "rate limit or quota"),
-        ("/concurrency", 409, "concurrency limit"),
-        ("/boom", 500, "the API failed"),
+        ("/quota", 429, "rate limit or quota", Outcome.CONNECTION_ERROR),
+        ("/concurrency", 409, "concurrency limit", Outcome.API_BUSY),
+        ("/boom", 500, "the API failed", Outcome.CONNECTION_ERROR),
     ],
 )
 async def test_api_failures_are_retryable_scraping_api_errors(
-    api: tuple[StandIn, str], path: str, api_status: int, message: str
+    api: tuple[StandIn, str], path: str, api_status: int, message: str, outcome: Outcome
 ) -> None:
     async with ScrapingApiBackend(api[1], KEY) as backend:
         with pytest.raises(ScrapingApiFailed, match=message) as failed:
             await backend.fetch(request(path))
-    assert (failed.value.api_status, failed.value.outcome) == (api_status, Outcome.CONNECTION_ERROR)
+    assert (failed.value.api_status, failed.value.outcome) == (api_status, outcome)
     assert f"https://shop.example{path}" in str(failed.value)
 
 

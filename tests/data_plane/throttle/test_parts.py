@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from faust.windows import HoppingWindow
 from pydantic import ValidationError
 
 import schemas
-from core.settings import Settings
+from core.settings import LimitSettings, Settings, ThrottleSettings
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.events import parse_fetch_event
 from data_plane.throttle.exceptions import (
@@ -24,6 +26,8 @@ from data_plane.throttle.exceptions import (
 )
 from data_plane.throttle.limits import LimitsBook
 from data_plane.throttle.policy import Command, PolicyConfig, WindowCounts, domain_priority
+from data_plane.throttle.processor import ThrottleProcessor
+from data_plane.throttle.quota import quota_pause
 from data_plane.throttle.snapshot import read_snapshot, write_snapshot
 from data_plane.throttle.windows import add_sample, bucket_ranges, counts_of, merged, summary, window_to_judge
 from dualplane.namespaces import private_namespace
@@ -296,6 +300,26 @@ def test_an_expired_pause_resumes_with_its_limits_and_other_expired_commands_fal
     assert book.limits("a.test", T0 + timedelta(seconds=700)).as_tuple() == (4, 250, False)
 
 
+def test_a_quota_pause_holds_every_domain_until_it_expires_or_an_operator_clears_it() -> None:
+    book = LimitsBook(4, 250)
+    book.apply(command(concurrency=1, delay_ms=8000, reason="backoff"))  # a.test was throttled
+    sample = parse_fetch_event(event_bytes("quota_exhausted", status=403, domain="b.test"))
+    assert sample.quota_exhausted
+    pause = quota_pause(sample, 600, LimitSettings(domain_concurrency=4, domain_delay_ms=250), issued_at=T0)
+    assert (pause.domain, pause.source, pause.state_key) == ("*", "quota", "*@quota")
+    assert ThrottleCommand.from_avro(pause.to_avro()) == pause == ThrottleCommand.from_json(pause.encode())
+    book.apply(pause)
+    for domain in ("a.test", "b.test", "never.seen"):
+        limits = book.limits(domain, T0 + timedelta(seconds=10))
+        assert (limits.paused, limits.source) == (True, "quota")
+        assert limits.reason.startswith("quota: the scraping API refused a fetch of b.test")
+    assert book.limits("a.test", T0 + timedelta(seconds=600)).as_tuple() == (1, 8000, False)  # it ran out
+    clear = command(domain="*", source="operator", ttl_s=0, issued_at=T0 + timedelta(seconds=20))
+    book.apply(clear)  # the operator raised the budget
+    assert book.limits("a.test", T0 + timedelta(seconds=30)).as_tuple() == (1, 8000, False)
+    assert book.limits("c.test", T0 + timedelta(seconds=30)).as_tuple() == (4, 250, False)
+
+
 def test_older_commands_never_replace_newer_ones() -> None:
     book = LimitsBook(4, 250)
     assert book.apply(command(concurrency=1, issued_at=T0 + timedelta(seconds=5)))
@@ -318,3 +342,23 @@ def test_snapshot_file_round_trip_and_clear_errors(tmp_path: Path) -> None:
     with pytest.raises(ThrottleError, match="unreadable"):
         read_snapshot(path)
     assert [p.name for p in path.parent.iterdir()] == ["snapshot.json"]  # no temp files left behind
+
+
+def test_the_processor_pauses_every_domain_once_per_pause_on_quota_events() -> None:
+    issued: list[ThrottleCommand] = []
+
+    async def issue(command: ThrottleCommand) -> None:
+        issued.append(command)
+
+    processor = SimpleNamespace(  # the attributes _pause_for_quota reads: no Faust app needed
+        quota_paused_until_s=0.0, quota={}, config=ThrottleSettings(quota_pause_s=60),
+        settings=SimpleNamespace(limits=LimitSettings()), _issue=issue,
+    )  # fmt: skip
+    start = T0.timestamp()
+    for offset_s in (0, 1, 30, 61):  # in-flight fetches refused after the first say nothing new
+        event = event_bytes("quota_exhausted", status=403, fetched_at=T0 + timedelta(seconds=offset_s))
+        pause = ThrottleProcessor._pause_for_quota(processor, parse_fetch_event(event))  # type: ignore[arg-type]
+        asyncio.run(pause)
+    assert [c.domain for c in issued] == ["*", "*"]
+    assert processor.quota_paused_until_s == start + 61 + 60
+    assert processor.quota["reason"].startswith("quota:")
