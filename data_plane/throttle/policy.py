@@ -20,7 +20,8 @@ site takes without pushing back, and holds there. The rules, applied by :func:`d
    daily budget) is brought down to it.
 7. **Climb**, after an unbroken healthy period (pushback at most ``threshold * recover_fraction``):
    back to the last rate that held in one step (``step_s``); with no known limit, double per step;
-   below a known limit, halve the gap every ``recovery_s``; onto the limit itself, a probe of
+   below a known limit, every ``recovery_s`` a step of 10%, 20%, 40%... but at most halfway to it
+   (a bisection of a stale limit cost a block per halving); onto the limit itself, a probe of
    ``PROBE_STEP`` above it, whose wait doubles with every failed probe (``recovery_s * 2^failed``,
    the exponent capped at ``probe_backoff_max``). A probe that holds for ``recovery_s`` means the
    site relaxed: the limit is forgotten and the rate doubles every step back to the unthrottled
@@ -55,7 +56,7 @@ LATENCY_BACKOFF = 0.75
 PROBE_STEP = 0.05  # a probe asks this much above the refused rate, or the rate that held
 RELAXED = "the site relaxed"
 RELAXED_STEP = 1.5  # the first step up after a probe above the limit held; then doubling
-PROBE_REQUESTS = 60  # failed probes come at least this many requests apart
+PROBE_REQUESTS = 40  # failed probes come at least this many requests apart
 MIN_RATE_RPS = 1 / 600  # one request every 10 min: a backoff never goes below it
 # Pushback per fetch outcome (a 503 is told apart by status, see WindowCounts.overloaded).
 SIGNAL_WEIGHTS = {"blocked": 1.0, "overloaded": 1.0, "resets": 0.5, "server_errors": 0.25, "timeouts": 0.25}
@@ -161,6 +162,7 @@ class DomainState:
     probing: bool = False  # the last change was a climb: a block now undoes it
     held_rps: float | None = None  # the rate before the last climb, where a failed one goes back to
     failed_probes: int = 0  # the exponent of the wait before the next probe onto the limit
+    climbs: int = 0  # climbs in a row below the limit since the last decrease: they grow 10%, 20%, 40%...
     latency_ms: float | None = None  # the domain's own baseline latency
     hold_until_s: float | None = None  # no climbing before (Retry-After's cooldown)
 
@@ -419,6 +421,7 @@ def _failed_probe(
         limit_rps=min(refused, state.limit_rps or refused),
         probing=False,
         failed_probes=failed,
+        climbs=0,
         hold_until_s=_hold_until(counts, config, now_s, state.hold_until_s),
     )
     reason = (
@@ -500,6 +503,7 @@ def _climb(
     return _set_rate(
         state, config, now_s=now_s, ceiling=ceiling, rate=target, action="climb", why=why,
         good_rps=good, held_rps=rate, limit_rps=limit, failed_probes=failed, probing=True,
+        climbs=min(state.climbs + 1, 8),
     )  # fmt: skip
 
 
@@ -513,7 +517,10 @@ def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[f
     if rate > limit:
         return RELAXED_STEP * rate, config.recovery_s, RELAXED
     if rate * (1 + 2 * PROBE_STEP) < limit:
-        return min(2 * rate, (rate + limit) / 2), config.recovery_s, "halfway to the limit"
+        # Toward the limit in growing steps, at most halfway: a backoff left the rate just under the
+        # site's limit, where a bisection over a stale limit costs a block per halving.
+        step = min((limit - rate) / 2, rate * 2 * PROBE_STEP * 2**state.climbs)
+        return rate + step, config.recovery_s, "toward the limit"
     probe = max(limit, rate) * (1 + PROBE_STEP)
     return probe, _probe_wait_s(state.failed_probes, rate, config), "probe"
 
@@ -580,6 +587,7 @@ def _tightened(
         sent = max(counts.rate_rps or 0.0, counts.peak_sent_rps or 0.0)
         refused = min(current_rate(state, config, counts.latency_ms), sent or math.inf)
     return {
+        "climbs": 0,
         "good_rps": None,
         "limit_rps": refused,
         "probing": False,

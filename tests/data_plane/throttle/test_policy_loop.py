@@ -50,17 +50,19 @@ def figures(result: SimResult, max_rps: float) -> tuple[float, float, int | None
 
 
 @pytest.mark.parametrize(
-    ("max_rps", "retry_after_s"),
-    [(5, 1.0), (5, None), (20, 1.0), (20, None), (2, 1.0)],
+    ("max_rps", "retry_after_s", "max_blocked"),
+    [(5, 1.0, 0.02), (5, None, 0.02), (20, 1.0, 0.02), (20, None, 0.02), (2, 1.0, 0.035)],
     ids=["5-429", "5-captcha", "20-429", "20-captcha", "2-429"],
 )
 def test_the_fleet_holds_near_the_limit_and_recovers_when_the_site_relaxes(
-    max_rps: float, retry_after_s: float | None
+    max_rps: float, retry_after_s: float | None, max_blocked: float
 ) -> None:
+    """At 2 requests/s each failed probe (one block) is a large share: probes 40 requests apart
+    hold it near 3%, and spacing them further would delay the recovery past 40 s."""
     site = SimSite(max_rps, relax_at_s=BLOCKING_S, retry_after_s=retry_after_s)
     result = simulate(site, CONFIG, duration_s=DURATION_S, window_s=6, jitter=CONFIG.hold_jitter)
     held, blocked, recovered = figures(result, max_rps)
     summary = f"held {held:.0%} of R, {blocked:.1%} blocked, back {recovered} s after relaxing"
     assert held >= 0.8, summary
-    assert blocked < 0.025, summary
+    assert blocked < max_blocked, summary
     assert recovered is not None and recovered <= 40, summary
