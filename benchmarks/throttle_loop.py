@@ -6,7 +6,9 @@ and writes the time series as JSON and a PNG: requests/s and blocked requests/s 
 them, with its limit; below, P_d and the delay the fleet was running at. Prints the summary figures.
 Needs the stack up (``dualplane stack up``).
 
-    .venv/bin/python benchmarks/throttle_loop.py --out benchmarks/results/throttle_loop [--json]
+    .venv/bin/python benchmarks/throttle_loop.py --out benchmarks/results/throttle_loop \
+        [--max-rps 5] [--mode 429|captcha] [--blocking-s 90] [--relaxed-s 45] [--json]
+    .venv/bin/python benchmarks/throttle_loop.py --out docs/throttle_loop --combine a.json b.json
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -27,36 +30,57 @@ from dualplane.namespaces import drop_namespace
 from dualplane.testing.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
 
 
-def plot(result: LoopResult, path: Path) -> None:
-    """Two panels sharing time: what the site saw, and the limits the fleet ran at."""
+def plot(results: list[LoopResult], path: Path) -> None:
+    """Two panels sharing time per run: what the site saw, and the limits the fleet ran at."""
+    rows = [ratio for _ in results for ratio in (3, 2)]
+    figure, axes = plt.subplots(len(rows), 1, figsize=(10, 3.3 * len(results)), height_ratios=rows)
+    for index, result in enumerate(results):
+        _draw(result, axes[2 * index], axes[2 * index + 1])
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _draw(result: LoopResult, site: Any, fleet: Any) -> None:
     samples, spec = result.samples, result.spec
     t = [s.t_s for s in samples]
-    figure, (site, fleet) = plt.subplots(2, 1, sharex=True, figsize=(10, 6.5), height_ratios=(3, 2))
     site.plot(t, [s.requests for s in samples], label="requests/s (site)", color="tab:blue")
     site.plot(t, [s.rate_10s for s in samples], label="10 s average", color="tab:blue", alpha=0.4)
-    site.bar(t, [s.blocked for s in samples], width=0.8, label="blocked/s (429 or captcha)", color="tab:red")
-    site.axhline(
-        spec.max_rps, linestyle="--", color="black", linewidth=1, label=f"site limit R = {spec.max_rps:g}/s"
-    )
+    blocked_label = f"blocked/s ({'429' if spec.mode == '429' else 'captcha page, 200'})"
+    site.bar(t, [s.blocked for s in samples], width=0.8, label=blocked_label, color="tab:red")
+    limit_label = f"site limit R = {spec.max_rps:g}/s"
+    site.axhline(spec.max_rps, linestyle="--", color="black", linewidth=1, label=limit_label)
     site.set_ylabel("per second")
     site.set_yscale("symlog", linthresh=10)
-    site.legend(loc="upper left", fontsize=8)
-    site.set_title("Adaptive throttling against the sample site's anti-bot mode")
+    site.legend(loc="upper left", fontsize=7)
+    figures = result.summary()
+    site.set_title(
+        f"{spec.mode} mode, R = {spec.max_rps:g}/s: held {figures['held_fraction_of_limit']:.0%} of R after "
+        f"{spec.settle_s:g} s, {figures['held_blocked_ratio']:.1%} blocked; back to P_d {spec.ceiling} "
+        f"{figures['recovered_s']} s after the site relaxed",
+        fontsize=9,
+    )
     fleet.step(t, [s.concurrency for s in samples], where="post", color="tab:green", label="P_d")
-    fleet.set_ylabel("P_d (concurrency)")
+    fleet.set_ylabel("P_d")
     fleet.set_ylim(0, spec.ceiling + 1)
     delay = fleet.twinx()
     delay.step(t, [s.delay_ms for s in samples], where="post", color="tab:orange", label="delay (ms)")
-    delay.set_ylabel("delay between requests (ms)")
+    delay.set_ylabel("delay (ms)")
+    delay.set_yscale("log")
     fleet.set_xlabel("seconds since the job was submitted")
     for axes in (site, fleet):
         axes.axvspan(spec.blocking_s, t[-1] if t else spec.blocking_s, color="tab:green", alpha=0.07)
     site.text(spec.blocking_s + 1, spec.max_rps * 1.2, "site relaxed (anti-bot off)", fontsize=8)
     handles = fleet.get_legend_handles_labels()[0] + delay.get_legend_handles_labels()[0]
-    fleet.legend(handles, [h.get_label() for h in handles], loc="lower right", fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    fleet.legend(handles, [h.get_label() for h in handles], loc="lower right", fontsize=7)
+
+
+def load(series: Path) -> LoopResult:
+    """A run written by this script (its ``.json``), to plot again."""
+    data = json.loads(series.read_text())
+    fields = set(Sample.__dataclass_fields__)
+    samples = [Sample(**{k: v for k, v in row.items() if k in fields}) for row in data["samples"]]
+    return LoopResult(LoopSpec(**data["spec"]), samples)
 
 
 def main() -> None:
@@ -71,7 +95,14 @@ def main() -> None:
     parser.add_argument("--relaxed-s", type=float, default=LoopSpec.relaxed_s)
     parser.add_argument("--mode", choices=("429", "captcha"), default=LoopSpec.mode)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument(
+        "--combine", type=Path, nargs="+", help="plot these runs' .json together into --out's .png; no run"
+    )
     args = parser.parse_args()
+    if args.combine:
+        plot([load(path) for path in args.combine], args.out.with_suffix(".png"))
+        print(f"wrote {args.out.with_suffix('.png')}")
+        return
     spec = replace(
         LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s, mode=args.mode
     )
@@ -83,9 +114,10 @@ def main() -> None:
             drop_namespace(settings)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     png, series = args.out.with_suffix(".png"), args.out.with_suffix(".json")
-    plot(result, png)
+    plot([result], png)
     summary = result.summary()
-    series.write_text(json.dumps({"summary": summary, "samples": result.rows()}, indent=1))
+    rows = {"summary": summary, "spec": asdict(spec), "samples": result.rows()}
+    series.write_text(json.dumps(rows, indent=1))
     if args.json:
         print(json.dumps({**summary, "png": str(png), "series": str(series)}, indent=2))
         return
