@@ -437,6 +437,10 @@ def _back_off(
 ) -> Decision | None:
     if counts.total < config.min_samples or counts.pushback_ratio <= config.threshold:
         return None
+    if state.rate_rps is not None and counts.span_s < 2 * config.step_s:
+        # The first step after a change still holds answers to requests sent before it: judging
+        # them again cut a rate just set to 90% of the limit to 40% of it.
+        return None
     rate = _backoff_rate(counts, state, config)
     threshold = f"threshold {config.threshold:.1%}{_retry_after_text(counts)}"
     why = f"{_ratio_text(counts)} ({threshold}), {_pass_text(counts)}"

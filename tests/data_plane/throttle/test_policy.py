@@ -125,9 +125,18 @@ def test_the_busiest_blocked_step_measures_a_per_second_limit_better_than_the_me
     assert decision.state.limit_rps == pytest.approx(min(9, FULL_RPS)), "sent 9/s, but the limits allow 8"
 
 
+def test_the_first_step_after_a_change_does_not_back_off_again() -> None:
+    """Its window holds answers to requests sent before the change."""
+    state = throttled(0.5)
+    one_step = decide(window(30, 10, span_s=10), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    assert one_step.command is None
+    two_steps = decide(window(30, 10, span_s=20), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    assert two_steps.command is not None and two_steps.command.action == "backoff"
+
+
 def test_a_backoff_never_raises_the_rate_or_p_d() -> None:
     state = throttled(0.5)
-    decision = decide(window(30, 10, span_s=10), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    decision = decide(window(30, 10, span_s=20), state, CONFIG, now_s=100.0, rng=random.Random(0))
     assert decision.state.rate_rps is not None and decision.state.rate_rps <= 0.45
     assert decision.state.concurrency == 1
 
@@ -177,7 +186,7 @@ def test_reason_names_the_numbers_an_operator_needs() -> None:
 
 def test_at_most_one_change_per_window_step() -> None:
     # 1 evaluation per second, step 10 s, a persistently bad ratio: one backoff per step.
-    state, commands = run(every_second(100.0, 30, window(50, 10, span_s=10)))
+    state, commands = run(every_second(100.0, 30, window(50, 10, span_s=20)))
     assert len(commands) == 3
     rates = [state.rate_rps]
     assert rates[0] is not None and rates[0] < FULL_RPS
