@@ -7,7 +7,14 @@ import random
 import pytest
 
 from brokers.amqp.permits import PermitLedger
-from control_plane.fetcher.politeness import DomainGate, cooldown_s, delay_ms, hold_s, permit_wait_s
+from control_plane.fetcher.politeness import (
+    DomainGate,
+    cooldown_s,
+    cooling_wait_s,
+    delay_ms,
+    hold_s,
+    permit_wait_s,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -142,3 +149,8 @@ def test_a_task_waits_for_its_turn_at_a_throttled_domains_pace(
     delay_ms: int, concurrency: int, queued: int, expected_s: float
 ) -> None:
     assert permit_wait_s(0.5, delay_ms, concurrency, queued, jitter=0.2) == pytest.approx(expected_s)
+
+
+def test_a_task_waits_out_a_short_cooldown_and_lets_a_long_one_send_it_round_a_tier() -> None:
+    assert cooling_wait_s(1.0) == 2.0  # Retry-After 1 s: it waits (it used to go round the 5 s tier)
+    assert cooling_wait_s(300.0) == 0.0  # a long rest: not held in memory for it
