@@ -585,11 +585,12 @@ def _tightened(
     refused: float | None = None,
 ) -> dict[str, Any]:
     """State of a decrease: what was sent (or ``refused``) is the limit, nothing is known good."""
-    if refused is None and state.rate_rps is not None:
-        refused = state.rate_rps  # in the units of the rates set: the fleet's overhead is in both
-    elif refused is None:  # unthrottled: what the limits allow says little, what was sent more
-        sent = max(counts.rate_rps or 0.0, counts.peak_sent_rps or 0.0)
-        refused = min(current_rate(state, config, counts.latency_ms), sent or math.inf)
+    if refused is None:
+        # In the units of the rates set (the fleet's own overhead is in both). Unthrottled, nothing
+        # is known yet: a new domain's first blocks come from a ramp-up burst, and taking what was
+        # sent then for the limit held the fleet at a quarter of R for 30 s. Climbing by doubling
+        # finds it in a few steps, and the next backoff measures it.
+        refused = state.rate_rps
     return {
         "climbs": 0,
         "good_rps": None,

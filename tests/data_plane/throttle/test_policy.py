@@ -111,7 +111,7 @@ def test_a_backoff_goes_to_just_under_what_the_site_let_through_in_one_step() ->
     decision = decide(window(240, 60), CONFIG.initial_state(), CONFIG, now_s=100.0, rng=random.Random(0))
     assert decision.command is not None
     assert decision.state.rate_rps == pytest.approx(BACKOFF * 3.0)
-    assert decision.state.limit_rps == pytest.approx(4.0), "what was sent and refused is the limit"
+    assert decision.state.limit_rps is None, "a first backoff knows no limit yet: it climbs by doubling"
     assert current_rate(replace(decision.state, rate_rps=None), CONFIG) == pytest.approx(2.7, rel=0.05)
     assert "sent 4.00/s, passed 3.00/s" in decision.command.reason
 
@@ -122,7 +122,6 @@ def test_the_busiest_blocked_step_measures_a_per_second_limit_better_than_the_me
     counts = window(90, 30, blocked_step_passed=5, blocked_step_sent=9, step_s=1.0)
     decision = decide(counts, CONFIG.initial_state(), CONFIG, now_s=100.0, rng=random.Random(0))
     assert decision.state.rate_rps == pytest.approx(BACKOFF * 5)
-    assert decision.state.limit_rps == pytest.approx(min(9, FULL_RPS)), "sent 9/s, but the limits allow 8"
 
 
 def test_the_first_step_after_a_change_does_not_back_off_again() -> None:
@@ -132,6 +131,11 @@ def test_the_first_step_after_a_change_does_not_back_off_again() -> None:
     assert one_step.command is None
     two_steps = decide(window(30, 10, span_s=20), state, CONFIG, now_s=100.0, rng=random.Random(0))
     assert two_steps.command is not None and two_steps.command.action == "backoff"
+
+
+def test_a_backoff_of_a_throttled_domain_remembers_the_refused_rate() -> None:
+    decision = decide(window(30, 10, span_s=20), throttled(0.5), CONFIG, now_s=100.0, rng=random.Random(0))
+    assert decision.state.limit_rps == 0.5
 
 
 def test_a_backoff_never_raises_the_rate_or_p_d() -> None:
