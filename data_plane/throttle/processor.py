@@ -279,6 +279,9 @@ class ThrottleProcessor:
             "healthy_windows": state.healthy_windows,
             "extreme_windows": state.extreme_windows,
             "last_change_s": state.last_change_s,
+            "rate_rps": state.rate_rps,  # None: unthrottled
+            "limit_rps": state.limit_rps,  # the lowest rate refused since the last backoff
+            "latency_ms_baseline": state.latency_ms,
             "window": view.get("window"),
             "evaluated_at_s": view.get("evaluated_at_s"),
             "last_command": record.get("last_command"),

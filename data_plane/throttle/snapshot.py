@@ -7,11 +7,13 @@ Shape (``version`` 1)::
      "ready": true,                         # tables recovered; false while a rebalance recovers
      "partitions": [0, 1, ...],            # fetch.events partitions this worker owns
      "offsets": {"0": 41, ...},            # per owned partition, the last offset this worker handled
+     "quota": {"paused_until_s": epoch, "reason": ""} | null,
      "stats": {"events": n, "bad_events": n, "stale_events": n, "errors": n, "commands": n,
                "publisher": {"published": n, "failures": n, "pending": n, "last_error": ""}},
      "domains": {"example.com": {
          "concurrency": 4, "delay_ms": 2130, "paused": false,
          "healthy_windows": 0, "extreme_windows": 0, "last_change_s": epoch,
+         "rate_rps": 1.8 | null, "limit_rps": 2.1 | null, "latency_ms_baseline": 80.0 | null,
          "window": {"start_s", "end_s", "total", "blocked", "timeouts", "server_errors",
                     "blocked_ratio", "latency_ms_avg", "latency_ms_max", "max_retry_after_s"} | null,
          "evaluated_at_s": epoch | null,
