@@ -194,6 +194,11 @@ def loop_settings(settings: Settings, spec: LoopSpec, work_dir: Path) -> Setting
                 allow_hosts="127.0.0.1", permit_wait_s=0.5, delay_jitter=spec.delay_jitter
             ),
             "stack": settings.stack.model_copy(update={"data_dir": work_dir / "stack"}),
+            # The frontier admits k x P_d tasks per domain, and a task waiting in a retry tier (2 min
+            # after a captcha) still counts: at P_d 1 eight blocked tasks stalled the domain for two
+            # minutes. The throttle holds P_d low and spaces requests by delay instead, so the loop
+            # gives each slot more room; the frontier should size this by rate (noted in docs).
+            "frontier": private.frontier.model_copy(update={"outstanding_per_slot": 32}),
             "throttle": spec.throttle(settings.throttle),
         }
     )
