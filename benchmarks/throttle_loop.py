@@ -24,6 +24,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
+from matplotlib import ticker
 
 from core.settings import Settings
 from dualplane.namespaces import drop_namespace
@@ -67,6 +68,8 @@ def _draw(result: LoopResult, site: Any, fleet: Any) -> None:
     delay.step(t, [s.delay_ms for s in samples], where="post", color="tab:orange", label="delay (ms)")
     delay.set_ylabel("delay (ms)")
     delay.set_yscale("log")
+    delay.yaxis.set_major_formatter(ticker.FormatStrFormatter("%d"))
+    delay.yaxis.set_minor_formatter(ticker.NullFormatter())
     fleet.set_xlabel("seconds since the job was submitted")
     for axes in (site, fleet):
         axes.axvspan(spec.blocking_s, t[-1] if t else spec.blocking_s, color="tab:green", alpha=0.07)
