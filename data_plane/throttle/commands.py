@@ -19,8 +19,9 @@ import schemas
 from brokers.amqp.messages import ControlMessage
 from core.clock import utc_now
 from data_plane.throttle.exceptions import BadThrottleCommand
-from data_plane.throttle.policy import Command, WindowCounts
+from data_plane.throttle.policy import Command
 from data_plane.throttle.rates import INT32_MAX
+from data_plane.throttle.signals import WindowCounts
 from schemas.exceptions import SchemaError
 
 AVRO_NAME = "throttle_command"

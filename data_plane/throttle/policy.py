@@ -10,9 +10,11 @@ site takes without pushing back, and holds there. The rules, applied by :func:`d
 3. **Failed probe**: any block after a step up undoes it at once (back to the rate that held), and
    remembers the refused rate as the site's limit for now.
 4. **Back off**: a pushback ratio above ``threshold`` over ``min_samples`` fetches sets the rate to
-   ``BACKOFF`` (90%) of what the site *let through* in the window (its pass rate), never above 90% of
-   the current rate. Against a rate limit that is one step to just under it, where halving P_d
-   settled at ~40% of the limit.
+   ``BACKOFF`` (90%) of what the site *let through* (the window's pass rate, or its busiest blocked
+   step's), never above 90% of the current rate. Against a rate limit that is one step to just
+   under it, where halving P_d settled at ~40% of the limit. The rate that was set when the blocks
+   came is the site's limit from then on (a new domain's first backoff knows none yet: it climbs
+   by doubling until the next one). The first step after a change is not judged again.
 5. **Slow down** (latency, like Scrapy's AutoThrottle): a window whose mean latency is over
    ``latency_factor`` times the domain's own baseline (and ``latency_min_ms`` above it) cuts the
    rate by a quarter before the site starts blocking.
@@ -24,12 +26,13 @@ site takes without pushing back, and holds there. The rules, applied by :func:`d
    (a bisection of a stale limit cost a block per halving); onto the limit itself, a probe of
    ``PROBE_STEP`` above it, whose wait doubles with every failed probe (``recovery_s * 2^failed``,
    the exponent capped at ``probe_backoff_max``). A probe that holds for ``recovery_s`` means the
-   site relaxed: the limit is forgotten and the rate doubles every step back to the unthrottled
-   P_d and delay. No climb before the cooldown of the last Retry-After (:func:`core.limits.cooldown_s`,
-   the same rule the fetchers follow) is over.
+   site relaxed: the limit is forgotten and the rate grows x1.5, then doubles every step back to the
+   unthrottled P_d and delay. No climb before the cooldown of the last Retry-After
+   (:func:`core.limits.cooldown_s`, the same rule the fetchers follow) is over.
 
-Pushback is weighted (:data:`SIGNAL_WEIGHTS`): a 429, a 403, a captcha page and a 503 each count
-as one block; a connection reset as half; another 5xx or a timeout as a quarter.
+Pushback is weighted (:data:`data_plane.throttle.signals.SIGNAL_WEIGHTS`): a 429, a 403, a captcha
+page and a 503 each count as one block; a connection reset as half; another 5xx or a timeout as a
+quarter.
 
 Hysteresis: a decrease needs a ratio above ``threshold``, a climb one at or below
 ``threshold * recover_fraction``, and the healthy streak restarts at every change. At most one change
@@ -46,6 +49,7 @@ from typing import Any, Literal
 from core.limits import cooldown_s
 from core.settings import FetchSettings, LimitSettings, ThrottleSettings
 from data_plane.throttle.rates import Pace
+from data_plane.throttle.signals import WindowCounts
 
 Priority = Literal["low", "normal"]
 Action = Literal["backoff", "probe_failed", "slow", "pause", "resume", "climb", "budget", "ceiling"]
@@ -58,8 +62,6 @@ RELAXED = "the site relaxed"
 RELAXED_STEP = 1.5  # the first step up after a probe above the limit held; then doubling
 PROBE_REQUESTS = 40  # failed probes come at least this many requests apart
 MIN_RATE_RPS = 1 / 600  # one request every 10 min: a backoff never goes below it
-# Pushback per fetch outcome (a 503 is told apart by status, see WindowCounts.overloaded).
-SIGNAL_WEIGHTS = {"blocked": 1.0, "overloaded": 1.0, "resets": 0.5, "server_errors": 0.25, "timeouts": 0.25}
 
 
 def domain_priority(domain: str, low_priority: tuple[str, ...]) -> Priority:
@@ -69,79 +71,6 @@ def domain_priority(domain: str, low_priority: tuple[str, ...]) -> Priority:
         if domain == listed or domain.endswith(f".{listed}"):
             return "low"
     return "normal"
-
-
-@dataclass(frozen=True)
-class WindowCounts:
-    """Fetches of one domain in the window being judged.
-
-    ``blocked`` counts 429, 403 and challenge pages; ``server_errors`` every 5xx, of which
-    ``overloaded`` the 503s; ``resets`` failed connections. ``span_s`` is how many seconds of traffic
-    the window holds (0: unknown), which turns counts into rates.
-    """
-
-    total: int = 0
-    blocked: int = 0
-    timeouts: int = 0
-    server_errors: int = 0
-    max_retry_after_s: float | None = None
-    overloaded: int = 0
-    resets: int = 0
-    span_s: float = 0.0
-    latency_ms_sum: float = 0.0
-    # Of the window's buckets (``step_s`` each) with a block: the most fetches one let through,
-    # and the most one sent. Against a limit per second these measure it; a window's mean does
-    # not (fetchers rest after each block, and a burst is over in a second).
-    blocked_step_passed: int = 0
-    blocked_step_sent: int = 0
-    step_s: float = 0.0
-
-    @property
-    def blocked_ratio(self) -> float:
-        """Blocked share of ``total``; 0.0 for an empty window."""
-        return self.blocked / self.total if self.total else 0.0
-
-    @property
-    def pushback(self) -> float:
-        """The weighted count of the site's pushback (:data:`SIGNAL_WEIGHTS`)."""
-        other_5xx = max(0, self.server_errors - self.overloaded)
-        w = SIGNAL_WEIGHTS
-        return (
-            self.blocked * w["blocked"]
-            + self.overloaded * w["overloaded"]
-            + self.resets * w["resets"]
-            + other_5xx * w["server_errors"]
-            + self.timeouts * w["timeouts"]
-        )
-
-    @property
-    def pushback_ratio(self) -> float:
-        return min(1.0, self.pushback / self.total) if self.total else 0.0
-
-    @property
-    def rate_rps(self) -> float | None:
-        """Requests per second the fleet sent in the window; None when its span is unknown."""
-        return self.total / self.span_s if self.span_s > 0 else None
-
-    @property
-    def pass_rps(self) -> float | None:
-        """Requests per second the site let through without pushback."""
-        return max(0.0, self.total - self.pushback) / self.span_s if self.span_s > 0 else None
-
-    @property
-    def peak_pass_rps(self) -> float | None:
-        """The most the site let through in one step that had blocks, per second."""
-        return self.blocked_step_passed / self.step_s if self.step_s > 0 and self.blocked_step_sent else None
-
-    @property
-    def peak_sent_rps(self) -> float | None:
-        """The most the fleet sent in one step that had blocks, per second: a rate the site refused."""
-        return self.blocked_step_sent / self.step_s if self.step_s > 0 and self.blocked_step_sent else None
-
-    @property
-    def latency_ms(self) -> float | None:
-        """Mean latency of the window's fetches."""
-        return self.latency_ms_sum / self.total if self.total else None
 
 
 @dataclass(frozen=True)

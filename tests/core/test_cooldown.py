@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 from control_plane.fetcher import politeness
 from core.limits import cooldown_s
 from core.settings import LimitSettings, ThrottleSettings
-from data_plane.throttle.policy import PolicyConfig, WindowCounts, decide
+from data_plane.throttle.policy import PolicyConfig, decide
+from data_plane.throttle.signals import WindowCounts
 
 pytestmark = pytest.mark.unit
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.limits import cooldown_s
-from data_plane.throttle.policy import DomainState, PolicyConfig, WindowCounts, decide
+from data_plane.throttle.policy import DomainState, PolicyConfig, decide
+from data_plane.throttle.signals import WindowCounts
 from data_plane.throttle.windows import window_to_judge
 
 

@@ -25,9 +25,10 @@ from data_plane.throttle.exceptions import (
     ThrottleError,
 )
 from data_plane.throttle.limits import LimitsBook
-from data_plane.throttle.policy import Command, PolicyConfig, WindowCounts, domain_priority
+from data_plane.throttle.policy import Command, PolicyConfig, domain_priority
 from data_plane.throttle.processor import ThrottleProcessor
 from data_plane.throttle.quota import quota_pause
+from data_plane.throttle.signals import WindowCounts
 from data_plane.throttle.snapshot import read_snapshot, write_snapshot
 from data_plane.throttle.windows import add_sample, bucket_ranges, counts_of, merged, summary, window_to_judge
 from dualplane.namespaces import private_namespace

@@ -20,11 +20,11 @@ from data_plane.throttle.policy import (
     Decision,
     DomainState,
     PolicyConfig,
-    WindowCounts,
     classify,
     current_rate,
     decide,
 )
+from data_plane.throttle.signals import WindowCounts
 
 pytestmark = pytest.mark.unit
 
