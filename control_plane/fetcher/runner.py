@@ -239,10 +239,9 @@ class TaskRunner:
                     log.debug("%s is paused (%s); deferring %s", domain, limits[domain].reason, task.url)
                 self._defer(waiting.delivery)
                 continue
-            if verdict == "wait":  # the domain cools down after pushback: its tasks wait it out here
-                waiting.deadline = max(
-                    waiting.deadline, now + politeness.cooling_wait_s(self.gate.cooling_s(domain))
-                )
+            cooling_s = self.gate.cooling_s(domain)
+            if cooling_s > 0:  # the domain cools down after pushback: its tasks wait it out here
+                waiting.deadline = max(waiting.deadline, now + politeness.cooling_wait_s(cooling_s))
             permit = None
             if verdict == "go" and domain not in exhausted:
                 problem = self._unrunnable(task)
