@@ -17,7 +17,7 @@ from core.settings import Settings
 from core.web.exceptions import InvalidUrl
 from core.web.urls import domain_of
 from data_plane.throttle import overrides
-from data_plane.throttle.commands import OPERATOR, ThrottleCommand
+from data_plane.throttle.commands import ALL_DOMAINS, OPERATOR, ThrottleCommand
 from data_plane.throttle.exceptions import ThrottleError
 from data_plane.throttle.snapshot import read_snapshot
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
@@ -97,9 +97,10 @@ def set_(
 
 @app.command("clear")
 def clear(domain: DomainArgument, as_json: JsonOption = False) -> None:
-    """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again."""
+    """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again.
+    DOMAIN '*' ends the fleet-wide pause a scraping API's used-up quota started."""
     settings = Settings.from_env()
-    command = overrides.clearing(settings, _domain(domain), f"operator: cleared by {_who()}")
+    command = overrides.clearing(settings, clear_target(domain), f"operator: cleared by {_who()}")
     _issue(settings, command, as_json)
 
 
@@ -126,6 +127,11 @@ def _issue(settings: Settings, command: ThrottleCommand, as_json: bool) -> None:
         f"{command.domain}: concurrency {command.concurrency}, delay {command.delay_ms} ms{paused}, {until} "
         f"(in {entry['topic']} as {command.state_key}, announced on {entry['exchange']})"
     )
+
+
+def clear_target(text: str) -> str:
+    """What ``clear`` ends: a domain's override, or with ``*`` the pause of every domain (the quota's)."""
+    return ALL_DOMAINS if text.strip() == ALL_DOMAINS else _domain(text)
 
 
 def _domain(text: str) -> str:
