@@ -29,6 +29,8 @@ NAMESPACED_TOPICS = (
     "frontier_changelog",
     "job_progress",
     "extracted",
+    "records_latest",
+    "changes",
 )
 
 

@@ -49,6 +49,11 @@ def topic_configs(settings: Settings) -> dict[str, dict[str, str]]:
             "cleanup.policy": "compact,delete",
             "retention.ms": str(topics.extracted_retention_ms),
         },
+        # The latest record per URL: compacted (one value per key once cleaned, kept forever), keyed and
+        # partitioned like pages.raw, so an extractor restores the state of the partitions it owns.
+        # Segments roll daily so that compaction, which skips the active segment, keeps up.
+        topics.records_latest: {"cleanup.policy": "compact", "segment.ms": str(86_400_000)},
+        topics.changes: {"retention.ms": WEEK_MS},
         topics.throttle_state: {"cleanup.policy": "compact"},
         topics.schemas: {"cleanup.policy": "compact"},
     }
@@ -72,8 +77,8 @@ def ensure_data_plane_topics(settings: Settings, *, pages_raw_partitions: int = 
         partitions = (
             compacted_partitions if config.get("cleanup.policy") == "compact" else settings.topics.partitions
         )
-        if name == settings.topics.pages_raw:
-            partitions = max(partitions, pages_raw_partitions)
+        if name == settings.topics.pages_raw or name in copartitioned_topics(settings):
+            partitions = max(settings.topics.partitions, pages_raw_partitions)
         clients.ensure_topics(settings.kafka, [name], partitions=partitions, config=config)
     return grow_partitions(settings.kafka, settings.topics.pages_raw, pages_raw_partitions)
 
@@ -92,6 +97,20 @@ def grow_partitions(kafka: KafkaSettings, topic: str, at_least: int) -> tuple[in
             if error.args[0].code() != KafkaError.INVALID_PARTITIONS:
                 raise
     return have, at_least
+
+
+def copartitioned_topics(settings: Settings) -> tuple[str, ...]:
+    """Topics whose partition ``i`` holds the extractor's state of ``pages.raw`` partition ``i``."""
+    return (settings.topics.extracted, settings.topics.records_latest)
+
+
+def copartition(settings: Settings, topic: str) -> int:
+    """Give ``topic`` at least as many partitions as ``pages.raw``; that count."""
+    admin = clients.admin(settings.kafka)
+    metadata = admin.list_topics(timeout=30).topics
+    wanted = len(metadata[settings.topics.pages_raw].partitions)
+    grow_partitions(settings.kafka, topic, wanted)
+    return wanted
 
 
 def prepare_data_plane(settings: Settings) -> None:

@@ -96,6 +96,10 @@ class TopicSettings(BaseSettings):
     # yields one record. Compacted, and kept this long: a copy arriving later is extracted again.
     extracted: str = "pages.extracted"
     extracted_retention_ms: int = Field(default=7 * 86_400_000, ge=3_600_000)
+    # The latest record per URL (compacted, keyed and partitioned like pages.raw) and the field-level
+    # change events between a URL's records, both written in the extractor's transactions.
+    records_latest: str = "records.latest"
+    changes: str = "records.changes"
     partitions: int = Field(default=6, ge=1)
     # Raw pages are the replay source: keep them long (default 30 days).
     pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)

@@ -22,6 +22,12 @@ lettered with the reason; a body over ``DUALPLANE_EXTRACT_MAX_HTML_BYTES`` is de
 the one waiting are committed, and the extractor resumes at that page's offset once S3 is back: a
 passing outage never turns good pages into dead letters, and nothing is skipped.
 
+Latest state and change events: each record also goes to the compacted ``records.latest`` (keyed
+by the page's URL, partitioned like ``pages.raw``), and a ``change_event`` to ``records.changes``
+when its price, currency, availability, title or main-text fingerprint differ from the URL's
+previous record, in the same transaction (:mod:`~data_plane.extractor.latest`). A 304 raw page
+(fetch outcome ``not_modified``) makes no record at all: the URL's latest record stands.
+
 A schema registry that does not answer (registry mode) is waited out the same way: nothing is
 dead-lettered for it. Settings: ``DUALPLANE_TOPIC_*``, ``DUALPLANE_EXTRACT_*``, ``DUALPLANE_S3_*``,
 ``DUALPLANE_SCHEMA_REGISTRY_*``.
@@ -55,6 +61,7 @@ from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 from data_plane.extractor import metrics
 from data_plane.extractor.body import BodyStore, resolve_body
 from data_plane.extractor.handled import HandledPages, page_key
+from data_plane.extractor.latest import LatestState
 from schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
@@ -72,6 +79,7 @@ COMMIT_BOUND_S = 90.0
 # a tight bound costs at most a redone batch (the successor producer fences this one).
 SEND_OFFSETS_TIMEOUT_S = 10.0
 SEND_OFFSETS_BOUND_S = 15.0
+NOT_MODIFIED = 304
 STORE_RETRY_S = 5.0  # back-off when the claim-check store does not answer (boto3 has retried by then)
 # consume() waits this long for a full batch: short, so that a page's record is visible soon after
 # its page (waiting 0.5 s for 200 pages that trickle in at 50 a second delayed each by up to that).
@@ -118,12 +126,14 @@ class Extractor:
             self.transactional_id = f"{self.group_id}-{self.instance_id}"
         self._stop = threading.Event()
         self.handled = HandledPages(settings)
+        self.latest = LatestState(settings, self.codec)
         self.pages = 0
         self.records = 0
         self.dead_lettered = 0
         self._dead_letter_stages: list[str] = []  # of the open transaction, counted once it commits
         self._consumed = core_metrics.CONSUMED.labels(settings.topics.pages_raw)
         self.duplicates = 0
+        self.not_modified = 0  # 304 pages: handled, no record (the latest record stands)
 
     def stop(self) -> None:
         self._stop.set()
@@ -139,6 +149,7 @@ class Extractor:
                 if not prepared:  # inside the loop: Kafka may still be starting, or a topic be brand new
                     prepare_data_plane(self.settings)
                     self.handled.prepare()
+                    self.latest.prepare()
                     prepared = True
                 self._run_once()
             except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
@@ -166,8 +177,9 @@ class Extractor:
         membership = {"group.instance.id": self.instance_id} if self.instance_id else {}
         consumer = clients.consumer(self.settings.kafka, self.group_id, **membership)
         self.handled.forget()  # a new consumer, a new assignment: read what was handled anew
+        self.latest.forget()
         try:
-            forget = lambda _consumer, parts: self.handled.forget(p.partition for p in parts)  # noqa: E731
+            forget = lambda _consumer, parts: self._forget([p.partition for p in parts])  # noqa: E731
             consumer.subscribe([self.settings.topics.pages_raw], on_revoke=forget, on_lost=forget)
             while not self._stop.is_set():
                 faulthandler.dump_traceback_later(STALL_REPORT_S)  # re-armed on every pass
@@ -189,7 +201,9 @@ class Extractor:
         :class:`ClaimCheckUnavailable` once the pages before the one whose body S3 did not serve
         are committed: the caller waits and resumes at that page.
         """
-        self.handled.load({message.partition() or 0 for message in batch})
+        partitions = {message.partition() or 0 for message in batch}
+        self.handled.load(partitions)
+        self.latest.load(partitions)
         budget_s = self.settings.extract.transaction_ms / 1000
         done = 0
         while done < len(batch):
@@ -220,19 +234,19 @@ class Extractor:
                     clients.within(send, SEND_OFFSETS_BOUND_S, "send_offsets")
                     commit = functools.partial(producer.commit_transaction, 60)
                     clients.within(commit, COMMIT_BOUND_S, "commit_transaction")
-                    self._committed(records_before)
+                    self._committed(records_before, self.latest.committed())
                     self.handled.committed()
                 else:
                     _abort(producer)
-                    self.handled.aborted()
+                    self._aborted()
             except clients.ClientWedged:
                 # Abandon the producer: its successor, with the same transactional id, fences it and
                 # aborts its open transaction when it initialises (the broker would after the timeout),
                 # so nothing of it can become visible later.
-                self.handled.aborted()
+                self._aborted()
                 raise
             except Exception:
-                self.handled.aborted()
+                self._aborted()
                 _abort(producer)
                 raise  # the caller rebuilds the consumer, which resumes at the committed offsets
             if waiting is not None:
@@ -264,6 +278,11 @@ class Extractor:
         self.handled.add(producer, partition, key, message.offset() or 0)
 
     def _extract(self, message: Message, raw: Mapping[str, Any], producer: Producer) -> None:
+        if raw.get("status") == NOT_MODIFIED:
+            # A 304 has no body: the page is the one of the URL's latest record. No record, so
+            # records.latest keeps that page (and its fetched_at) and no change event is made.
+            self.not_modified += 1
+            return
         try:
             page = resolve_body(raw, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
         except ClaimCheckUnavailable:
@@ -283,6 +302,8 @@ class Extractor:
             self._dead_letter(message, producer, f"{type(error).__name__}: {error}", "extract", page)
             return
         producer.produce(self.records_topic, value, str(record["canonical_url"]).encode())
+        url_key = (message.key() or str(raw["url"]).encode()).decode()  # pages.raw's key: the task's URL
+        self.latest.write(producer, message.partition() or 0, url_key, record, value)
         metrics.EXTRACT_SECONDS.observe(time.perf_counter() - started)
         self.records += 1
 
@@ -314,9 +335,22 @@ class Extractor:
         self.dead_lettered += 1
         self._dead_letter_stages.append(stage)
 
-    def _committed(self, records_before: int) -> None:
+    def _forget(self, partitions: list[int]) -> None:
+        """Partitions revoked or lost: their state is their next owner's to restore."""
+        self.handled.forget(partitions)
+        self.latest.forget(partitions)
+
+    def _aborted(self) -> None:
+        self.handled.aborted()
+        self.latest.aborted()
+
+    def _committed(self, records_before: int, changes: int) -> None:
         """Count what the transaction just committed (the shared produce and dead-letter counters)."""
-        core_metrics.PRODUCED.labels(self.records_topic).inc(self.records - records_before)
+        records = self.records - records_before
+        core_metrics.PRODUCED.labels(self.records_topic).inc(records)
+        core_metrics.PRODUCED.labels(self.settings.topics.records_latest).inc(records)
+        if changes:
+            core_metrics.PRODUCED.labels(self.settings.topics.changes).inc(changes)
         if self._dead_letter_stages:
             core_metrics.PRODUCED.labels(self.settings.topics.dead_letters).inc(len(self._dead_letter_stages))
         for stage in self._dead_letter_stages:

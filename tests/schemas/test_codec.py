@@ -169,6 +169,28 @@ def throttle_command() -> dict[str, Any]:
     }
 
 
+def change_event() -> dict[str, Any]:
+    return {
+        "url": "https://shop.example.com/products/42",
+        "canonical_url": "https://shop.example.com/products/42",
+        "job_id": "watch-shops",
+        "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+        "fetched_at": EXTRACTED_AT,
+        "previous_fetched_at": datetime(2024, 5, 10, 9, 30, tzinfo=UTC),
+        "changed": ["price", "availability"],
+        "price_from": Decimal("19.9900"),
+        "price_to": Decimal("17.4900"),
+        "currency_from": "EUR",
+        "currency_to": "EUR",
+        "availability_from": "in_stock",
+        "availability_to": "limited",
+        "title_from": "Kettle",
+        "title_to": "Kettle",
+        "text_fingerprint_from": "0123456789abcdef",
+        "text_fingerprint_to": "0123456789abcdef",
+    }
+
+
 def realistic(name: str, version: int) -> dict[str, Any]:
     """A realistic record of every packaged schema version; a new version must be added here."""
     builders = {
@@ -182,6 +204,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
         ("page_record", 3): lambda: page_record(3),
         ("dead_letter", 1): dead_letter,
         ("throttle_command", 1): throttle_command,
+        ("change_event", 1): change_event,
     }
     if (name, version) not in builders:
         pytest.fail(f"add a realistic {name} v{version} record to tests/schemas/test_codec.py")

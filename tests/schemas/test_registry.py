@@ -38,6 +38,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
     found = [(schema.name, schema.version) for schema in schemas.all_schemas()]
 
     assert found == [
+        ("change_event", 1),
         ("dead_letter", 1),
         ("fetch_event", 1),
         ("fetch_event", 2),
@@ -55,7 +56,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
 
 def test_schema_errors_are_dualplane_errors() -> None:
     assert issubclass(SchemaError, DualplaneError)
-    with pytest.raises(UnknownSchema, match="known: dead_letter, fetch_event"):
+    with pytest.raises(UnknownSchema, match="known: change_event, dead_letter, fetch_event"):
         schemas.latest_version("nope")
 
 
@@ -71,6 +72,7 @@ def test_packaged_topics_are_the_settings_topics() -> None:
         "page_record": topics.records,
         "dead_letter": topics.dead_letters,
         "throttle_command": topics.throttle_state,
+        "change_event": topics.changes,
     }
 
 
