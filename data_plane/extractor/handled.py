@@ -1,4 +1,4 @@
-"""Each page extracted once: the (job, URL) keys the extractor has handled, kept in Kafka.
+"""Each page extracted once: the (job, URL, task) keys the extractor has handled, kept in Kafka.
 
 Why. A fetcher acks its task only after Kafka confirmed the raw page; a fetcher that dies between
 the two leaves the task to be fetched again, and ``pages.raw`` then holds the page twice (as it
@@ -8,14 +8,19 @@ transaction that already makes its output exactly once, rather than leaving it t
 record key that every consumer would have to honour (and that a ``read_committed`` reader would
 still see twice).
 
-How. Every page handled (a record or a dead letter made) adds its key, a 16-byte hash of its job
-id and URL, to the compacted topic ``DUALPLANE_TOPIC_EXTRACTED``, in the same Kafka transaction as
-the record and the consumed offsets, and to the partition with the page's own ``pages.raw``
-partition number: a raw page is keyed by its URL, so every copy of a page lands in one partition,
-owned by one extractor at a time. Before handling the first page of a partition it was assigned,
-an extractor reads that partition's keys to the end (``read_committed``, so exactly what was
-committed with the offsets it resumes from); a page whose key is there, or was added earlier in
-the open transaction, is skipped. An aborted transaction forgets its keys with its records.
+What is a copy. The same task fetched again: a task redelivered or retried keeps its id, so its
+copies share the key. A revisit of the URL (a monitor coming back, a job seeding the URL anew) is
+a new task, so a new page with its own record: the key is a 16-byte hash of the job id, the URL and
+the task id (before monitors, of the job id and URL only, which dropped every revisit in a job).
+
+How. Every page handled (a record or a dead letter made) adds its key to the compacted topic
+``DUALPLANE_TOPIC_EXTRACTED``, in the same Kafka transaction as the record and the consumed
+offsets, and to the partition with the page's own ``pages.raw`` partition number: a raw page is
+keyed by its URL, so every copy of a page lands in one partition, owned by one extractor at a
+time. Before handling the first page of a partition it was assigned, an extractor reads that
+partition's keys to the end (``read_committed``, so exactly what was committed with the offsets it
+resumes from); a page whose key is there, or was added earlier in the open transaction, is skipped.
+An aborted transaction forgets its keys with its records.
 
 Bounds. Keys are kept ``DUALPLANE_TOPIC_EXTRACTED_RETENTION_MS`` (7 days; compaction keeps one per
 page meanwhile): a copy arriving later than that is extracted again. In memory, about 100 bytes
@@ -42,9 +47,9 @@ KEY_BYTES = 16
 LOAD_IDLE_S = 90.0
 
 
-def page_key(job_id: str, url: str) -> bytes:
-    """The key of one page of one job."""
-    return hashlib.blake2b(f"{job_id}\n{url}".encode(), digest_size=KEY_BYTES).digest()
+def page_key(job_id: str, url: str, task_id: str) -> bytes:
+    """The key of one page of one job, fetched by one task (its copies share it, its revisits do not)."""
+    return hashlib.blake2b(f"{job_id}\n{url}\n{task_id}".encode(), digest_size=KEY_BYTES).digest()
 
 
 class HandledPages:

@@ -266,7 +266,10 @@ class Extractor:
             self._handle_page(message, raw, producer)
 
     def _handle_page(self, message: Message, raw: Mapping[str, Any], producer: Producer) -> None:
-        partition, key = message.partition() or 0, page_key(str(raw["job_id"]), str(raw["url"]))
+        partition, key = (
+            message.partition() or 0,
+            page_key(str(raw["job_id"]), str(raw["url"]), str(raw["task_id"])),
+        )
         if self.handled.seen(partition, key):
             self.duplicates += 1
             log.info("extractor: %s (job %s) was handled before; skipping its copy at %s[%s]@%s",

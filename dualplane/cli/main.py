@@ -80,6 +80,7 @@ COMMANDS = {
     "records": _cmd(
         "records_cmd", "app", "Read extracted page records (the records topic, committed records only)."
     ),
+    "changes": _cmd("changes_cmd", "app", "Change events: what changed on a page since its previous record."),
     "throttle": _cmd(
         "throttle_cmd", "app",
         "Adaptive throttling: what the block-ratio processor decided per domain, and why.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,9 +14,11 @@ from fastavro import writer as avro_writer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 import schemas
+from core.exceptions import DualplaneError
 from core.settings import Settings
+from data_plane.extractor.change_reader import latest_records
 from data_plane.extractor.records import PageRecord, iter_records
-from dualplane.cli.output import stderr
+from dualplane.cli.output import JsonOption, stderr, stdout, table
 
 app = typer.Typer(help="Read extracted page records (the records topic, committed records only).")
 
@@ -88,3 +91,39 @@ def _write(records: Iterator[PageRecord], output_format: Format, out: BinaryIO) 
         out.flush()
         count += 1
     return count
+
+
+@app.command("latest")
+def latest(
+    url: Annotated[
+        str | None, typer.Option("--url", help="Only this URL (as the frontier wrote it).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The current record of every URL (or of --url): records.latest, one record per URL."""
+    settings = Settings.from_env()
+    with stderr.status(f"reading {settings.topics.records_latest}"):
+        records = latest_records(settings, url=url)
+    if url is not None and url not in records:
+        raise DualplaneError(
+            f"no record of {url} in {settings.topics.records_latest}; `records latest` lists the URLs"
+        )
+    if as_json:
+        for key, record in records.items():
+            sys.stdout.write(json.dumps({"url": key, "record": record.model_dump(mode="json")}) + "\n")
+        return
+    rows = [_latest_row(key, record) for key, record in sorted(records.items())]
+    columns = ["url", "price", "availability", "title", "fetched at (UTC)"]
+    stdout.print(table(f"{len(rows)} URL(s) in {settings.topics.records_latest}", columns, rows))
+
+
+def _latest_row(url: str, record: PageRecord) -> list[str]:
+    product = record.product
+    price = (
+        f"{product.price.normalize():f} {product.currency or ''}".strip()
+        if product and product.price
+        else "-"
+    )
+    availability = (product.availability if product else None) or "-"
+    fetched = record.fetched_at.strftime("%Y-%m-%d %H:%M:%S")
+    return [url, price, availability, (record.title or "-")[:60], fetched]

@@ -1,0 +1,48 @@
+"""``dualplane changes tail``: field-level change events of watched pages (the changes topic)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Annotated
+
+import typer
+
+from core.settings import Settings
+from data_plane.extractor.change_reader import ChangeEvent, iter_changes
+from dualplane.cli.output import JsonOption, stdout
+
+app = typer.Typer(help="Change events: what changed on a page since its previous record.")
+
+
+@app.command("tail")
+def tail(
+    from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event, not the newest.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Print change events as extractors commit them, until Ctrl-C (--json: one object a line)."""
+    settings = Settings.from_env()
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends
+        for event in iter_changes(settings, from_beginning=from_beginning, follow=True):
+            if as_json:
+                sys.stdout.write(event.model_dump_json() + "\n")
+                sys.stdout.flush()
+            else:
+                stdout.print(describe(event), soft_wrap=True, highlight=False)
+
+
+def describe(event: ChangeEvent) -> str:
+    """One line: when, which URL, and each changed field as ``from -> to``."""
+    parts = []
+    for name in event.changed:
+        before, after = getattr(event, f"{name}_from"), getattr(event, f"{name}_to")
+        parts.append(f"{name} {_shown(before)} -> {_shown(after)}")
+    return f"{event.fetched_at:%Y-%m-%d %H:%M:%S}  {event.url}  " + ", ".join(parts)
+
+
+def _shown(value: object) -> str:
+    if value is None:
+        return "-"
+    if hasattr(value, "normalize"):  # a Decimal price: 17.4900 -> 17.49
+        return f"{value.normalize():f}"
+    return repr(value) if isinstance(value, str) and " " in value else str(value)
