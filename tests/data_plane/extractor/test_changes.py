@@ -16,7 +16,9 @@ BEFORE, AFTER = datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 11, 2, tzinfo=
 URL = "https://shop.example/p/1"
 
 
-def record(price: str | None = "19.99", *, text: str = "A kettle.\nBoils fast.", **changes: Any) -> dict[str, Any]:
+def record(
+    price: str | None = "19.99", *, text: str = "A kettle.\nBoils fast.", **changes: Any
+) -> dict[str, Any]:
     product = {"price": Decimal(price) if price else None, "currency": "EUR", "availability": "in_stock"}
     base = {"canonical_url": URL, "job_id": "watch", "trace_id": "t", "fetched_at": BEFORE, "title": "Kettle"}
     return {**base, "text": text, "product": {**product, **changes.pop("product", {})}, **changes}
