@@ -154,6 +154,17 @@ class DiscoveredBatch(ControlMessage):
     priority: Priority | None = None
     source_url: str | None = None
     seed: bool = False
+    # Seeds read from a sitemap: each URL's <lastmod> in epoch ms (None where it gave none), so that
+    # a monitor can skip revisiting a page its site says did not change. Left out when unset.
+    lastmods_ms: tuple[int | None, ...] | None = None
+
+    omitted_when_none = frozenset({"lastmods_ms"})
+
+    @model_validator(mode="after")
+    def _one_lastmod_a_url(self) -> Self:
+        if self.lastmods_ms is not None and len(self.lastmods_ms) != len(self.urls):
+            raise ValueError(f"{len(self.lastmods_ms)} lastmods_ms for {len(self.urls)} urls; give one a URL")
+        return self
 
 
 MAX_VALIDATOR_CHARS = 1024

@@ -18,6 +18,7 @@ import asyncio
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import IO
 
 import aiohttp
 
@@ -73,6 +74,7 @@ class GuardedClient:
         max_bytes: int,
         max_redirects: int,
         body_of_2xx_only: bool = True,
+        into: IO[bytes] | None = None,
     ) -> HttpAnswer:
         """GET ``url``, following at most ``max_redirects`` redirects, each one checked by the guard.
 
@@ -80,10 +82,13 @@ class GuardedClient:
         2xx answer (any answer with ``body_of_2xx_only=False``), cut at ``max_bytes``. Raises
         :class:`~core.web.exceptions.UnsafeUrl` for a hop the guard refuses, :class:`OutboundTimeout`
         past ``deadline_s``, :class:`OutboundFailed` for anything else that is no answer.
+
+        With ``into``, the body is written there as it arrives (still decoded and capped) and the
+        answer's ``body`` is empty: a 50 MB sitemap then never sits in memory whole.
         """
         try:
             async with asyncio.timeout(deadline_s):
-                return await self._follow(url, max_bytes, max_redirects, body_of_2xx_only)
+                return await self._follow(url, max_bytes, max_redirects, body_of_2xx_only, into)
         except TimeoutError as error:
             raise OutboundTimeout(f"{url}: no complete answer within {deadline_s} s") from error
         except aiohttp.ClientError as error:
@@ -97,7 +102,7 @@ class GuardedClient:
             await session.close()
 
     async def _follow(
-        self, url: str, max_bytes: int, max_redirects: int, body_of_2xx_only: bool
+        self, url: str, max_bytes: int, max_redirects: int, body_of_2xx_only: bool, into: IO[bytes] | None
     ) -> HttpAnswer:
         session = self._open()
         for redirects in range(max_redirects + 1):
@@ -111,7 +116,9 @@ class GuardedClient:
                 location = redirect_target(response.status, headers, url)
                 if location is None or redirects == max_redirects:
                     wanted = 200 <= response.status < 300 or not body_of_2xx_only
-                    body, truncated = await _read_capped(response, max_bytes) if wanted else (b"", False)
+                    body, truncated = (
+                        await _read_capped(response, max_bytes, into) if wanted else (b"", False)
+                    )
                     return HttpAnswer(response.status, body, truncated, url, redirects)
             url = location
         raise AssertionError("unreachable: the loop returns on its last round")
@@ -130,16 +137,25 @@ class GuardedClient:
         return self._session
 
 
-async def _read_capped(response: aiohttp.ClientResponse, max_bytes: int) -> tuple[bytes, bool]:
-    """The first ``max_bytes`` of the decoded body, and whether there was more."""
+async def _read_capped(
+    response: aiohttp.ClientResponse, max_bytes: int, into: IO[bytes] | None = None
+) -> tuple[bytes, bool]:
+    """The first ``max_bytes`` of the decoded body (written to ``into`` if given), and whether there was
+    more."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     inflater = zlib.decompressobj(INFLATE_WBITS) if encoding in ("gzip", "x-gzip", "deflate") else None
     body = bytearray()
+    read = 0
     try:
         async for chunk in response.content.iter_any():
-            room = max_bytes - len(body)
-            body += inflater.decompress(chunk, room + 1) if inflater is not None else chunk[: room + 1]
-            if len(body) > max_bytes:
+            room = max_bytes - read
+            piece = inflater.decompress(chunk, room + 1) if inflater is not None else chunk[: room + 1]
+            read += len(piece)
+            if into is not None:
+                into.write(piece[:room])
+            else:
+                body += piece
+            if read > max_bytes:
                 return bytes(body[:max_bytes]), True
     except zlib.error as error:
         raise OutboundFailed(f"{response.url}: corrupt {encoding} body ({error})") from error

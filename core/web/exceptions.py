@@ -23,3 +23,11 @@ class OutboundFailed(WebError):
 
 class OutboundTimeout(OutboundFailed):
     """A guarded outbound request had no complete answer (head, redirects and body) by its deadline."""
+
+
+class SitemapInvalid(WebError):
+    """A body that is no sitemap: not XML, broken XML, corrupt gzip, or another root element."""
+
+
+class SitemapTooLarge(SitemapInvalid):
+    """A sitemap past the protocol's limits: 50 MiB uncompressed or 50,000 entries."""

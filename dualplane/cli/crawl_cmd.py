@@ -27,6 +27,16 @@ def crawl(
         str | None,
         typer.Option(help="Start URLs, one per line: a local file or s3://bucket/key, gzip or not."),
     ] = None,
+    sitemap: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--sitemap", help="A sitemap (or index, gzip or not) whose pages are seeds; repeat for more."
+        ),
+    ] = None,
+    sitemaps_from_robots: Annotated[
+        bool,
+        typer.Option(help="Also seed from the sitemaps the --seed hosts' robots.txt name (Sitemap: lines)."),
+    ] = False,
     job: Annotated[str | None, typer.Option("--job", help="Job id (default: a new one).")] = None,
     priority: Annotated[str, typer.Option(help="Lane: high, normal or bulk.")] = "normal",
     max_pages: Annotated[
@@ -57,9 +67,10 @@ def crawl(
     from control_plane.frontier.submit import submit_job
     from core.settings import Settings
     from dualplane.cli.following import follow
+    from dualplane.cli.sitemap_seeding import submit_sitemaps
 
     settings = Settings.from_env()
-    seeds = _read_seeds(seed or [], seeds_file)
+    seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
     seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
     if priority not in ("high", "normal", "bulk"):
         raise typer.BadParameter(
@@ -77,7 +88,7 @@ def crawl(
             check_job_id(job)
         except ValueError as error:
             raise typer.BadParameter(str(error), param_hint="--job") from None
-    domains = () if any_domain else tuple(allow_domain or _seed_domains(seeds, seed_list, settings))
+    domains = () if any_domain else tuple(allow_domain or _default_scope(seeds, seed_list, sitemap, settings))
     spec = JobSpec(
         job_id=job or f"job-{uuid.uuid4().hex[:12]}",
         allowed_domains=domains,
@@ -94,6 +105,10 @@ def crawl(
         topology = Topology(settings.queues)
         with seeding_progress(seed_list) as on_seed:
             count = submit_job(channel, topology, spec, itertools.chain(seeds, seed_list or ()), on_seed)
+        if sitemap or sitemaps_from_robots:
+            count += submit_sitemaps(
+                settings, channel, topology, spec, sitemap or [], seeds if sitemaps_from_robots else []
+            )
         report_bad_lines(seed_list)
         stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
     finally:
@@ -143,20 +158,29 @@ def _patterns(values: list[str] | None, option: str) -> tuple[str, ...]:
     return tuple(values or ())
 
 
-def _read_seeds(seeds: list[str], seeds_file: str | None) -> list[str]:
+def _read_seeds(seeds: list[str], seeds_file: str | None, sitemaps: bool = False) -> list[str]:
     """The ``--seed`` URLs, checked; a ``--seeds-file`` is streamed later, never read whole."""
     from core.web.exceptions import InvalidUrl
     from core.web.urls import domain_of
 
     urls = list(seeds)
-    if not urls and not seeds_file:
-        raise typer.BadParameter("give at least one --seed URL or a --seeds-file")
+    if not urls and not seeds_file and not sitemaps:
+        raise typer.BadParameter("give at least one --seed URL, a --seeds-file or a --sitemap")
     for url in urls:
         try:
             domain_of(url)
         except InvalidUrl as error:
             raise typer.BadParameter(str(error), param_hint="--seed") from error
     return urls
+
+
+def _default_scope(
+    seeds: list[str], seed_list: SeedList | None, sitemaps: list[str] | None, settings: Settings
+) -> list[str]:
+    """The seeds' domains and the ``--sitemap`` hosts."""
+    from dualplane.cli.sitemap_seeding import sitemap_domains
+
+    return sorted({*_seed_domains(seeds, seed_list, settings), *sitemap_domains(sitemaps or [])})
 
 
 def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> list[str]:

@@ -1,0 +1,89 @@
+"""A job's seeds from sitemaps: each page with its ``lastmod``, and a dead letter for each bad sitemap.
+
+Seeds go as :func:`~control_plane.frontier.submit.submit_job` sends them (batches per shard, each
+confirmed), with ``lastmods_ms`` on the batch. A :class:`SitemapProblem` is published to the dead
+letters with its reason (``dualplane dlq list`` shows it, kind ``sitemap``); it names no queue to
+go back to, so ``dlq redrive`` leaves it: fix the sitemap and submit again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+
+import pika
+from pika.adapters.blocking_connection import BlockingChannel
+
+from brokers.amqp.dead_letters import dead_letter
+from brokers.amqp.messages import CONTENT_TYPE, DiscoveredBatch, JobSpec, new_id
+from brokers.amqp.publisher import publish
+from brokers.amqp.topology import Topology
+from control_plane.frontier.sitemaps import SitemapProblem
+from control_plane.frontier.submit import SEED_BATCH
+from core.web.sitemaps import SitemapEntry
+from core.web.urls import domain_of
+
+SOURCE = "sitemaps"  # the dead letter's "from": no queue, the reading at submit time
+
+
+def submit_sitemap_seeds(
+    channel: BlockingChannel,
+    topology: Topology,
+    spec: JobSpec,
+    entries: Iterable[SitemapEntry],
+    on_seed: Callable[[int], None] | None = None,
+) -> int:
+    """Publish every entry as a seed of ``spec``'s job (already submitted); return how many.
+
+    At most one open batch per shard is held, so a sitemap of 50,000 URLs streams in flat memory.
+    """
+    open_batches: dict[int, list[SitemapEntry]] = {}
+    count = 0
+    for entry in entries:
+        shard = topology.shard_of(domain_of(entry.url))  # the parser let only crawlable URLs through
+        batch = open_batches.setdefault(shard, [])
+        batch.append(entry)
+        if len(batch) >= SEED_BATCH:
+            _send(channel, topology, spec, shard, open_batches.pop(shard))
+        count += 1
+        if on_seed is not None:
+            on_seed(count)
+    for shard, batch in open_batches.items():
+        _send(channel, topology, spec, shard, batch)
+    return count
+
+
+def dead_letter_sitemap(
+    channel: BlockingChannel, topology: Topology, job_id: str, problem: SitemapProblem
+) -> None:
+    """Publish ``problem`` to the dead letters, with its reason, as a ``sitemap`` of ``job_id``."""
+    body = {
+        "kind": "sitemap",
+        "job_id": job_id,
+        "url": problem.sitemap_url,
+        "entries_used": problem.entries_used,
+    }
+    dead_letter(
+        channel,
+        topology,
+        json.dumps(body, separators=(",", ":")).encode(),
+        pika.BasicProperties(content_type=CONTENT_TYPE),
+        reason=problem.reason,
+        source_queue=SOURCE,
+        exchange="",
+        routing_key="",
+    )
+
+
+def _send(
+    channel: BlockingChannel, topology: Topology, spec: JobSpec, shard: int, batch: list[SitemapEntry]
+) -> None:
+    seeds = DiscoveredBatch(
+        job_id=spec.job_id,
+        urls=tuple(entry.url for entry in batch),
+        lastmods_ms=tuple(entry.lastmod_ms for entry in batch),
+        depth=0,
+        priority=spec.priority,
+        seed=True,
+    )
+    publish(channel, topology.discovery_exchange, str(shard), seeds, message_id=new_id())
