@@ -21,7 +21,6 @@ from brokers.amqp.topology import Topology
 from control_plane.frontier.sitemaps import SitemapProblem
 from control_plane.frontier.submit import SEED_BATCH
 from core.web.sitemaps import SitemapEntry
-from core.web.urls import domain_of
 
 SOURCE = "sitemaps"  # the dead letter's "from": no queue, the reading at submit time
 
@@ -40,7 +39,7 @@ def submit_sitemap_seeds(
     open_batches: dict[int, list[SitemapEntry]] = {}
     count = 0
     for entry in entries:
-        shard = topology.shard_of(domain_of(entry.url))  # the parser let only crawlable URLs through
+        shard = topology.shard_of(entry.domain)
         batch = open_batches.setdefault(shard, [])
         batch.append(entry)
         if len(batch) >= SEED_BATCH:

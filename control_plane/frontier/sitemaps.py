@@ -27,7 +27,7 @@ from protego import Protego
 from control_plane.frontier.robots import MAX_REDIRECTS, MAX_ROBOTS_BYTES, RobotsCache
 from core.web.client_thread import ClientThread
 from core.web.exceptions import InvalidUrl, OutboundFailed, SitemapInvalid, UnsafeUrl
-from core.web.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, SitemapParser, same_site
+from core.web.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, SitemapParser
 from core.web.urls import domain_of
 
 SPOOL_BYTES = 1024 * 1024
@@ -170,7 +170,7 @@ class SitemapReader:
         used, outside, examples = 0, 0, list[str]()  # a count and a few examples: 50,000 strangers stay flat
         try:
             for entry in parser.entries():
-                if not same_site(entry.url, scope):
+                if entry.domain != scope:
                     outside += 1
                     if len(examples) < OUT_OF_SCOPE_EXAMPLES:
                         examples.append(entry.url)

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import CrawlTask, DiscoveredUrl, JobSpec, decode
+from brokers.amqp.messages import CrawlTask, DiscoveredBatch, DiscoveredUrl, JobSpec, decode
 
 
 @pytest.mark.parametrize("job_id", ["job-1", "Rückruf 2026/11 (retry)", "x" * 200, "a"])
@@ -43,3 +43,16 @@ def test_a_job_id_with_control_characters_or_out_of_bounds_is_rejected_with_its_
     for message_type in (JobSpec, DiscoveredUrl, CrawlTask):
         with pytest.raises(ValidationError, match="job id"):
             message_type.model_validate(fields)
+
+
+def test_a_seed_batch_carries_its_sitemap_lastmods_and_a_batch_of_before_them_still_decodes() -> None:
+    old = b'{"kind":"discovered_batch","version":1,"job_id":"j","trace_id":"t","urls":["http://a.test/"]}'
+    assert decode(old).lastmods_ms is None
+    plain = DiscoveredBatch(job_id="j", urls=("http://a.test/",))
+    assert b"lastmods_ms" not in plain.encode()  # unset: a frontier of before it reads every such batch
+    with_lastmods = DiscoveredBatch(
+        job_id="j", urls=("http://a.test/1", "http://a.test/2"), lastmods_ms=(1, None)
+    )
+    assert decode(with_lastmods.encode()) == with_lastmods
+    with pytest.raises(ValidationError, match="1 lastmods_ms for 2 urls"):
+        DiscoveredBatch(job_id="j", urls=("http://a.test/1", "http://a.test/2"), lastmods_ms=(1,))
