@@ -196,5 +196,7 @@ class SitemapReader:
         self._problem(url, reason, used)
 
     def _problem(self, url: str, reason: str, used: int = 0) -> None:
+        """Every reason names its sitemap first: ``dlq list`` shows the reason, not the body."""
         self.stats.problems += 1
-        self.on_problem(SitemapProblem(url, reason, used))
+        named = reason if reason.startswith(f"{url}: ") else f"{url}: {reason}"
+        self.on_problem(SitemapProblem(url, named, used))

@@ -110,7 +110,7 @@ def test_a_loop_of_indexes_is_read_once_and_named(client: ClientThread) -> None:
         pages, problems, _ = read(client, f"{origin}/a.xml")
     assert pages == [f"{origin}/p1"]
     assert [p.reason for p in problems] == [
-        f"a loop of sitemap indexes: {origin}/a.xml -> {origin}/b.xml -> {origin}/a.xml"
+        f"{origin}/a.xml: a loop of sitemap indexes: {origin}/a.xml -> {origin}/b.xml -> {origin}/a.xml"
     ]
 
 
@@ -133,7 +133,7 @@ def test_urls_of_another_host_are_counted_skipped_and_named(client: ClientThread
     assert pages == [f"{origin}/mine"]
     assert reader.stats.out_of_scope == 2
     assert len(problems) == 1
-    assert problems[0].reason.startswith("2 URL(s) out of the sitemap's scope (host 127.0.0.1:")
+    assert problems[0].reason.startswith(f"{origin}/s.xml: 2 URL(s) out of the sitemap's scope (host 127.0.0.1:")
     assert "e.g. http://elsewhere.test/1, http://elsewhere.test/2" in problems[0].reason
     assert problems[0].entries_used == 1
 
