@@ -76,6 +76,11 @@ def crawl(
         raise typer.BadParameter(
             f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
         )
+    if sitemaps_from_robots and not seed:
+        raise typer.BadParameter(
+            "it reads the robots.txt of the --seed URLs' hosts: give --seed",
+            param_hint="--sitemaps-from-robots",
+        )
     if extractor is not None and not re.match(EXTRACTOR_NAME, extractor):
         raise typer.BadParameter(
             f"{extractor!r} is no extractor plugin name (an entry point name of dualplane.extractors)",
