@@ -133,7 +133,8 @@ def test_urls_of_another_host_are_counted_skipped_and_named(client: ClientThread
     assert pages == [f"{origin}/mine"]
     assert reader.stats.out_of_scope == 2
     assert len(problems) == 1
-    assert problems[0].reason.startswith(f"{origin}/s.xml: 2 URL(s) out of the sitemap's scope (host 127.0.0.1:")
+    scope = f"{origin}/s.xml: 2 URL(s) out of the sitemap's scope (host 127.0.0.1:"
+    assert problems[0].reason.startswith(scope)
     assert "e.g. http://elsewhere.test/1, http://elsewhere.test/2" in problems[0].reason
     assert problems[0].entries_used == 1
 
