@@ -5,10 +5,12 @@ and the pinned versions of the parsing libraries. ``extracted_at`` defaults to t
 ``fetched_at``, not the clock, so replaying the same page yields byte-identical record payloads;
 pass ``extracted_at`` to stamp a wall-clock time instead, at the price of that guarantee.
 
-Per page: decode the body (its charset, else a browser-style guess; bad bytes become U+FFFD), read
-structured data (extruct), the main text (trafilatura) and the links (:func:`extract_links`), decide
-whether the page is a product or an article and fill those parts, structured data first and markup
-heuristics where it is silent. Non-HTML bodies give a record without links or structured parts.
+Per page: decode the body (its charset, else a browser-style guess; bad bytes become U+FFFD), parse it
+once with Lexbor for the links (:func:`extract_links`), the structured data and the markup heuristics,
+decide whether the page is a product, read the main text by the engine that suits the page
+(:mod:`~data_plane.extract.text_route`) and whether it is an article, and fill those parts, structured
+data first and markup heuristics where it is silent. Non-HTML bodies give a record without links or
+structured parts.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
 from data_plane.extract.text import clip_text, link_texts, main_text
+from data_plane.extract.text_route import text_route
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
@@ -169,9 +172,11 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     data = read_structured(html, final_url, tree)
     markup = Markup(tree)
-    text = main_text(html, final_url, partial(link_texts, markup))
     description = description_of(markup)
     product = extract_product(markup, data, final_url, html=html)
+    # The route needs to know whether the page is a product page: the product comes first.
+    route = text_route(html, markup, product_page=product is not None and not data.articles)
+    text = main_text(html, final_url, partial(link_texts, markup), route=route)
     article = extract_article(markup, data, text) if product is None or data.articles else None
     return Content(
         html=html,
@@ -205,6 +210,7 @@ def warm_up() -> None:
         "content_type": "text/html", "charset": "utf-8",
     }  # fmt: skip
     extract_record(page)
+    detect_language(" ".join(["warm-up words for the language model"] * 4))  # the page declares its language
 
 
 def _record(

@@ -1,4 +1,5 @@
-"""Main text with boilerplate removed (trafilatura, or resiliparse on documentation), and an article's body.
+"""Main text with boilerplate removed (trafilatura, or resiliparse on documentation and shop pages), and an
+article's body.
 
 Two engines. trafilatura's cascade (lxml, its extractor, readability and jusText to compare, a
 baseline) chooses the main block of news, blog and shop pages best: resiliparse's main-content
@@ -7,8 +8,9 @@ text on any class of news pages told by text length or by its share of the page 
 there. But trafilatura costs 100-200 ms of CPU on a large documentation page, whose main content is
 nearly the whole page, while resiliparse (C, over Lexbor) reads it in a few milliseconds with the
 same text (token precision 0.99 and recall 1.0 of one against the other, means over NumPy's built
-docs). So a page a documentation generator made (:data:`DOCS_MARKERS`) is read by resiliparse, and
-every other page by trafilatura.
+docs). So a page a documentation generator made is read by resiliparse, and so is a product page, whose
+record is judged by its product fields; news and blog pages by trafilatura, from their article element
+alone where there is one (:mod:`~data_plane.extract.text_route` chooses).
 
 trafilatura runs without its metadata pass: that pass guesses dates relative to today's date, which
 would make records depend on when they were extracted. Both outputs are deterministic for given HTML.
@@ -28,6 +30,7 @@ from resiliparse.parse.html import HTMLTree
 from data_plane.extract.boilerplate import trim_boilerplate
 from data_plane.extract.markup import Markup
 from data_plane.extract.markup import line as line_of
+from data_plane.extract.text_route import TextRoute, text_route
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
@@ -42,13 +45,6 @@ KICKER_CHARS = 40
 """A leading line is a kicker ("Culture", "24 July 2015") when it has at most KICKER_WORDS words in at
 most this many columns."""
 BYLINE_WORDS = 12
-DOCS_MARKERS = re.compile(
-    r"documentation_options\.js|<meta\s+name=[\"']?generator[\"']?\s+content=[\"']?"
-    r"(?:sphinx|docutils|mkdocs|docusaurus)",
-    re.I,
-)
-"""A page built by Sphinx (every Sphinx theme loads ``documentation_options.js``), MkDocs or Docusaurus.
-None of the 1200 dev and test pages matches; all 35 NumPy docs pages of 100 kB and more do."""
 DOCS_MIN_CHARS = 2000
 """Less main text than this on a documentation page, even in its ``<main>`` element, and trafilatura
 reads the page after all."""
@@ -61,17 +57,31 @@ logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page i
 
 
 def main_text(
-    html: str, url: str | None, link_texts: Callable[[], Collection[str]] | None = None
+    html: str,
+    url: str | None,
+    link_texts: Callable[[], Collection[str]] | None = None,
+    *,
+    route: TextRoute | None = None,
 ) -> str | None:
     """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty.
 
+    Read by the engine ``route`` names (:mod:`~data_plane.extract.text_route`; by default, a
+    documentation page by resiliparse and any other by trafilatura); where resiliparse or the article
+    element give nothing, trafilatura reads the whole page after all.
     Related-content tails and copyright lines that trafilatura keeps are cut by their wording, and
     teaser lines by the texts of the page's links, which ``link_texts`` gives when asked (only for a
     line that looks like a teaser; :func:`link_texts`, :mod:`~data_plane.extract.boilerplate`).
     """
+    route = route or text_route(html)
     if len(html) > MAX_HTML_CHARS:
         html = _BULK.sub("", html)[:MAX_HTML_CHARS]
-    text = docs_text(html) if DOCS_MARKERS.search(html) else None
+    text = None
+    if route.name == "docs":
+        text = docs_text(html)
+    elif route.name == "shop":
+        text = _plain_text(HTMLTree.parse(html), main_content=True) or None
+    elif route.element_html is not None:
+        text = _trafilatura_text(route.element_html, url)
     if text is None:
         text = _trafilatura_text(html, url)
     text = trim_boilerplate(text or "", link_texts).strip()

@@ -1,0 +1,104 @@
+"""Which engine reads a page's main text: documentation and shop pages by resiliparse, a lone article
+element by trafilatura alone, every other page by trafilatura whole."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from data_plane.extract import text
+from data_plane.extract.markup import Markup
+from data_plane.extract.offline import raw_page
+from data_plane.extract.record import extract_record
+from data_plane.extract.text import main_text
+from data_plane.extract.text_route import MIN_ARTICLE_WORDS, TextRoute, text_route
+
+pytestmark = pytest.mark.unit
+
+URL = "https://news.example/story"
+PARAGRAPH = "<p>" + "The council voted on the new budget for the harbour and its bridges. " * 3 + "</p>"
+SPHINX = '<html><head><script src="_static/documentation_options.js"></script></head><body></body></html>'
+
+
+def news_page(body: str) -> str:
+    return f"<html><head><title>Story</title></head><body><nav><a href='/'>Home</a></nav>{body}</body></html>"
+
+
+def route_of(html: str, *, product_page: bool = False) -> TextRoute:
+    return text_route(html, Markup(html), product_page=product_page)
+
+
+def test_a_documentation_page_goes_to_resiliparse_even_when_it_sells_something() -> None:
+    assert route_of(SPHINX, product_page=True).name == "docs"
+
+
+def test_a_product_page_goes_to_resiliparse() -> None:
+    assert route_of(news_page(f"<article>{PARAGRAPH * 10}</article>"), product_page=True).name == "shop"
+
+
+def test_a_lone_article_element_is_handed_to_trafilatura_alone() -> None:
+    route = route_of(news_page(f"<div><article><h1>Budget</h1>{PARAGRAPH * 10}</article></div>"))
+    assert route.name == "article"
+    assert route.element_html is not None
+    assert "Budget" in route.element_html and "Home" not in route.element_html
+
+
+def test_nested_article_elements_count_once_by_the_outermost() -> None:
+    body = (
+        f'<article><div itemprop="articleBody">{PARAGRAPH * 10}</div><article>{PARAGRAPH}</article></article>'
+    )
+    assert route_of(news_page(body)).name == "article"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"<article>{PARAGRAPH * 10}</article><article>{PARAGRAPH}</article>",  # teasers beside the story
+        f"<article>{PARAGRAPH}</article>{PARAGRAPH * 10}",  # a short box: more likely a teaser
+        f"<main>{PARAGRAPH * 10}</main>",  # no article element
+    ],
+)
+def test_other_pages_are_read_whole(body: str) -> None:
+    assert len((PARAGRAPH * 10).split()) > MIN_ARTICLE_WORDS > len(PARAGRAPH.split())
+    assert route_of(news_page(body)) == TextRoute("page")
+
+
+def _trafilatura_answers(monkeypatch: pytest.MonkeyPatch, answers: dict[str, str | None]) -> list[str]:
+    """trafilatura answers by the first key its HTML holds; the HTMLs it was asked for are listed."""
+    asked: list[str] = []
+
+    def extract(html: str, **_options: Any) -> str | None:
+        asked.append(html)
+        return next((answer for key, answer in answers.items() if key in html), None)
+
+    monkeypatch.setattr(text.trafilatura, "extract", extract)
+    return asked
+
+
+def test_trafilatura_reads_the_whole_page_when_the_article_element_gives_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = news_page(f"<article>{PARAGRAPH * 10}</article>")
+    asked = _trafilatura_answers(monkeypatch, {"<nav>": "the whole page's text", "<article>": None})
+    assert main_text(page, URL, route=route_of(page)) == "the whole page's text"
+    assert len(asked) == 2 and "<nav>" not in asked[0] and asked[1] == page
+
+
+def test_a_shop_page_is_read_without_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
+    page = news_page(f"<main><h1>Lamp</h1>{PARAGRAPH * 5}</main>")
+    asked = _trafilatura_answers(monkeypatch, {})
+    found = main_text(page, URL, route=TextRoute("shop"))
+    assert asked == [] and found is not None and "harbour and its bridges" in found
+
+
+def test_a_product_record_takes_its_text_from_resiliparse(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = f"""<html><head><script type="application/ld+json">{{"@type": "Product", "name": "Lamp",
+"offers": {{"price": "19.90", "priceCurrency": "EUR"}}}}</script></head>
+<body><main><h1>Lamp</h1>{PARAGRAPH * 5}</main></body></html>"""
+    asked = _trafilatura_answers(monkeypatch, {})
+    page = raw_page(html.encode(), URL, fetched_at=datetime(2024, 6, 1, tzinfo=UTC), charset="utf-8")
+    record = extract_record(page, schema_version=3)
+    assert record["product"]["price"] is not None
+    assert asked == [] and "harbour and its bridges" in record["text"]
