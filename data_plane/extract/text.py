@@ -80,8 +80,8 @@ def main_text(
         text = docs_text(html)
     elif route.name == "shop":
         text = _plain_text(HTMLTree.parse(html), main_content=True) or None
-    elif route.element_html is not None:
-        text = _trafilatura_text(route.element_html, url)
+    elif route.element is not None:
+        text = _trafilatura_text(route.element.html, url)
     if text is None:
         text = _trafilatura_text(html, url)
     text = trim_boilerplate(text or "", link_texts).strip()

@@ -9,14 +9,14 @@ compare). So it reads only what needs its judgement:
 - ``shop``: a product page (one product, no article in its structured data) is read by resiliparse
   too. Its record is judged by its product fields, which never come from the main text; trafilatura
   cost 100-670 ms of CPU on a large shop page (Amazon, Etsy, Wayfair), resiliparse 7-60;
-- ``article``: a page with exactly one article element (``<article>`` or ``itemprop=articleBody``,
-  the outermost of nested ones) of at least :data:`MIN_ARTICLE_WORDS` words hands trafilatura that
-  element alone: the same text in most cases, for a third to a tenth of the CPU;
+- ``element``: a page with exactly one article element (``<article>`` or ``itemprop=articleBody``,
+  the outermost of nested ones), or else exactly one main element (``<main>``, ``role=main``), of at
+  least :data:`MIN_ELEMENT_WORDS` words hands trafilatura that element alone: the same text on most
+  pages, for a third to a tenth of the CPU (a site's header, menus, footer and sidebars are outside);
 - ``page``: every other page, trafilatura on the whole page.
 
-The article element is read from the pruned tree of :class:`~data_plane.extract.markup.Markup`: no
-scripts, styles or struck-through prices, and a line break after each block, which trafilatura reads
-as the whitespace it is.
+The element is cut from the page as parsed, before the markup heuristics prune the tree, so that
+trafilatura reads it as it would read it within the whole page.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from selectolax.lexbor import LexborNode
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from data_plane.extract.markup import Markup, ancestors, unique
+from data_plane.extract.markup import ancestors, unique
 
-RouteName = Literal["docs", "shop", "article", "page"]
+RouteName = Literal["docs", "shop", "element", "page"]
 
 DOCS_MARKERS = re.compile(
     r"documentation_options\.js|<meta\s+name=[\"']?generator[\"']?\s+content=[\"']?"
@@ -39,37 +39,67 @@ DOCS_MARKERS = re.compile(
 """A page built by Sphinx (every Sphinx theme loads ``documentation_options.js``), MkDocs or Docusaurus.
 None of the 1200 dev and test pages matches; all 35 NumPy docs pages of 100 kB and more do."""
 ARTICLE_ELEMENTS = "article, [itemprop=articleBody]"
-MIN_ARTICLE_WORDS = 100
-"""A lone article element with fewer words is more likely a teaser or a wrapper than the article."""
+MAIN_ELEMENTS = "main, [role=main]"
+MIN_ELEMENT_WORDS = 100
+"""A lone article or main element with fewer words is more likely a teaser or a wrapper than the page's
+content."""
+
+
+@dataclass(frozen=True, slots=True)
+class MainElement:
+    """The element that holds a page's main content, as HTML of its own, how many words it holds, and how
+    it was found (to find it again in the pruned tree)."""
+
+    html: str
+    words: int
+    selector: str
+    tag: str
+    attributes: dict[str, str | None]
+
+    def shown_in(self, pruned: LexborHTMLParser) -> bool:
+        """Whether the pruned tree still has this element: one hidden until a script shows it (a sign-up
+        dialog's ``<article>``) is pruned, and is not the page's content."""
+        node = _only_outermost(pruned.css(self.selector))
+        return node is not None and node.tag == self.tag and node.attributes == self.attributes
 
 
 @dataclass(frozen=True, slots=True)
 class TextRoute:
-    """The engine for a page's main text; ``element_html`` is the article element's, for ``article``."""
+    """The engine for a page's main text; ``element`` is what trafilatura reads on route ``element``."""
 
     name: RouteName
-    element_html: str | None = None
+    element: MainElement | None = None
 
 
-def text_route(html: str, markup: Markup | None = None, *, product_page: bool = False) -> TextRoute:
-    """The route of ``html`` (whose pruned tree is ``markup``); ``product_page`` when the page is read as
-    one product's page and declares no article."""
+def text_route(html: str, element: MainElement | None = None, *, product_page: bool = False) -> TextRoute:
+    """The route of ``html``, whose main element (:func:`main_element`, and shown) is ``element``;
+    ``product_page`` when the page is read as one product's page and declares no article."""
     if DOCS_MARKERS.search(html):
         return TextRoute("docs")
     if product_page:
         return TextRoute("shop")
-    element = article_element(markup) if markup is not None else None
-    if element is not None:
-        return TextRoute("article", f"<html><body>{element.html}</body></html>")
-    return TextRoute("page")
+    return TextRoute("element", element) if element is not None else TextRoute("page")
 
 
-def article_element(markup: Markup) -> LexborNode | None:
-    """The page's only outermost article element, when it holds ``MIN_ARTICLE_WORDS`` words or more."""
-    nodes = unique(markup.tree.css(ARTICLE_ELEMENTS))
-    ids = {node.mem_id for node in nodes}
-    outermost = [node for node in nodes if not any(parent.mem_id in ids for parent in ancestors(node))]
-    if len(outermost) != 1:
-        return None
-    element = outermost[0]
-    return element if len(element.text(separator=" ").split()) >= MIN_ARTICLE_WORDS else None
+def main_element(tree: LexborHTMLParser) -> MainElement | None:
+    """The element of ``tree`` (not yet pruned) that holds the page's main content: its only outermost
+    article element, else its only outermost main element, when that holds ``MIN_ELEMENT_WORDS`` words
+    or more. Read before :class:`~data_plane.extract.markup.Markup` prunes the tree: pruning drops what
+    a page hides until a script shows it, a long read's whole story on some sites; but an element pruned
+    whole is no main element (:meth:`MainElement.shown_in`)."""
+    for selector in (ARTICLE_ELEMENTS, MAIN_ELEMENTS):
+        element = _only_outermost(tree.css(selector))
+        if element is not None:
+            words = len(element.text(separator=" ").split())
+            if words < MIN_ELEMENT_WORDS:
+                return None
+            html = f"<html><body>{element.html}</body></html>"
+            return MainElement(html, words, selector, element.tag or "", dict(element.attributes))
+    return None
+
+
+def _only_outermost(nodes: list[LexborNode]) -> LexborNode | None:
+    listed = unique(nodes)
+    ids = {node.mem_id for node in listed}
+    outermost = [node for node in listed if not any(parent.mem_id in ids for parent in ancestors(node))]
+    return outermost[0] if len(outermost) == 1 else None

@@ -1,5 +1,5 @@
-"""Which engine reads a page's main text: documentation and shop pages by resiliparse, a lone article
-element by trafilatura alone, every other page by trafilatura whole."""
+"""Which engine reads a page's main text: documentation and shop pages by resiliparse, a lone article or
+main element by trafilatura alone, every other page by trafilatura whole."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
 from data_plane.extract import text
 from data_plane.extract.markup import Markup
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.extract.text import main_text
-from data_plane.extract.text_route import MIN_ARTICLE_WORDS, TextRoute, text_route
+from data_plane.extract.text_route import MIN_ELEMENT_WORDS, TextRoute, main_element, text_route
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +28,7 @@ def news_page(body: str) -> str:
 
 
 def route_of(html: str, *, product_page: bool = False) -> TextRoute:
-    return text_route(html, Markup(html), product_page=product_page)
+    return text_route(html, main_element(LexborHTMLParser(html)), product_page=product_page)
 
 
 def test_a_documentation_page_goes_to_resiliparse_even_when_it_sells_something() -> None:
@@ -40,16 +41,29 @@ def test_a_product_page_goes_to_resiliparse() -> None:
 
 def test_a_lone_article_element_is_handed_to_trafilatura_alone() -> None:
     route = route_of(news_page(f"<div><article><h1>Budget</h1>{PARAGRAPH * 10}</article></div>"))
-    assert route.name == "article"
-    assert route.element_html is not None
-    assert "Budget" in route.element_html and "Home" not in route.element_html
+    assert route.name == "element"
+    assert route.element is not None
+    assert "Budget" in route.element.html and "Home" not in route.element.html
 
 
 def test_nested_article_elements_count_once_by_the_outermost() -> None:
     body = (
         f'<article><div itemprop="articleBody">{PARAGRAPH * 10}</div><article>{PARAGRAPH}</article></article>'
     )
-    assert route_of(news_page(body)).name == "article"
+    assert route_of(news_page(body)).name == "element"
+
+
+def test_without_a_lone_article_the_lone_main_element_is_handed_to_trafilatura() -> None:
+    body = f"<main><h1>Budget</h1><article>{PARAGRAPH * 5}</article><article>{PARAGRAPH * 5}</article></main>"
+    route = route_of(news_page(body))
+    assert route.name == "element"
+    assert route.element is not None and route.element.html.count("<article>") == 2
+
+
+def test_the_element_is_cut_before_pruning_so_text_a_script_shows_is_kept() -> None:
+    body = f'<article><div style="visibility: hidden">{PARAGRAPH * 10}</div></article>'
+    route = route_of(news_page(body))
+    assert route.element is not None and route.element.html.count("harbour") == 30
 
 
 @pytest.mark.parametrize(
@@ -57,11 +71,12 @@ def test_nested_article_elements_count_once_by_the_outermost() -> None:
     [
         f"<article>{PARAGRAPH * 10}</article><article>{PARAGRAPH}</article>",  # teasers beside the story
         f"<article>{PARAGRAPH}</article>{PARAGRAPH * 10}",  # a short box: more likely a teaser
-        f"<main>{PARAGRAPH * 10}</main>",  # no article element
+        f"<main>{PARAGRAPH * 10}</main><main>{PARAGRAPH}</main>",  # two main elements
+        f"<div>{PARAGRAPH * 10}</div>",  # neither
     ],
 )
 def test_other_pages_are_read_whole(body: str) -> None:
-    assert len((PARAGRAPH * 10).split()) > MIN_ARTICLE_WORDS > len(PARAGRAPH.split())
+    assert len((PARAGRAPH * 10).split()) > MIN_ELEMENT_WORDS > len(PARAGRAPH.split())
     assert route_of(news_page(body)) == TextRoute("page")
 
 
@@ -102,3 +117,12 @@ def test_a_product_record_takes_its_text_from_resiliparse(monkeypatch: pytest.Mo
     record = extract_record(page, schema_version=3)
     assert record["product"]["price"] is not None
     assert asked == [] and "harbour and its bridges" in record["text"]
+
+
+def test_an_article_element_the_page_hides_is_no_main_element() -> None:
+    # A sign-up dialog's <article>, hidden until a script opens it: the markup heuristics prune it.
+    html = news_page(f'<div style="visibility:hidden"><article>{PARAGRAPH * 10}</article></div>')
+    element = main_element(LexborHTMLParser(html))
+    assert element is not None
+    assert not element.shown_in(Markup(html).tree)
+    assert element.shown_in(Markup(news_page(f"<article>{PARAGRAPH * 10}</article>")).tree)
