@@ -26,7 +26,6 @@ from core.settings import Settings
 from data_plane.throttle.snapshot import read_snapshot
 
 MAX_THROTTLED = 20
-STALLED_AFTER_S = 300.0
 
 
 def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: int = 10) -> dict[str, Any]:
@@ -45,12 +44,10 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
     }
 
 
-def job_row(snapshot: dict[str, Any], verdict: Verdict, now_s: float) -> dict[str, Any]:
+def job_row(snapshot: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
     """One job's line: its counters, rate, ETA and state by :class:`FinishRule`'s ``verdict``
-    (running, finished, or stalled: not finished and no counter moved for ``STALLED_AFTER_S``, e.g.
-    its frontier state was lost), with the verdict's ``why``."""
-    quiet_s = now_s - float(snapshot.get("changed_at") or snapshot.get("updated_at") or now_s)
-    state = "finished" if verdict.finished else "stalled" if quiet_s > STALLED_AFTER_S else "running"
+    (running, finished, or stalled: see :attr:`Verdict.stalled`), with the verdict's ``why``."""
+    state = "finished" if verdict.finished else "stalled" if verdict.stalled else "running"
     return {
         "job_id": snapshot["job_id"],
         "state": state,
@@ -75,7 +72,7 @@ def job_detail(
     ``frontier_idle``: named ``idle``, it said a job was idle while the extractor was still behind
     (a probe's finding), and a job is finished only once its pages' records are committed too.
     """
-    row = job_row(snapshot, _verdict(snapshot, extractor_lag, now_s), now_s)
+    row = job_row(snapshot, _verdict(snapshot, extractor_lag, now_s))
     counters = {key: value for key, value in snapshot.items() if key != "idle"}
     return {
         **counters,
@@ -91,7 +88,8 @@ def _verdict(snapshot: dict[str, Any], lag: int | None, now_s: float) -> Verdict
     it unknown (Kafka did not answer), a job whose records count cannot be called finished."""
     verdict = FinishRule(lambda: lag or 0).judge_at(snapshot, now_s, lag)
     if lag is None and verdict.records_pending is not None:
-        return Verdict(False, "records unknown: Kafka did not give the extractor's lag", verdict.pages)
+        why = "records unknown: Kafka did not give the extractor's lag"
+        return Verdict(False, why, verdict.pages, stalled=verdict.stalled)
     return verdict
 
 
@@ -110,7 +108,7 @@ def _jobs(
     if isinstance(reader, Exception):
         raise reader  # Kafka did not answer when the reader was opened
     now_s = time.time()
-    rows = [job_row(snapshot, _verdict(snapshot, lag, now_s), now_s) for snapshot in reader.jobs().values()]
+    rows = [job_row(snapshot, _verdict(snapshot, lag, now_s)) for snapshot in reader.jobs().values()]
     rows.sort(key=lambda row: (row["state"] != "running", -float(row["created_at"] or 0)))
     return rows[:max_jobs]
 

@@ -22,7 +22,7 @@ import json
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from brokers.kafka import clients
@@ -34,6 +34,11 @@ if TYPE_CHECKING:  # readers of progress (`dualplane status`) need no frontier s
     from control_plane.frontier.store import FrontierState
 
 RATE_WINDOW_S = 30.0
+# A job not finished whose counters have not moved for this long is stalled: something is broken (its
+# frontier state lost, no fetcher or extractor running). Healthy jobs move far more often: every task
+# that ends moves a counter. Only a job whose last tasks all wait in a retry tier longer than this
+# (DUALPLANE_QUEUE_RETRY_TIERS: 10 min by default) is quiet longer while healthy.
+STALLED_AFTER_S = 300.0
 # Compaction only cleans closed segments: roll them hourly so the topic stays near one record per job.
 TOPIC_CONFIG = {"cleanup.policy": "compact", "segment.ms": "3600000", "min.cleanable.dirty.ratio": "0.1"}
 
@@ -160,6 +165,7 @@ class Verdict:
     why: str
     pages: int = 0  # tasks done: pages fetched
     records_pending: int | None = None  # the extractor's lag on pages.raw when asked, else None
+    stalled: bool = False  # not finished, and no counter moved for the rule's ``stalled_after_s``
 
 
 class FinishRule:
@@ -180,6 +186,9 @@ class FinishRule:
       is the whole topic's, not the job's: while other jobs' pages wait, this one waits too, which
       can be late but never early.
 
+    A job not finished whose counters have not moved for ``stalled_after_s`` is *stalled*
+    (:attr:`Verdict.stalled`): ``status`` shows it so, and the demo gives up on it.
+
     Both must have held, counters unmoved, for ``quiet_s``. ``extractor_lag`` is asked only once the
     rest holds (it queries Kafka). Followers feed every snapshot to :meth:`judge` (or
     :meth:`finished`); a one-off look (``status``) asks :meth:`judge_at`, which reads "unmoved for
@@ -192,11 +201,13 @@ class FinishRule:
         *,
         quiet_s: float = 3.0,
         seeds: int | None = None,
+        stalled_after_s: float = STALLED_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.extractor_lag = extractor_lag
         self.quiet_s = quiet_s
         self.seeds = seeds
+        self.stalled_after_s = stalled_after_s
         self.clock = clock
         self.last: dict[str, Any] | None = None
         self.last_lag: int | None = None
@@ -225,7 +236,7 @@ class FinishRule:
         quiet_s = now - self._since
         if not moved and self.verdict.records_pending and quiet_s < self.quiet_s:
             return self.verdict  # still the extractor's lag: Kafka is asked again once quiet
-        self.verdict = self._judge(snapshot, quiet_s, None)
+        self.verdict = self._stalled(self._judge(snapshot, quiet_s, None), now - self.changed_at)
         if self.verdict.records_pending:
             self._since = now  # quiet again before asking Kafka once more
         return self.verdict
@@ -237,12 +248,13 @@ class FinishRule:
     def judge_at(self, snapshot: dict[str, Any], now_s: float, lag: int | None = None) -> Verdict:
         """The verdict on a job whose snapshot this is, at wall-clock time ``now_s`` (``lag``: the
         extractor's, if already known; asked otherwise)."""
-        quiet_s = now_s - float(snapshot.get("changed_at", now_s))
-        return self._judge(snapshot, quiet_s, lag)
+        quiet_s = now_s - float(snapshot.get("changed_at") or snapshot.get("updated_at") or now_s)
+        return self._stalled(self._judge(snapshot, quiet_s, lag), quiet_s)
 
-    def unchanged_for_s(self) -> float:
-        """How long the snapshot has not changed (a stalled job's counters stop moving)."""
-        return self.clock() - self.changed_at
+    def _stalled(self, verdict: Verdict, unchanged_s: float) -> Verdict:
+        """``verdict``, marked stalled when the job is not finished and unmoved too long."""
+        stalled = not verdict.finished and unchanged_s > self.stalled_after_s
+        return replace(verdict, stalled=True) if stalled else verdict
 
     def _judge(self, snapshot: dict[str, Any] | None, quiet_s: float, lag: int | None) -> Verdict:
         waiting = self._pages_waiting(snapshot)

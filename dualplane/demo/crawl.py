@@ -40,7 +40,6 @@ from dualplane.services import Service, build
 DEMO_PREFIX = "dualplane-demo"
 SERVICES = ("frontier", "fetcher", "extractor", "throttle")
 REPLAY_SCHEMA_VERSION = 2
-STALL_S = 90.0  # no counter moved for this long: something is broken, say so instead of waiting
 
 
 @dataclass(frozen=True)
@@ -182,11 +181,12 @@ def _follow(
             now = reader.job(job_id) or {}
             watch.observe(live.view, live.site)
             on_progress(now, live)
-            if rule.finished(now):
+            verdict = rule.judge(now)
+            if verdict.finished:
                 return now
-            if rule.unchanged_for_s() > STALL_S:
+            if verdict.stalled:  # something is broken: say so instead of waiting out the timeout
                 raise TimeoutError(
-                    f"the demo crawl made no progress for {STALL_S:.0f} s; last progress {now}"
+                    f"the demo crawl made no progress for {rule.stalled_after_s:.0f} s; last progress {now}"
                 )
             time.sleep(0.5)
     raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {rule.last}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.frontier.jobs import FinishRule
+from control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
 
 pytestmark = pytest.mark.unit
 
@@ -77,17 +77,38 @@ def test_failed_or_dead_lettered_tasks_count_as_ended() -> None:
     assert rule.finished(snapshot)
 
 
-def test_any_change_restarts_the_quiet_period_and_stall_time() -> None:
+def test_any_change_restarts_the_quiet_period() -> None:
     rule, clock, _ = rule_with([0])
     rule.finished(IDLE_DONE)
     clock.now = 2.5
-    assert rule.unchanged_for_s() == 2.5
-    rule.finished({**IDLE_DONE, "done": 6})
-    assert rule.unchanged_for_s() == 0.0
+    assert not rule.finished({**IDLE_DONE, "done": 6})
     clock.now = 5.0
     assert not rule.finished({**IDLE_DONE, "done": 6})
     clock.now = 5.5
     assert rule.finished({**IDLE_DONE, "done": 6})
+
+
+def test_a_job_unmoved_past_the_stall_time_is_stalled_and_any_change_revives_it() -> None:
+    """The one "stalled" (``status`` said so after 300 s, the demo after 90 s)."""
+    busy = {**IDLE_DONE, "idle": False, "outstanding": 3}
+    rule, clock, _ = rule_with([0])
+    rule.judge(busy)
+    clock.now = STALLED_AFTER_S
+    assert not rule.judge(busy).stalled
+    clock.now = STALLED_AFTER_S + 1
+    assert rule.judge(busy).stalled and not rule.verdict.finished
+    assert not rule.judge({**busy, "done": 6}).stalled
+    clock.now = 2 * STALLED_AFTER_S + 2
+    assert rule.judge({**busy, "done": 6}).stalled
+
+
+def test_a_one_off_look_reads_the_stall_from_the_snapshot_and_a_finished_job_never_stalls() -> None:
+    rule, _, _ = rule_with([0, 0])
+    busy = {**IDLE_DONE, "idle": False, "outstanding": 3, "changed_at": 1000.0}
+    assert not rule.judge_at(busy, 1000.0 + STALLED_AFTER_S).stalled
+    assert rule.judge_at(busy, 1001.0 + STALLED_AFTER_S).stalled
+    done = rule.judge_at({**IDLE_DONE, "changed_at": 1000.0}, 1001.0 + STALLED_AFTER_S)
+    assert done.finished and not done.stalled
 
 
 TURNED_AWAY = {"idle": True, "done": 0, "failed": 0, "dead_lettered": 0, "outstanding": 0, "backlog": 0,
