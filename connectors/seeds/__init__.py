@@ -8,7 +8,7 @@ valid URLs, in flat memory, while it counts lines, bytes read and bad lines.
 from __future__ import annotations
 
 from connectors.seeds.base import SeedSource
-from connectors.seeds.lines import BadLine, SeedList, seed_domains
+from connectors.seeds.lines import BadLine, SeedList
 from connectors.seeds.local import LocalSeedSource
 from connectors.seeds.s3 import S3SeedSource
 from core.settings import Settings
@@ -20,7 +20,6 @@ __all__ = [
     "SeedList",
     "SeedSource",
     "open_seed_list",
-    "seed_domains",
     "source_for",
 ]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import io
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, BinaryIO, cast
 
@@ -151,23 +151,3 @@ class _Counting(io.RawIOBase):
         buffer[:size] = data
         self.seeds.bytes_read += size
         return size
-
-
-def seed_domains(seeds: SeedList, max_domains: int, on_seed: Callable[[int], None] | None = None) -> set[str]:
-    """The domains of every valid seed in ``seeds`` (one full pass); at most ``max_domains`` of them.
-
-    What a job is scoped to without ``--allow-domain`` or ``--any-domain``. Memory grows with the number
-    of distinct domains only, hence the cap: :class:`SeedListError` past it, naming the options to use.
-    ``on_seed(count)`` is called after each seed, as ``submit_job`` does.
-    """
-    domains: set[str] = set()
-    for number, url in enumerate(seeds, 1):
-        domains.add(domain_of(url))
-        if len(domains) > max_domains:
-            raise SeedListError(
-                f"seed list {seeds.location} spans more than {max_domains} domains (DUALPLANE_SEEDS_"
-                "MAX_SCOPE_DOMAINS): pass --allow-domain for the scope you want, or --any-domain"
-            )
-        if on_seed is not None:
-            on_seed(number)
-    return domains

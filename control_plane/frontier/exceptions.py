@@ -18,6 +18,10 @@ class ChangelogUnavailable(FrontierError):
     fenced this one); the frontier stops acting for the shard and starts over from the changelog."""
 
 
+class ScopeTooWide(FrontierError):
+    """A job's seeds span more domains than a default scope may hold; the message names the options."""
+
+
 class ReshardRefused(FrontierError):
     """Resharding cannot start safely now (a service is still consuming); the message says what to stop."""
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import pika
 
 from brokers import amqp
-from brokers.amqp.discovery import discovery_batches
+from brokers.amqp.discovery import discovery_batches, shard_of_url
 from brokers.amqp.exceptions import MessageRejected
 from brokers.amqp.messages import (
     DiscoveredBatch,
@@ -50,8 +50,6 @@ from control_plane.frontier.changelog import Changelog, ensure_changelog
 from control_plane.frontier.exceptions import ReshardRefused
 from control_plane.frontier.reshard_plan import Partition, Plan, handled_ids, job_rules, plan
 from core.settings import Settings
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 
@@ -283,10 +281,7 @@ class _Mover:
         ]
 
     def _route_url(self, url: str) -> str:
-        try:
-            return self.topology.route(domain_of(url))
-        except InvalidUrl:
-            return "0"
+        return str(shard_of_url(self.topology, url))
 
     def _old_index(self, queue: str) -> int:
         return int(queue.rpartition("-")[2])

@@ -8,17 +8,52 @@ counts it as invalid, so the job's counters account for every seed submitted.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from collections.abc import Callable, Iterable
 
 from pika.adapters.blocking_connection import BlockingChannel
 
+from brokers.amqp.discovery import ShardBatches
 from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, new_id
 from brokers.amqp.publisher import publish
 from brokers.amqp.topology import Topology
+from control_plane.frontier.exceptions import ScopeTooWide
 from core.web.exceptions import InvalidUrl
 from core.web.urls import domain_of
 
+log = logging.getLogger(__name__)
+
 SEED_BATCH = 500
+MAX_SCOPE_DOMAINS = 10_000  # as DUALPLANE_SEEDS_MAX_SCOPE_DOMAINS's default
+
+
+def default_scope(
+    seeds: Iterable[str],
+    *,
+    max_domains: int = MAX_SCOPE_DOMAINS,
+    source: str = "the seeds",
+    on_seed: Callable[[int], None] | None = None,
+) -> tuple[str, ...]:
+    """A job's scope when none is given: the domains of its seeds, sorted (each admits its subdomains,
+    see :class:`~control_plane.frontier.scope.ScopeRules`). A seed naming no site adds none.
+
+    One full pass over ``seeds``; memory grows with the distinct domains only, hence the cap:
+    :class:`ScopeTooWide` past ``max_domains``, naming ``source`` and the options to use instead.
+    ``on_seed(count)`` is called after each seed, as :func:`submit_job` does.
+    """
+    domains: set[str] = set()
+    for number, url in enumerate(seeds, 1):
+        with contextlib.suppress(InvalidUrl):  # no site: it goes to shard 0, counted invalid there
+            domains.add(domain_of(url))
+        if len(domains) > max_domains:
+            raise ScopeTooWide(
+                f"{source} span more than {max_domains} domains (DUALPLANE_SEEDS_MAX_SCOPE_DOMAINS): "
+                "pass --allow-domain for the scope you want, or --any-domain"
+            )
+        if on_seed is not None:
+            on_seed(number)
+    return tuple(sorted(domains))
 
 
 def submit_job(
@@ -31,35 +66,24 @@ def submit_job(
     """Publish ``spec`` to every shard, then every seed, on a confirm channel; return the seed count.
 
     The job goes first on each shard's queue, so a frontier always knows a job before its seeds.
+    Seeds are routed as links are (:class:`~brokers.amqp.discovery.ShardBatches`): one longer than a
+    URL may be is left out, logged, and not counted.
     """
     topology.declare(channel)
     for shard in range(topology.shards):
         publish(channel, topology.discovery_exchange, str(shard), spec, message_id=new_id())
-    open_batches: dict[int, list[str]] = {}
-    count = 0
+    batches = ShardBatches(topology, SEED_BATCH)
     for url in seeds:
-        if len(url) > MAX_URL_CHARS:
-            raise InvalidUrl(
-                f"seed {url[:80]!r}… is {len(url)} characters long; the limit is {MAX_URL_CHARS}"
-            )
-        shard = _shard_of(topology, url)
-        batch = open_batches.setdefault(shard, [])
-        batch.append(url)
-        if len(batch) >= SEED_BATCH:
-            _send(channel, topology, spec, shard, open_batches.pop(shard))
-        count += 1
+        full = batches.add(url)
+        if full is not None:
+            _send(channel, topology, spec, *full)
         if on_seed is not None:
-            on_seed(count)
-    for shard, batch in open_batches.items():
-        _send(channel, topology, spec, shard, batch)
-    return count
-
-
-def _shard_of(topology: Topology, url: str) -> int:
-    try:
-        return topology.shard_of(domain_of(url))
-    except InvalidUrl:
-        return 0
+            on_seed(batches.added)
+    for shard, urls in batches.rest():
+        _send(channel, topology, spec, shard, urls)
+    if batches.left_out:
+        log.warning("left out %d seed(s) longer than %d characters", batches.left_out, MAX_URL_CHARS)
+    return batches.added
 
 
 def _send(channel: BlockingChannel, topology: Topology, spec: JobSpec, shard: int, urls: list[str]) -> None:

@@ -165,6 +165,7 @@ def _patterns(values: list[str] | None, option: str) -> tuple[str, ...]:
 
 def _read_seeds(seeds: list[str], seeds_file: str | None, sitemaps: bool = False) -> list[str]:
     """The ``--seed`` URLs, checked; a ``--seeds-file`` is streamed later, never read whole."""
+    from brokers.amqp.messages import MAX_URL_CHARS
     from core.web.exceptions import InvalidUrl
     from core.web.urls import domain_of
 
@@ -172,6 +173,9 @@ def _read_seeds(seeds: list[str], seeds_file: str | None, sitemaps: bool = False
     if not urls and not seeds_file and not sitemaps:
         raise typer.BadParameter("give at least one --seed URL, a --seeds-file or a --sitemap")
     for url in urls:
+        if len(url) > MAX_URL_CHARS:
+            message = f"{url[:80]!r}… is {len(url)} characters long; the limit is {MAX_URL_CHARS}"
+            raise typer.BadParameter(message, param_hint="--seed")
         try:
             domain_of(url)
         except InvalidUrl as error:
@@ -185,19 +189,22 @@ def _default_scope(
     """The seeds' domains and the ``--sitemap`` hosts."""
     from dualplane.cli.sitemap_seeding import sitemap_domains
 
-    return sorted({*_seed_domains(seeds, seed_list, settings), *sitemap_domains(sitemaps or [])})
+    return sorted({*_seed_scope(seeds, seed_list, settings), *sitemap_domains(sitemaps or [])})
 
 
-def _seed_domains(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> list[str]:
-    """The job's default scope: the seeds' domains (a first pass over a seed list collects them)."""
-    from connectors.seeds import seed_domains
-    from core.web.urls import domain_of
+def _seed_scope(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> tuple[str, ...]:
+    """The frontier's default scope for these seeds (a first pass over a seed list collects its domains)."""
+    from control_plane.frontier.submit import default_scope
 
-    domains = {domain_of(url) for url in seeds}
-    if seed_list is not None:
-        with seeding_progress(seed_list, "reading the seed list's domains") as on_seed:
-            domains |= seed_domains(seed_list, settings.seeds.max_scope_domains, on_seed)
-    return sorted(domains)
+    if seed_list is None:
+        return default_scope(seeds)
+    with seeding_progress(seed_list, "reading the seed list's domains") as on_seed:
+        return default_scope(
+            itertools.chain(seeds, seed_list),
+            max_domains=settings.seeds.max_scope_domains,
+            source=f"seed list {seed_list.location}",
+            on_seed=on_seed,
+        )
 
 
 def _report(

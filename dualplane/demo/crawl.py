@@ -24,7 +24,7 @@ from brokers.amqp.topology import Topology
 from brokers.kafka.reader import read_to_end
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
+from control_plane.frontier.submit import default_scope, submit_job
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import canonicalize, domain_of
 from data_plane.extractor.records import PageRecord, iter_records
@@ -155,7 +155,7 @@ def crawl_sample_site(
 
 
 def _submit(settings: Settings, job_id: str, site: SampleSite) -> None:
-    spec = JobSpec(job_id=job_id, allowed_domains=tuple(domain_of(seed) for seed in site.seeds))
+    spec = JobSpec(job_id=job_id, allowed_domains=default_scope(site.seeds))
     connection = amqp.connect(settings.amqp)
     try:
         submit_job(confirmed_channel(connection), Topology(settings.queues), spec, site.seeds)

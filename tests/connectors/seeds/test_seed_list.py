@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from connectors.seeds import SeedList, open_seed_list, seed_domains
+from connectors.seeds import SeedList, open_seed_list
 from connectors.seeds.exceptions import SeedListError
 from connectors.storage import s3
 from core.settings import SeedSettings, Settings
@@ -94,13 +94,3 @@ def test_a_missing_list_or_bucket_is_one_clear_error(settings: Settings, s3_buck
         open_seed_list("s3://only-a-bucket", settings)
     with pytest.raises(SeedListError, match="cannot read seed list /no/such/file"):
         list(open_seed_list("/no/such/file", settings))
-
-
-@pytest.mark.unit
-def test_seed_domains_are_collected_up_to_a_cap(tmp_path: Path) -> None:
-    path = tmp_path / "seeds.txt"
-    path.write_bytes(LIST)
-
-    assert seed_domains(open_seed_list(str(path), Settings()), 10) == {"shop.example", "news.example:8080"}
-    with pytest.raises(SeedListError, match="spans more than 1 domains"):
-        seed_domains(open_seed_list(str(path), Settings()), 1)
