@@ -1,6 +1,6 @@
 """The throttle feedback loop as a plot: the site's request rate and blocks against the fleet's limits.
 
-Runs :mod:`dualplane.testing.anti_bot_loop` (the frontier and a fetcher in this process, the Faust processor
+Runs :mod:`tests.support.anti_bot_loop` (the frontier and a fetcher in this process, the Faust processor
 as a child, a sample-site host that blocks beyond ``--max-rps``; anti-bot off after ``--blocking-s``)
 and writes the time series as JSON and a PNG: requests/s and blocked requests/s as the site counted
 them, with its limit; below, P_d and the delay the fleet was running at. Prints the summary figures.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -28,7 +29,10 @@ from matplotlib import ticker
 
 from core.settings import Settings
 from dualplane.namespaces import drop_namespace
-from dualplane.testing.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
+
+# Test harnesses live in the checkout's tests/support, not in the installed package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
 
 
 def plot(results: list[LoopResult], path: Path) -> None:

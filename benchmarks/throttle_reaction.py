@@ -43,7 +43,10 @@ from core.limits import Limits
 from core.settings import Settings
 from data_plane.throttle.view import ThrottleView
 from dualplane.namespaces import drop_namespace, private_namespace
-from dualplane.testing.fetch_events import synthetic_fetch_event
+
+# Test harnesses live in the checkout's tests/support, not in the installed package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.fetch_events import synthetic_fetch_event
 
 ROOT = Path(__file__).parents[1]
 CEILING = 8

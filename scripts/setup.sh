@@ -42,7 +42,7 @@ fi
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ] || [ constraints.txt -nt "$STAMP" ]; then
   say "installing dualplane and pinned dependencies"
   "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -c constraints.txt -e '.[dev]'
+  "$VENV/bin/python" -m pip install -q -c constraints.txt -e '.[dev,local]'
   touch "$STAMP"
 fi
 

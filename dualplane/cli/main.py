@@ -127,7 +127,10 @@ def main() -> None:
 
 
 def _fail(line: str, code: int) -> None:
-    stderr.print(f"[red]error:[/red] {line}", soft_wrap=True, highlight=False)
+    from rich.markup import escape
+
+    # Escaped: an error names inputs and commands (`pip install 'dualplane[local]'`), never markup.
+    stderr.print(f"[red]error:[/red] {escape(line)}", soft_wrap=True, highlight=False)
     sys.exit(code)
 
 

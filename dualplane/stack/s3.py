@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 
 from connectors.storage import s3
+from dualplane.extras import require
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.process import spawn_detached
@@ -26,12 +27,7 @@ class S3Endpoint(LocalService):
         return Endpoint.parse(url, 9000, "DUALPLANE_S3_ENDPOINT_URL")
 
     def check_prerequisites(self) -> None:
-        try:
-            import moto.server  # noqa: F401  (the import is the check)
-        except ImportError as error:
-            raise StackError(
-                "moto's server mode is missing: `pip install 'moto[server]'` (or `make setup`)"
-            ) from error
+        require("moto.server", "the local stack's S3 endpoint (moto's server mode)")
 
     def start(self) -> int:
         host, port = self.endpoint.host, self.endpoint.port

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from dualplane.namespaces import drop_namespace
-from dualplane.testing.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
+from tests.support.anti_bot_loop import LoopResult, LoopSpec, Sample, loop_settings, run_loop
 from tests.support.brokers import BrokerSession
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

@@ -34,8 +34,8 @@ from core.settings import Settings
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.snapshot import read_snapshot
 from data_plane.throttle.view import ThrottleView, load_latest_state
-from dualplane.testing.fetch_events import synthetic_fetch_event
 from tests.support.factories import ControlPlaneFactory, closing
+from tests.support.fetch_events import synthetic_fetch_event
 from tests.support.paths import REPO_ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

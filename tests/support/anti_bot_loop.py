@@ -27,7 +27,7 @@ from brokers.amqp.messages import JobSpec
 from brokers.amqp.publisher import confirmed_channel
 from brokers.amqp.topology import Topology
 from brokers.kafka.topics import prepare_data_plane
-from control_plane.frontier.submit import submit_job
+from control_plane.frontier.submit import default_scope, submit_job
 from core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
 from core.web.urls import domain_of
 from data_plane.throttle.view import ThrottleView
@@ -259,7 +259,7 @@ def run_loop(
 def _submit(settings: Settings, site: SampleSite) -> None:
     """Every page of the host as a seed: the loop needs steady demand, not link discovery."""
     urls = sorted(site.reachable_urls())
-    spec = JobSpec(job_id=f"antibot-{uuid.uuid4().hex[:6]}", allowed_domains=(domain_of(site.seeds[0]),))
+    spec = JobSpec(job_id=f"antibot-{uuid.uuid4().hex[:6]}", allowed_domains=default_scope(site.seeds))
     connection = amqp.connect(settings.amqp)
     try:
         submit_job(confirmed_channel(connection), Topology(settings.queues), spec, urls)
