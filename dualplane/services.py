@@ -124,10 +124,12 @@ class ThrottleService:
             if port
             else ["--without-web"]
         )
-        # Faust logs at this process's level (the demo keeps it quiet), its banner goes to stderr:
-        # stdout is for results (`dualplane demo --json` prints its report there).
-        level = FAUST_LEVELS.get(logging.getLogger().getEffectiveLevel(), "info")
-        command = [sys.executable, *app, "worker", "--loglevel", level, *web]
+        # Faust logs at this process's level, to stderr: stdout is for results (`dualplane demo --json`
+        # prints its report there). At WARNING and above (the demo's default) its start-up banner goes too.
+        root_level = logging.getLogger().getEffectiveLevel()
+        quiet = ["--quiet"] if root_level >= logging.WARNING else []
+        level = FAUST_LEVELS.get(root_level, "info")
+        command = [sys.executable, *app, *quiet, "worker", "--loglevel", level, *web]
         while not self._stopping.is_set():
             env = {**os.environ, **self.settings.to_env()}
             self.process = subprocess.Popen(command, env=env, stdout=sys.stderr.fileno())

@@ -6,7 +6,8 @@ log format and levels: ``crawl --wait`` printed 105-137 of them during one broke
 ``logger`` (``brokers.kafka.clients``) and ``log_level`` 4, so librdkafka makes warnings and worse
 only, and they reach the ``librdkafka`` logger, where the process's logging configuration (text or
 JSON, ``DUALPLANE_LOG_FORMAT``) applies. Connection failures the client retries by itself (a broker
-restarting) are warnings, not errors, and one line per client and kind every
+restarting) are warnings, not errors; start-up transients it settles (:data:`SETTLING`) are information,
+so a healthy run at the default WARNING prints none. One line per client and kind every
 :data:`REPEAT_S` seconds says how many like it were folded.
 """
 
@@ -21,6 +22,10 @@ LIBRDKAFKA_LOG_LEVEL = 4  # syslog's warning: librdkafka builds no notice, info 
 REPEAT_S = 30.0
 # Facilities of failures librdkafka retries on its own: a broker down or restarting, as it says.
 RETRIED = frozenset({"FAIL", "ERROR", "REQTMOUT", "DISCONNECT"})
+# Start-up transients librdkafka settles by itself, with nothing lost and nothing to do: an idempotent
+# producer's "Failed to acquire idempotence PID … retrying" while a broker's coordinator loads. `make demo`
+# printed it into its live view; it is information, shown only at INFO.
+SETTLING = frozenset({"GETPID"})
 
 
 class KafkaLog:
@@ -45,6 +50,8 @@ class KafkaLog:
         facility, client = (str(args[0]), str(args[1])) if len(args) == 3 else ("", "")
         if facility in RETRIED:
             level = min(level, logging.WARNING)
+        elif facility in SETTLING:
+            level = min(level, logging.INFO)
         folded = self._folded(client, facility)
         if folded is None:
             return

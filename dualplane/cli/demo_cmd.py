@@ -17,7 +17,16 @@ from rich.live import Live
 from rich.table import Table
 
 from core.settings import Settings
-from dualplane.cli.output import JsonOption, mark, print_json, progress, stderr, stdout, table
+from dualplane.cli.output import (
+    JsonOption,
+    configure_logging,
+    mark,
+    print_json,
+    progress,
+    stderr,
+    stdout,
+    table,
+)
 from dualplane.demo.crawl import CrawlSummary, crawl_sample_site
 from dualplane.demo.live import LiveView
 from dualplane.demo.roundtrip import run_demo
@@ -36,6 +45,8 @@ def demo(
     """Start the embedded stack, prove every plane answers, crawl a sample site whose first host fights
     back (the throttle halves it and recovers), replay the crawl into v2 records, write its report."""
     settings = Settings.from_env()
+    # Quiet by default: only warnings, ours and the libraries' (librdkafka, Faust), drawn above the live view.
+    configure_logging("warning", settings.log.format)
     services = LocalStack(settings).up(progress)
     progress("demo", "round trips through Kafka, RabbitMQ and S3")
     round_trips = run_demo(settings)

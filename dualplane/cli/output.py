@@ -8,17 +8,36 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+if TYPE_CHECKING:
+    from core.settings import LogFormat
+
 stdout = Console()
 stderr = Console(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def configure_logging(level: str, log_format: LogFormat = "text") -> None:
+    """Rich output on a terminal; plain one-line records (with time and process) in files and compose
+    logs; one JSON object per line with ``DUALPLANE_LOG_FORMAT=json`` (see ``core.logs``). librdkafka's
+    lines come through here too (``brokers.kafka.logs``), at the same level."""
+    from rich.logging import RichHandler
+
+    from core import logs
+
+    handler: logging.Handler | None = None
+    if log_format == "text" and stderr.is_terminal:
+        handler = RichHandler(console=stderr, show_path=False)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    logs.configure(level, log_format, handler)
 
 
 def print_json(data: Any) -> None:

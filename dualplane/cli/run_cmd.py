@@ -6,16 +6,15 @@ CPU) and the other services in one process; ``--processes N`` runs all the servi
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from dualplane.cli.output import stderr
+from dualplane.cli.output import configure_logging, stderr
 
 if TYPE_CHECKING:  # imported when the command runs, so that `run --help` starts fast
-    from core.settings import LogFormat, Settings
+    from core.settings import Settings
 
 # As dualplane.services.SERVICE_NAMES (checked by a test): importing it loads every service.
 SERVICE_NAMES = ("frontier", "fetcher", "extractor", "throttle", "s3-sink")
@@ -97,17 +96,3 @@ def _shards(settings: Settings, chosen: list[int] | None) -> list[int] | None:
             param_hint="--shard",
         )
     return chosen or None
-
-
-def configure_logging(level: str, log_format: LogFormat = "text") -> None:
-    """Rich output on a terminal; plain one-line records (with time and process) in files and compose
-    logs; one JSON object per line with ``DUALPLANE_LOG_FORMAT=json`` (see ``core.logs``)."""
-    from rich.logging import RichHandler
-
-    from core import logs
-
-    handler: logging.Handler | None = None
-    if log_format == "text" and stderr.is_terminal:
-        handler = RichHandler(console=stderr, show_path=False)
-        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-    logs.configure(level, log_format, handler)

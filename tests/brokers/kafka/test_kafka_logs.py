@@ -76,3 +76,12 @@ def test_repeats_are_folded_and_counted_per_client_and_kind(caplog: pytest.LogCa
         ("ERROR", "SSL [producer-1] certificate rejected"),  # not a retried failure: stays an error
         ("WARNING", "FAIL [producer-1] Connect failed (4 more like it in the last 30 s)"),
     ]
+
+
+def test_a_settling_idempotence_pid_is_information_not_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """``make demo`` showed ``GETPID … Failed to acquire idempotence PID … retrying`` in its live view."""
+    kafka_log = KafkaLog(logging.getLogger("librdkafka-test"))
+    caplog.set_level(logging.DEBUG, logger="librdkafka-test")
+    text = "Failed to acquire idempotence PID from broker 1: Coordinator load in progress: retrying"
+    kafka_log.log(logging.WARNING, "%s [%s] %s", "GETPID", "producer-1", text)
+    assert [record.levelname for record in caplog.records] == ["INFO"]

@@ -1,0 +1,55 @@
+"""Quiet by default: a service at WARNING prints neither Faust's start-up banner nor raw librdkafka lines.
+
+``make demo`` showed both in its live view: the throttle processor's banner (``ƒaµS† v0.x…`` and a
+table of its settings) and librdkafka's ``%4|…|GETPID|…``. The throttle service (a Faust child and
+confluent-kafka clients) is run at the demo's level until its consumer group is stable, and its whole
+output is read.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import ConsumerGroupState
+
+from brokers.kafka import clients
+from core.settings import Settings
+from tests.support.factories import ControlPlaneFactory
+from tests.support.pipeline import Pipeline
+
+pytestmark = pytest.mark.e2e
+
+RAW_LIBRDKAFKA = re.compile(r"^%\d\|")
+BANNER = re.compile(r"ƒaµS†|^\| (transport|datadir|hostname) ")
+
+
+def wait_stable(settings: Settings, group: str, timeout_s: float = 90) -> None:
+    admin = clients.admin(settings.kafka)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        (future,) = admin.describe_consumer_groups([group], request_timeout=5).values()
+        if future.result().state == ConsumerGroupState.STABLE:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the throttle's group {group} did not become stable in {timeout_s:.0f} s")
+
+
+def test_the_throttle_service_at_warning_prints_no_banner_and_no_raw_librdkafka_line(
+    control_plane: ControlPlaneFactory, tmp_path: Path
+) -> None:
+    settings = control_plane.settings()
+    pipeline = Pipeline(settings, tmp_path)
+    try:
+        process = pipeline.start("throttle", log_level="warning")
+        wait_stable(settings, settings.throttle_app_id)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(30) == 0, pipeline.logs()
+    finally:
+        pipeline.stop_all()
+    lines = (tmp_path / "throttle-0.log").read_text(errors="replace").splitlines()
+    assert [line for line in lines if BANNER.search(line)] == [], lines[:20]
+    assert [line for line in lines if RAW_LIBRDKAFKA.match(line)] == [], lines[:20]
