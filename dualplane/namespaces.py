@@ -3,11 +3,13 @@
 :func:`private_namespace` gives settings whose every queue, exchange, topic and consumer group
 starts with a prefix; :func:`drop_namespace` removes everything such a run declared, including the
 per-domain permit and per-job queues. The demo runs in one (so it never mixes with a user's jobs),
-and so do tests and benchmarks that share one stack.
+and so do tests and benchmarks that share one stack. :func:`named_namespace` gives the one a user
+names (``--namespace demo`` on ``records``, ``report``, ``status`` and ``replay``).
 """
 
 from __future__ import annotations
 
+import re
 from contextlib import suppress
 from pathlib import Path
 
@@ -32,6 +34,18 @@ NAMESPACED_TOPICS = (
     "records_latest",
     "changes",
 )
+
+
+NAMESPACE_PREFIX = "dualplane-"
+NAMESPACE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
+
+
+def named_namespace(settings: Settings, name: str) -> Settings:
+    """The namespace ``name``: every name prefixed ``dualplane-<name>``, the frontier's state in
+    ``<DUALPLANE_STACK_DATA_DIR>/<name>/frontier``. ``dualplane demo`` runs in ``demo``."""
+    if not NAMESPACE_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is no namespace name: up to 40 lower-case letters, digits and '-'")
+    return private_namespace(settings, NAMESPACE_PREFIX + name, settings.stack.data_dir / name / "frontier")
 
 
 def private_namespace(settings: Settings, prefix: str, data_dir: Path) -> Settings:

@@ -27,7 +27,7 @@ from dualplane.cli.output import (
     stdout,
     table,
 )
-from dualplane.demo.crawl import CrawlSummary, crawl_sample_site
+from dualplane.demo.crawl import DEMO_NAMESPACE, CrawlSummary, crawl_sample_site
 from dualplane.demo.live import LiveView
 from dualplane.demo.roundtrip import run_demo
 from dualplane.sample_site import SiteSpec
@@ -125,14 +125,14 @@ def _replay_line(summary: CrawlSummary) -> str:
 
 
 def _commands(summary: CrawlSummary) -> list[str]:
-    """The exact commands to look further: the demo's topics have names of their own."""
-    topics = summary.topics
-    since = summary.replay["from_time_ms"]
+    """The exact commands to look further: the demo's topics are in the namespace ``demo``."""
+    job, since, v2 = summary.job_id, summary.replay["from_time_ms"], summary.replay["to_topic"]
     return [
-        f"DUALPLANE_TOPIC_RECORDS={topics['records']} dualplane records tail --from-beginning "
-        f"--job {summary.job_id}",
-        f"DUALPLANE_TOPIC_RECORDS={summary.replay['to_topic']} dualplane records export -o records-v2.jsonl",
-        f"DUALPLANE_TOPIC_PAGES_RAW={topics['pages_raw']} dualplane replay --from-time {since} "
-        f"--schema-version 3 --to-topic {topics['records']}.v3",
+        f"dualplane status --namespace {DEMO_NAMESPACE} --job {job}",
+        f"dualplane records tail --namespace {DEMO_NAMESPACE} --from-beginning --job {job}",
+        f"dualplane records export --namespace {DEMO_NAMESPACE} --topic {v2} -o records-v2.jsonl",
+        f"dualplane replay --namespace {DEMO_NAMESPACE} --from-time {since} --schema-version 3 "
+        f"--to-topic {summary.topics['records']}.v3",
+        f"dualplane report {job} --namespace {DEMO_NAMESPACE} --out report-{job}",
         f"xdg-open {summary.report}",
     ]

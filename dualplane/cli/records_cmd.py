@@ -18,6 +18,7 @@ from core.exceptions import DualplaneError
 from core.settings import Settings
 from data_plane.extractor.change_reader import latest_records
 from data_plane.extractor.records import PageRecord, iter_records
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, stderr, stdout, table
 
 app = typer.Typer(help="Read extracted page records (the records topic, committed records only).")
@@ -25,6 +26,9 @@ app = typer.Typer(help="Read extracted page records (the records topic, committe
 Format = Literal["jsonl", "avro"]
 FormatOption = Annotated[str, typer.Option("--format", help="jsonl (one JSON object per line) or avro.")]
 JobOption = Annotated[str | None, typer.Option("--job", help="Only this job's records.")]
+TopicOption = Annotated[
+    str | None, typer.Option("--topic", help="The records topic to read (default: the namespace's).")
+]
 
 
 @app.command("tail")
@@ -32,9 +36,11 @@ def tail(
     from_beginning: Annotated[bool, typer.Option(help="Start at the oldest record, not the newest.")] = False,
     job: JobOption = None,
     output_format: FormatOption = "jsonl",
+    namespace: NamespaceOption = None,
+    topic: TopicOption = None,
 ) -> None:
     """Print records as extractors commit them, until Ctrl-C."""
-    settings = Settings.from_env()
+    settings = _reading(settings_in(namespace), topic)
     records = iter_records(settings, from_beginning=from_beginning, follow=True, job_id=job)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends
         _write(records, _format(output_format), sys.stdout.buffer)
@@ -47,9 +53,11 @@ def export(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")
     ] = None,
+    namespace: NamespaceOption = None,
+    topic: TopicOption = None,
 ) -> None:
     """Write every committed record (up to now) and stop; Avro writes a container file."""
-    settings = Settings.from_env()
+    settings = _reading(settings_in(namespace), topic)
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as progress:
         bar = progress.add_task("exporting records", total=None)
@@ -65,6 +73,13 @@ def export(
             with output.open("wb") as file:
                 written = _write(counted(), _format(output_format), file)
     stderr.print(f"exported {written} record(s)" + (f" to {output}" if output else ""))
+
+
+def _reading(settings: Settings, topic: str | None) -> Settings:
+    """``settings`` reading the records from ``topic`` when one is named (e.g. a replay's target)."""
+    if topic is None:
+        return settings
+    return settings.model_copy(update={"topics": settings.topics.model_copy(update={"records": topic})})
 
 
 def _format(value: str) -> Format:

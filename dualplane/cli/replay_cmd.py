@@ -17,8 +17,8 @@ from rich.progress import (
 
 import schemas
 from core import metrics
-from core.settings import Settings
 from data_plane.extractor.replay import plan, replay
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 
 
@@ -36,9 +36,10 @@ def replay_command(
     to_topic: Annotated[str | None, typer.Option(help="Target topic (default: the records topic).")] = None,
     processes: Annotated[int, typer.Option(help="Worker processes (partitions in parallel).")] = 2,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Re-run extraction over pages.raw (by time or offsets; the end is fixed when it starts)."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     if schema_version not in schemas.default_registry().versions("page_record"):
         raise typer.BadParameter(f"no page_record version {schema_version}", param_hint="--schema-version")
     ranges = plan(

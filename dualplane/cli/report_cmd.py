@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from core.exceptions import DualplaneError
-from core.settings import Settings
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, progress, stdout
 from dualplane.report import read_job, write_report
 
@@ -17,15 +17,16 @@ def report(
     job: Annotated[str, typer.Argument(help="The job id, as `dualplane crawl` or `status` shows it.")],
     out: Annotated[Path, typer.Option("--out", help="Directory to write index.html into.")] = Path("report"),
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Throughput, outcomes, throttle timelines, slowest and failing domains, dead letters: one HTML file."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     progress("report", f"reading {settings.topics.fetch_events} and the job's counters for {job}")
     data = read_job(settings, job)
     if not data.events and data.progress is None:
         raise DualplaneError(
             f"nothing known about job {job!r}: no fetch event in {settings.topics.fetch_events} and no "
-            "progress; check the id with `dualplane status`"
+            "progress; check the id with `dualplane status` (a demo job: add --namespace demo)"
         )
     path = write_report(settings, data, out)
     summary = {"report": str(path), "fetch_events": len(data.events), "dead_letters": len(data.dead_letters),

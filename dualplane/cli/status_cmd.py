@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 
 from core.exceptions import DualplaneError
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 
 if TYPE_CHECKING:  # imported when the command runs, so that `status --help` starts fast
@@ -27,12 +28,12 @@ def status(
     watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval-s until Ctrl-C.")] = False,
     interval_s: Annotated[float, typer.Option("--interval-s", min=0.5, help="Redraw period.")] = 2.0,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
     from control_plane.frontier.progress import ProgressReader
-    from core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     reader = _open_reader(settings)
     try:
         if watch:

@@ -1,9 +1,10 @@
 """The demo crawl: the sample site crawled by the real services, watched live, checked at the end.
 
 The frontier, a fetcher and the extractor run in this process (one thread each) against the
-embedded stack, under names of their own (``dualplane-demo.*``) so the demo never disturbs a
-real deployment. The summary compares the crawl with the site's ground truth from both sides:
-what the site served, and what reached Kafka's ``pages.raw``.
+embedded stack, in the namespace ``demo`` (names ``dualplane-demo.*``) so the demo never disturbs
+a real deployment; ``--namespace demo`` reads its data afterwards. The summary compares the crawl
+with the site's ground truth from both sides: what the site served, and what reached Kafka's
+``pages.raw``.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ from data_plane.extractor.replay import plan, replay
 from data_plane.throttle.view import ThrottleView
 from dualplane.demo.antibot import ANTI_BOT, PROTECTED_HOST, ThrottleWatch, throttle_tuning
 from dualplane.demo.live import LiveView
-from dualplane.namespaces import private_namespace
+from dualplane.namespaces import named_namespace
 from dualplane.report import read_job, write_report
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.services import Service, build
 
-DEMO_PREFIX = "dualplane-demo"
+DEMO_NAMESPACE = "demo"
 SERVICES = ("frontier", "fetcher", "extractor", "throttle")
 REPLAY_SCHEMA_VERSION = 2
 
@@ -74,7 +75,7 @@ class CrawlSummary:
 
 def demo_settings(settings: Settings) -> Settings:
     """The demo's private names, loopback opened for the sample site, polite but quick limits."""
-    private = private_namespace(settings, DEMO_PREFIX, settings.stack.data_dir / "demo" / "frontier")
+    private = named_namespace(settings, DEMO_NAMESPACE)
     return private.model_copy(
         update={
             "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=50, fetch_concurrency=16),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,7 +59,9 @@ def _by_name(result: CliResult) -> dict[str, dict[str, object]]:
 # A brand-new broker creates __transaction_state (50 partitions) on the demo's first transaction: on a
 # loaded 2-core machine that alone once kept the demo past 240 s ("Not coordinator: retrying").
 @pytest.mark.timeout(720)
-def test_up_twice_status_demo_and_down_leaves_nothing(private_stack_env: dict[str, str]) -> None:
+def test_up_twice_status_demo_and_down_leaves_nothing(
+    private_stack_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> None:
     env = private_stack_env
     first = run_cli("stack", "up", "--json", env=env)
     assert first.exit_code == 0, first.stderr
@@ -95,6 +98,7 @@ def test_up_twice_status_demo_and_down_leaves_nothing(private_stack_env: dict[st
     assert crawl["throttled_and_recovered"], crawl["throttle"]  # the anti-bot host: halved, then recovered
     assert crawl["replay"]["records"] == crawl["records"] and crawl["replay"]["to_topic"].endswith(".v2")
     assert Path(crawl["report"]).is_file()
+    look_further(crawl, env, tmp_path_factory.mktemp("report"))
 
     down = run_cli("stack", "down", "--json", env=env)
     assert down.exit_code == 0
@@ -103,3 +107,23 @@ def test_up_twice_status_demo_and_down_leaves_nothing(private_stack_env: dict[st
     assert not [pid for pid in pids if pid_alive(pid)]
     assert _processes_mentioning(env["DUALPLANE_STACK_DATA_DIR"]) == []
     assert run_cli("stack", "status", "--json", env=env).exit_code == 1
+
+
+def look_further(crawl: dict[str, Any], env: dict[str, str], out: Path) -> None:
+    """The demo's "look further" lines name its namespace, and the commands answer with it: `report`
+    said "nothing known about job" and `records` read the default topics without environment variables."""
+    job = crawl["job_id"]
+    assert all("--namespace demo" in line for line in crawl["commands"] if line.startswith("dualplane "))
+    status = run_cli("status", "--namespace", "demo", "--job", job, "--json", env=env)
+    assert status.exit_code == 0, status.stderr
+    assert status.json()["job"]["state"] == "finished"
+    records = run_cli("records", "export", "--namespace", "demo", "--job", job, env=env)
+    assert records.exit_code == 0, records.stderr
+    assert len(records.stdout.splitlines()) == crawl["records"]
+    v2_topic = crawl["replay"]["to_topic"]
+    v2 = run_cli("records", "export", "--namespace", "demo", "--topic", v2_topic, "--job", job, env=env)
+    assert len(v2.stdout.splitlines()) == crawl["records"], v2.stderr
+    page = run_cli("report", job, "--namespace", "demo", "--out", str(out), "--json", env=env)
+    assert page.exit_code == 0, page.stderr
+    assert page.json()["fetch_events"] >= crawl["done"]
+    assert run_cli("report", job, "--out", str(out), env=env).exit_code == 1  # not in the default namespace
