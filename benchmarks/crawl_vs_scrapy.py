@@ -57,17 +57,14 @@ from confluent_kafka import KafkaException
 from crawl_sites import Site
 from real_sites import DEFAULT_CACHE_DIR, DEFAULT_MIRROR_ROOT
 
-from brokers import amqp
 from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
 from brokers.kafka.reader import read_to_end
 from connectors.storage import s3
+from control_plane.frontier.client import JobClient
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
+from control_plane.frontier.submit import default_scope
 from core.settings import Settings
-from core.web.urls import domain_of
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.stack import LocalStack
 
@@ -355,12 +352,7 @@ def _broker_pids(settings: Settings) -> dict[str, int]:
 
 
 def _submit(settings: Settings, job: str, seeds: list[str]) -> None:
-    connection = amqp.connect(settings.amqp)
-    try:
-        spec = JobSpec(job_id=job, allowed_domains=tuple(domain_of(seed) for seed in seeds))
-        submit_job(confirmed_channel(connection), Topology(settings.queues), spec, seeds)
-    finally:
-        connection.close()
+    JobClient(settings).submit(JobSpec(job_id=job, allowed_domains=default_scope(seeds)), seeds)
 
 
 # -- report -----------------------------------------------------------------------------------

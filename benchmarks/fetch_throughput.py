@@ -27,16 +27,13 @@ import time
 import uuid
 from pathlib import Path
 
-from brokers import amqp
 from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
 from brokers.kafka.reader import read_to_end
+from control_plane.frontier.client import JobClient
 from control_plane.frontier.jobs import FinishRule
 from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
+from control_plane.frontier.submit import default_scope
 from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 
@@ -93,10 +90,8 @@ def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float
                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     ))  # fmt: skip
             time.sleep(3)
-            connection = amqp.connect(settings.amqp)
-            spec = JobSpec(job_id="bench", allowed_domains=tuple(domain_of(s) for s in site.seeds))
-            submit_job(confirmed_channel(connection), Topology(settings.queues), spec, site.seeds)
-            connection.close()
+            spec = JobSpec(job_id="bench", allowed_domains=default_scope(site.seeds))
+            JobClient(settings).submit(spec, site.seeds)
             wait_finished(settings, "bench")
             cpu_s = sum(cpu_seconds(p.pid) for p in processes["fetcher"])
         finally:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -173,6 +173,45 @@ def build(settings: Settings, name: str, shards: list[int] | None = None) -> lis
     return [REGISTRY[name](settings)]
 
 
+class ServiceGroup:
+    """Services on threads of this process, started together and stopped together: ``stop()`` each,
+    join its thread (at most ``JOIN_S``), ``close()`` it. ``dualplane run``, the demo and the test
+    harnesses run services through it; as a context manager it starts on entry and stops on exit."""
+
+    JOIN_S = 30.0
+
+    def __init__(self, services: list[Service]) -> None:
+        self.services = services
+        self.threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
+
+    @classmethod
+    def build(cls, settings: Settings, names: Iterable[str], shards: list[int] | None = None) -> ServiceGroup:
+        """The services ``dualplane run NAMES…`` runs (see :func:`build`), not started yet."""
+        return cls([service for name in names for service in build(settings, name, shards)])
+
+    def start(self) -> ServiceGroup:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def ended(self) -> list[str]:
+        """The services whose ``run`` returned or raised (none while all run)."""
+        return [s.name for t, s in zip(self.threads, self.services, strict=True) if not t.is_alive()]
+
+    def stop(self) -> None:
+        for service in self.services:
+            service.stop()
+        for thread, service in zip(self.threads, self.services, strict=True):
+            thread.join(timeout=self.JOIN_S)
+            service.close()
+
+    def __enter__(self) -> ServiceGroup:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
 def run_services(
     settings: Settings, names: list[str], shards: list[int] | None = None, heartbeat: Path | None = None
 ) -> None:
@@ -194,23 +233,17 @@ def run_services(
     # must still end in a clean stop and exit 0, not in Python's default death by signal.
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    services = [service for name in names for service in build(settings, name, shards)]
+    group = ServiceGroup.build(settings, names, shards)
     metrics.serve(settings.metrics)
-    threads = [threading.Thread(target=s.run, name=s.name, daemon=True) for s in services]
-    for thread in threads:
-        thread.start()
+    group.start()
     beaten = 0.0
-    while not stopping.is_set() and all(t.is_alive() for t in threads):
+    while not stopping.is_set() and not group.ended():
         if heartbeat is not None and time.monotonic() - beaten >= HEARTBEAT_EVERY_S:
             heartbeat.touch()
             beaten = time.monotonic()
         stopping.wait(0.5)
-    ended = [s.name for t, s in zip(threads, services, strict=True) if not t.is_alive()]
-    for service in services:
-        service.stop()
-    for thread, service in zip(threads, services, strict=True):
-        thread.join(timeout=30)
-        service.close()
+    ended = group.ended()
+    group.stop()
     if ended and not stopping.is_set():
         log.error("%s ended on its own; exiting with status 1 so that it is restarted", ", ".join(ended))
         raise SystemExit(1)

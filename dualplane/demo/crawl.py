@@ -9,23 +9,18 @@ with the site's ground truth from both sides: what the site served, and what rea
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import schemas
-from brokers import amqp
 from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
 from brokers.kafka.reader import read_to_end
-from control_plane.frontier.jobs import FinishRule
-from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import default_scope, submit_job
+from control_plane.frontier.client import JobClient
+from control_plane.frontier.jobs import STALLED_AFTER_S
+from control_plane.frontier.submit import default_scope
 from core.settings import FetchSettings, LimitSettings, Settings
 from core.web.urls import canonicalize, domain_of
 from data_plane.extractor.records import PageRecord, iter_records
@@ -36,7 +31,7 @@ from dualplane.demo.live import LiveView
 from dualplane.namespaces import named_namespace
 from dualplane.report import read_job, write_report
 from dualplane.sample_site import SampleSite, SiteSpec
-from dualplane.services import Service, build
+from dualplane.services import ServiceGroup
 
 DEMO_NAMESPACE = "demo"
 SERVICES = ("frontier", "fetcher", "extractor", "throttle")
@@ -85,23 +80,6 @@ def demo_settings(settings: Settings) -> Settings:
     )
 
 
-@contextmanager
-def running_services(settings: Settings, names: tuple[str, ...] = SERVICES) -> Iterator[list[Service]]:
-    """Run the named services on threads for the length of the block, then stop them cleanly."""
-    services = [service for name in names for service in build(settings, name)]
-    threads = [threading.Thread(target=s.run, name=f"demo-{s.name}", daemon=True) for s in services]
-    for thread in threads:
-        thread.start()
-    try:
-        yield services
-    finally:
-        for service in services:
-            service.stop()
-        for thread, service in zip(threads, services, strict=True):
-            thread.join(timeout=30)
-            service.close()
-
-
 def crawl_sample_site(
     settings: Settings,
     spec: SiteSpec,
@@ -113,12 +91,14 @@ def crawl_sample_site(
     settings = demo_settings(settings)
     job_id = f"demo-{uuid.uuid4().hex[:8]}"
     started_ms = int(time.time() * 1000)
-    with SampleSite(spec) as site, running_services(settings), ThrottleView(settings) as view:
+    with SampleSite(spec) as site, ServiceGroup.build(settings, SERVICES), ThrottleView(settings) as view:
         site.set_anti_bot(PROTECTED_HOST, ANTI_BOT)
         watch = ThrottleWatch(domain_of(site.seeds[PROTECTED_HOST]), settings.limits.domain_concurrency)
         live = LiveView(site, view.start())
         started = time.monotonic()
-        _submit(settings, job_id, site)
+        JobClient(settings).submit(
+            JobSpec(job_id=job_id, allowed_domains=default_scope(site.seeds)), site.seeds
+        )
         progress = _follow(settings, job_id=job_id, live=live, watch=watch, on_progress=on_progress,
                            timeout_s=timeout_s)  # fmt: skip
         duration_s = time.monotonic() - started
@@ -155,15 +135,6 @@ def crawl_sample_site(
     )
 
 
-def _submit(settings: Settings, job_id: str, site: SampleSite) -> None:
-    spec = JobSpec(job_id=job_id, allowed_domains=default_scope(site.seeds))
-    connection = amqp.connect(settings.amqp)
-    try:
-        submit_job(confirmed_channel(connection), Topology(settings.queues), spec, site.seeds)
-    finally:
-        connection.close()
-
-
 def _follow(
     settings: Settings,
     *,
@@ -174,23 +145,20 @@ def _follow(
     timeout_s: float,
 ) -> dict[str, Any]:
     """Report progress each half second until the job is finished (:class:`FinishRule`: its pages
-    fetched and its records committed)."""
-    rule = FinishRule.from_settings(settings, seeds=len(live.site.seeds))
-    deadline = time.monotonic() + timeout_s
-    with ProgressReader(settings) as reader:
-        while time.monotonic() < deadline:
-            now = reader.job(job_id) or {}
-            watch.observe(live.view, live.site)
-            on_progress(now, live)
-            verdict = rule.judge(now)
-            if verdict.finished:
-                return now
-            if verdict.stalled:  # something is broken: say so instead of waiting out the timeout
-                raise TimeoutError(
-                    f"the demo crawl made no progress for {rule.stalled_after_s:.0f} s; last progress {now}"
-                )
-            time.sleep(0.5)
-    raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {rule.last}")
+    fetched and its records committed); a stalled job is an error, not a wait for the timeout."""
+    snapshot: dict[str, Any] | None = None
+    for snapshot, verdict in JobClient(settings).follow(
+        job_id, timeout_s=timeout_s, seeds=len(live.site.seeds)
+    ):
+        watch.observe(live.view, live.site)
+        on_progress(snapshot or {}, live)
+        if verdict.finished:
+            return snapshot or {}
+        if verdict.stalled:  # something is broken: say so instead of waiting out the timeout
+            raise TimeoutError(
+                f"the demo crawl made no progress for {STALLED_AFTER_S:.0f} s; last progress {snapshot}"
+            )
+    raise TimeoutError(f"the demo crawl did not finish within {timeout_s:.0f} s; last progress {snapshot}")
 
 
 def _replay(settings: Settings, from_time_ms: int) -> dict[str, Any]:

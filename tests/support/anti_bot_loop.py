@@ -22,18 +22,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from brokers import amqp
 from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
 from brokers.kafka.topics import prepare_data_plane
-from control_plane.frontier.submit import default_scope, submit_job
+from control_plane.frontier.client import JobClient
+from control_plane.frontier.submit import default_scope
 from core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
 from core.web.urls import domain_of
 from data_plane.throttle.view import ThrottleView
-from dualplane.demo.crawl import running_services
 from dualplane.namespaces import private_namespace
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
+from dualplane.services import ServiceGroup
 
 Phase = Literal["blocking", "relaxed"]
 SERVICES = ("frontier", "fetcher", "throttle")
@@ -218,7 +216,7 @@ def run_loop(
     site_spec = SiteSpec(seed=29, hosts=1, pages_per_host=4000, latency_ms=5, anti_bot=anti_bot)
     result = LoopResult(spec)
     prepare_data_plane(settings)
-    with SampleSite(site_spec) as site, running_services(settings, SERVICES):
+    with SampleSite(site_spec) as site, ServiceGroup.build(settings, SERVICES):
         domain = domain_of(site.seeds[0])
         view = ThrottleView(settings).start()
         try:
@@ -260,11 +258,7 @@ def _submit(settings: Settings, site: SampleSite) -> None:
     """Every page of the host as a seed: the loop needs steady demand, not link discovery."""
     urls = sorted(site.reachable_urls())
     spec = JobSpec(job_id=f"antibot-{uuid.uuid4().hex[:6]}", allowed_domains=default_scope(site.seeds))
-    connection = amqp.connect(settings.amqp)
-    try:
-        submit_job(confirmed_channel(connection), Topology(settings.queues), spec, urls)
-    finally:
-        connection.close()
+    JobClient(settings).submit(spec, urls)
 
 
 def _blocked(host: Any) -> int:

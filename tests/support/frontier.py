@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pika
 
 from brokers import amqp
 from brokers.amqp.consumer import wait_for
 from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
 from brokers.amqp.topology import Topology
 from control_plane.frontier import Frontier
-from control_plane.frontier.jobs import FinishRule
+from control_plane.frontier.client import JobClient
 from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
 from core.settings import Settings
 from data_plane.throttle.view import ThrottleView
 
@@ -28,11 +25,7 @@ class JobProbe:
         self.topology = Topology(settings.queues)
 
     def submit(self, spec: JobSpec, seeds: list[str]) -> None:
-        connection = amqp.connect(self.settings.amqp)
-        try:
-            submit_job(confirmed_channel(connection), self.topology, spec, seeds)
-        finally:
-            connection.close()
+        JobClient(self.settings).submit(spec, seeds)
 
     def progress(self, job_id: str) -> dict[str, object]:
         with ProgressReader(self.settings) as reader:
@@ -61,17 +54,13 @@ class JobProbe:
 
     def wait_finished(self, job_id: str, timeout_s: float = 180, quiet_s: float = 4) -> dict[str, object]:
         """Wait until the job is finished by the one rule everyone uses (:class:`FinishRule`)."""
-        rule = FinishRule.from_settings(self.settings, quiet_s=quiet_s)
-        deadline = time.monotonic() + timeout_s
-        with ProgressReader(self.settings) as reader:
-            while time.monotonic() < deadline:
-                if rule.finished(reader.job(job_id)):
-                    return rule.last or {}
-                time.sleep(0.5)
-        raise AssertionError(
-            f"job {job_id} did not finish within {timeout_s} s: {rule.last}; "
-            f"extractor lag when last idle: {rule.last_lag}"
-        )
+        snapshot, verdict = None, None
+        for snapshot, verdict in JobClient(self.settings).follow(
+            job_id, timeout_s=timeout_s, quiet_s=quiet_s
+        ):
+            if verdict.finished:
+                return snapshot or {}
+        raise AssertionError(f"job {job_id} did not finish within {timeout_s} s: {snapshot}; {verdict}")
 
     def lane_depth(self, lane: str = "normal") -> int:
         return self.queue_depth(self.topology.lane_queue(lane))  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Submitting a job: its default scope and the routing of its seeds, decided once.
+"""Submitting and following a job: its default scope and the routing of its seeds, decided once.
 
 The default scope was decided in ``crawl``, the demo and the anti-bot loop, each its own way; seeds
 were routed by ``submit_job`` (an oversize seed raised mid-job) and links by the discovery batches
@@ -7,15 +7,17 @@ were routed by ``submit_job`` (an oversize seed raised mid-job) and links by the
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from brokers import amqp
 from brokers.amqp.discovery import ShardBatches, shard_of_url
 from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, decode
-from brokers.amqp.publisher import confirmed_channel
 from brokers.amqp.topology import Topology
+from control_plane.frontier.client import JobClient
 from control_plane.frontier.exceptions import ScopeTooWide
-from control_plane.frontier.submit import default_scope, submit_job
+from control_plane.frontier.submit import default_scope
 from core.settings import QueueSettings
 from tests.support.factories import ControlPlaneFactory
 
@@ -51,10 +53,10 @@ def test_a_submitted_jobs_oversize_seed_is_left_out_and_the_rest_go(
     settings = control_plane.settings(frontier_shards=2)
     topology = Topology(settings.queues)
     seeds = ["http://a.test/1", OVERSIZE, "http://b.test/2"]
+    assert JobClient(settings).submit(JobSpec(job_id="sized"), seeds) == 2
     connection = amqp.connect(settings.amqp)
     try:
-        channel = confirmed_channel(connection)
-        assert submit_job(channel, topology, JobSpec(job_id="sized"), seeds) == 2
+        channel = connection.channel()
         received = []
         for queue in topology.frontier_queues:  # single active consumer: no basic.get
             for method, _, body in channel.consume(queue, auto_ack=True, inactivity_timeout=0.3):
@@ -67,3 +69,15 @@ def test_a_submitted_jobs_oversize_seed_is_left_out_and_the_rest_go(
     finally:
         connection.close()
     assert sorted(received) == ["http://a.test/1", "http://b.test/2"]
+
+
+@pytest.mark.integration
+def test_following_a_job_nobody_runs_looks_until_the_timeout_and_says_why(
+    control_plane: ControlPlaneFactory,
+) -> None:
+    started = time.monotonic()
+    looks = list(JobClient(control_plane.settings()).follow("nobody", timeout_s=2.0, every_s=0.2))
+    assert time.monotonic() - started < 2.0 + 12  # the last look may start just before the timeout
+    assert looks  # one look at least, however slow the machine (opening the reader takes ~1 s)
+    assert all(snapshot is None and not verdict.finished for snapshot, verdict in looks)
+    assert looks[-1][1].why.startswith("no progress published yet")

@@ -1,0 +1,98 @@
+"""The job client: what the CLI, the demo, tests and benchmarks call to submit a crawl job and follow it.
+
+Connect, open a confirmed channel, declare the topology, submit, close; then read the job's progress
+and ask :class:`~control_plane.frontier.jobs.FinishRule` after each look. None of the callers wires
+those steps by hand, and none decides for itself when a job is finished or stalled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import pika.exceptions
+from confluent_kafka import KafkaException
+
+from brokers import amqp
+from brokers.amqp.messages import JobSpec
+from brokers.amqp.publisher import confirmed_channel
+from brokers.amqp.topology import Topology
+from control_plane.frontier.jobs import FinishRule, Verdict
+from control_plane.frontier.progress import ProgressReader
+from control_plane.frontier.submit import submit_job
+from core.settings import Settings
+
+# A look that fails for these is retried with a fresh reader: a broker restarting is expected.
+BROKER_ERRORS = (pika.exceptions.AMQPError, KafkaException, OSError)
+
+Look = tuple[dict[str, Any] | None, Verdict]
+"""One look at a job: its newest progress snapshot (None: none read yet) and the rule's verdict."""
+
+
+class JobClient:
+    """Submits crawl jobs and follows them to their end, against the brokers ``settings`` name."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def submit(
+        self, spec: JobSpec, seeds: Iterable[str], on_seed: Callable[[int], None] | None = None
+    ) -> int:
+        """Submit ``spec`` and then its ``seeds``, each confirmed by RabbitMQ; the seeds sent (see
+        :func:`~control_plane.frontier.submit.submit_job`). The connection is closed on return:
+        following a job reads Kafka, and an idle AMQP connection would miss its heartbeats."""
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            return submit_job(
+                confirmed_channel(connection), Topology(self.settings.queues), spec, seeds, on_seed
+            )
+        finally:
+            connection.close()
+
+    def progress(self, job_id: str) -> dict[str, Any] | None:
+        """The job's progress now, added up over the shards (None: nothing published yet)."""
+        with ProgressReader(self.settings) as reader:
+            return reader.job(job_id)
+
+    def follow(
+        self,
+        job_id: str,
+        *,
+        timeout_s: float,
+        seeds: int | None = None,
+        quiet_s: float = 3.0,
+        every_s: float = 0.5,
+    ) -> Iterator[Look]:
+        """A look at the job every ``every_s`` until :class:`FinishRule` (told the ``seeds`` submitted)
+        calls it finished or ``timeout_s`` passes; the last look says which. A stalled verdict is
+        yielded like any other (the caller decides whether to give up). A look that fails (Kafka
+        restarting) yields a verdict saying so and is retried with a fresh reader."""
+        rule = FinishRule.from_settings(self.settings, quiet_s=quiet_s, seeds=seeds)
+        deadline = time.monotonic() + timeout_s
+        reader: ProgressReader | None = None
+        snapshot: dict[str, Any] | None = None
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    reader = reader or ProgressReader(self.settings)
+                    snapshot = reader.job(job_id) or snapshot
+                    verdict = rule.judge(snapshot)
+                except BROKER_ERRORS as error:
+                    _dropped(reader)
+                    reader = None
+                    verdict = Verdict(False, f"brokers unreachable: {type(error).__name__}; retrying")
+                yield snapshot, verdict
+                if verdict.finished:
+                    return
+                time.sleep(every_s)
+        finally:
+            _dropped(reader)
+
+
+def _dropped(reader: ProgressReader | None) -> None:
+    """Close ``reader`` if there is one, whatever state its connection is in."""
+    if reader is not None:
+        with contextlib.suppress(*BROKER_ERRORS):
+            reader.close()
