@@ -22,7 +22,6 @@ topic, partition and offset, and dates from the records, so a re-run writes byte
 
 from __future__ import annotations
 
-import hashlib
 import io
 import uuid
 from datetime import UTC, datetime
@@ -37,13 +36,21 @@ import schemas
 from connectors.sink.base import FileStart, Item, Sink, SinkFile
 from connectors.sink.compression import GzipMember
 from connectors.sink.exceptions import SinkUnavailable, Unwritable
-from connectors.sink.warc_records import WARC_VERSION, archived_uri, request_member, response_member
+from connectors.sink.warc_records import (
+    WARC_VERSION,
+    archived_uri,
+    request_member,
+    response_member,
+    sha1,
+    sha256,
+)
 from connectors.sink.warc_revisit import is_revisit, revisit_member
 from connectors.storage.claim_check import ClaimCheckStore
 from connectors.storage.exceptions import ClaimCheckError, ClaimCheckUnavailable
 from schemas.exceptions import RegistryError
 
 ID_NAMESPACE = uuid.UUID("8a3c0a64-6f7e-4f55-9d0b-3f1e2b9c7d10")  # ours: record ids are uuid5 in it
+_NAMESPACE_BYTES = ID_NAMESPACE.bytes
 
 
 class WarcSink(Sink):
@@ -108,7 +115,7 @@ class WarcSink(Sink):
             except ClaimCheckError as error:
                 raise Unwritable(f"body of {where}: {error}") from error
         body = bytes(page.get("body") or b"")
-        if expected and hashlib.sha256(body).hexdigest() != str(expected).lower():
+        if expected and sha256(body).hexdigest() != str(expected).lower():
             raise Unwritable(f"inline body of {where} does not match its body_sha256 {expected}: corrupted")
         return body
 
@@ -150,8 +157,12 @@ class WarcFile(SinkFile):
 
 
 def _record_id(topic: str, partition: int, offset: int, kind: str) -> str:
-    name = f"{topic}/{partition}/{offset}/{kind}"
-    return f"<urn:uuid:{uuid.uuid5(ID_NAMESPACE, name)}>"
+    """``uuid5(ID_NAMESPACE, name)`` as a WARC record id, without building a ``UUID`` (10 µs, two a page)."""
+    digest = bytearray(sha1(_NAMESPACE_BYTES + f"{topic}/{partition}/{offset}/{kind}".encode()).digest()[:16])
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
+    hex_id = digest.hex()
+    return f"<urn:uuid:{hex_id[:8]}-{hex_id[8:12]}-{hex_id[12:16]}-{hex_id[16:20]}-{hex_id[20:]}>"
 
 
 def _warc_date(value: datetime | int) -> str:
