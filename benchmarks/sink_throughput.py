@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 from real_sites import DEFAULT_CACHE_DIR, SITES
 from sink_costs import PutMeter, avro_costs, warc_costs
 
@@ -59,7 +59,7 @@ from brokers.kafka.topics import ensure_data_plane_topics
 from connectors.sink import S3Sink
 from connectors.sink.prepare import Preparer
 from connectors.sink.service import SESSION_TIMEOUT_MS
-from connectors.sink.session import BATCH, POLL_S
+from connectors.sink.session import BATCH, POLL_S, Session
 from connectors.storage import s3
 from core.settings import Settings
 from data_plane.extract.offline import raw_page
@@ -73,6 +73,9 @@ DISTINCT = 200  # values per topic the per-step costs are measured on (sink_cost
 CORES = os.cpu_count() or 1
 TICKS = os.sysconf("SC_CLK_TCK")
 WATCH_S = 0.02
+LAG_EVERY_S = 0.25
+LOAD_DISTINCT_PAGES = 400  # the load cycles through these (in memory: ~50 MB)
+CATCH_UP_GIVE_UP_S = 120.0
 INLINE_MAX_BYTES = 512 * 1024  # larger pages would be claim-checked, and exceed a producer's 1 MB messages
 
 
@@ -318,10 +321,20 @@ def sink_run(
     return Run(ended - started, (first.value or ended) - started, spent)
 
 
-def _sink_process(settings: Settings, stop: Any, first: Any, start_up_cpu: Any) -> None:
+def _sink_process(settings: Settings, stop: Any, first: Any, start_up_cpu: Any, handled: Any = None) -> None:
     """One sink process: the service's own code, noting when its first batch arrived (the time, shared by
-    all processes, and this process's CPU then: its start-up)."""
+    all processes, and this process's CPU then: its start-up), and counting in ``handled`` the records it
+    wrote into a file (or dead-lettered)."""
     prepared = Preparer.prepared
+    if handled is not None:
+        handle = Session.handle
+
+        def counting(session: Session, message: Any, outcome: Any) -> None:
+            handle(session, message, outcome)
+            with handled.get_lock():
+                handled.value += 1
+
+        Session.handle = counting  # type: ignore[method-assign]
 
     def noting(preparer: Preparer, messages: list[Any]) -> Any:
         if messages:
@@ -340,6 +353,158 @@ def _sink_process(settings: Settings, stop: Any, first: Any, start_up_cpu: Any) 
 
     threading.Thread(target=stopper, daemon=True).start()
     sink.run()
+
+
+@dataclass
+class Load:
+    """A crawl's output at ``rate_pages_s``: a raw page and a record each tick, as the fetcher and the
+    extractor produce them (zstd, ``linger.ms`` 20), for ``duration_s``; counts what Kafka confirmed."""
+
+    settings: Settings
+    bodies: list[tuple[str, bytes]]
+    records: list[dict[str, Any]]
+    rate_pages_s: float
+    duration_s: float
+    delivered: int = 0
+    delivered_bytes: int = 0
+    ended_s: float = 0.0  # monotonic: when the last message was confirmed
+
+    def run(self) -> None:
+        producer = clients.producer(self.settings.kafka, **{"linger.ms": 20, "compression.type": "zstd"})
+        topics = self.settings.topics
+        started = time.monotonic()
+        total = int(self.rate_pages_s * self.duration_s)
+        for i in range(total):
+            time.sleep(max(0.0, started + i / self.rate_pages_s - time.monotonic()))
+            url, body = self.bodies[i % len(self.bodies)]
+            url = f"{url}?load={i}"
+            value = raw_value(url, body, datetime.now(UTC))
+            record = {**self.records[i % len(self.records)], "url": url, "canonical_url": url}
+            producer.produce(topics.pages_raw, value, url.encode(), on_delivery=self._delivered)
+            producer.produce(
+                topics.records,
+                schemas.encode("page_record", record, 2),
+                url.encode(),
+                on_delivery=self._delivered,
+            )
+            producer.poll(0)
+        if producer.flush(60):
+            raise RuntimeError("load: pages not confirmed by Kafka within 60 s")
+        self.ended_s = time.monotonic()
+
+    def _delivered(self, error: Any, message: Any) -> None:
+        if error is None:
+            self.delivered += 1
+            self.delivered_bytes += len(message.value() or b"")
+
+
+class CommittedLag:
+    """Records of the sink's topics its group has not committed (not in S3 yet), read every call."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.consumer = clients.consumer(settings.kafka, settings.sink_group)  # never subscribes
+        topics = [settings.topics.pages_raw, settings.topics.records]
+        self.partitions = [
+            TopicPartition(topic, p)
+            for topic in topics
+            for p in self.consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        ]
+
+    def __call__(self) -> int:
+        for _ in range(50):  # the broker answers "not leader" for a moment now and then: ask again
+            try:
+                return self._lag()
+            except KafkaException:
+                time.sleep(0.1)
+        return self._lag()
+
+    def written(self) -> int:
+        """Records in the topics (their end offsets, from offset 0)."""
+        return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
+
+    def _lag(self) -> int:
+        committed = {
+            (tp.topic, tp.partition): tp.offset for tp in self.consumer.committed(self.partitions, timeout=10)
+        }
+        lag = 0
+        for tp in self.partitions:
+            low, high = self.consumer.get_watermark_offsets(tp, timeout=10)
+            done = committed[(tp.topic, tp.partition)]
+            lag += max(0, high - (done if done >= 0 else low))
+        return lag
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def lag_run(
+    base: Settings, *, rate_pages_s: float, duration_s: float, idle_flush_s: float | None
+) -> dict[str, Any]:
+    """One sink (the service, default settings but ``idle_flush_s``) next to a load of real pages and
+    their records at ``rate_pages_s``: its lag during the load, and how soon after it it is 0."""
+    run = f"lag{uuid.uuid4().hex[:8]}"
+    sink_settings = {"prefix": f"bench/{run}"}
+    settings = base.model_copy(
+        update={
+            "kafka": base.kafka.model_copy(update={"group_prefix": f"{base.kafka.group_prefix}-{run}"}),
+            "sink": base.sink.model_copy(
+                update=sink_settings
+                if idle_flush_s is None
+                else {**sink_settings, "idle_flush_s": idle_flush_s}
+            ),
+        }
+    )
+    bodies = real_site_bodies(LOAD_DISTINCT_PAGES)
+    records = [
+        extract_record(raw_page(body, url, fetched_at=datetime.now(UTC)), schema_version=2)
+        for url, body in bodies[:40]
+    ]
+    context = multiprocessing.get_context("fork")
+    stop, first, cpu, handled = (context.Event(), context.Value("d", 0.0), context.Value("d", 0.0),
+                                 context.Value("q", 0))  # fmt: skip
+    child = context.Process(target=_sink_process, args=(settings, stop, first, cpu, handled))
+    child.start()
+    lag = CommittedLag(settings)
+    try:
+        warm = Load(settings, bodies, records, rate_pages_s=1, duration_s=1)  # the sink joins its group
+        warm.run()
+        while handled.value < warm.delivered:
+            time.sleep(WATCH_S)
+        cpu_before, s3_before = cpu_s(child.pid or 0), CpuMeter(settings).stack_s()
+        load = Load(settings, bodies, records, rate_pages_s=rate_pages_s, duration_s=duration_s)
+        producing = threading.Thread(target=load.run)
+        producing.start()
+        samples: list[tuple[float, int, int]] = []  # seconds since the load began, behind, not committed
+        started = time.monotonic()
+        while producing.is_alive() or lag() > 0:
+            not_committed, written = lag(), lag.written()
+            samples.append((time.monotonic() - started, written - handled.value, not_committed))
+            if time.monotonic() - started > duration_s + CATCH_UP_GIVE_UP_S:
+                break
+            time.sleep(LAG_EVERY_S)
+        caught_up, left = time.monotonic(), lag()
+        spent_ms = 1000 * (cpu_s(child.pid or 0) - cpu_before)
+        s3_ms = 1000 * CpuMeter.spent(s3_before, CpuMeter(settings).stack_s()).get("s3", 0.0)
+    finally:
+        stop.set()
+        child.join(60)
+        if child.is_alive():
+            child.kill()
+        lag.close()
+    during = [sample for sample in samples if sample[0] <= load.ended_s - started]
+    mb = load.delivered_bytes / MB
+    return {
+        "rate_pages_s": rate_pages_s,
+        "idle_flush_s": settings.sink.idle_flush_s,
+        "pages": load.delivered // 2,
+        "mb_s": round(mb / max(load.ended_s - started, 1e-9), 1),
+        "max_behind": max((s[1] for s in during), default=0),
+        "median_behind": statistics.median([s[1] for s in during] or [0]),
+        "max_not_committed": max((s[2] for s in samples), default=0),
+        "caught_up_s": round(caught_up - load.ended_s, 1) if left == 0 else None,
+        "sink_cpu_ms_per_mb": round((spent_ms + s3_ms) / mb, 2),
+        "sink_core_share": round(spent_ms / 1000 / (caught_up - started), 3),
+    }
 
 
 def _wait_committed(settings: Settings, topic: str, children: list[Any]) -> None:
@@ -378,10 +543,26 @@ def main() -> None:
         choices=("zstd", "lz4", "snappy", "gzip", "none"),
         help="the fill producer's compression.type (zstd: what dualplane's producers use)",
     )
+    parser.add_argument(
+        "--lag",
+        action="store_true",
+        help="instead: the sink's lag next to a crawl-speed load of real pages, and its catch-up after",
+    )
+    parser.add_argument("--lag-rates", default="18,180", help="--lag: pages (and records) a second")
+    parser.add_argument("--lag-duration-s", type=float, default=30.0, help="--lag: how long the load runs")
+    parser.add_argument(
+        "--idle-flush-s",
+        type=float,
+        default=None,
+        help="--lag: DUALPLANE_SINK_IDLE_FLUSH_S (default: its own)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     counts = [int(n) for n in args.processes.split(",")]
     base = Settings.from_env()
+    if args.lag:
+        lag_main(base, args)
+        return
     settings = private_namespace(base, f"bench-sink-{uuid.uuid4().hex[:6]}", base.stack.data_dir / "bench")
     s3.ensure_bucket(settings.s3)
     meter = CpuMeter(settings)
@@ -413,6 +594,45 @@ def main() -> None:
             print(f"{'':20}ratio to the plain consume {sink['ratio']:.2f}")
         _costs(row)
         _against_mandatory(row)
+
+
+def lag_main(settings: Settings, args: Any) -> None:
+    """``--lag``: rounds of ``lag_run`` per rate; medians."""
+    ensure_data_plane_topics(settings)
+    rows = []
+    try:
+        for rate in (float(r) for r in args.lag_rates.split(",")):
+            runs = [
+                lag_run(
+                    settings,
+                    rate_pages_s=rate,
+                    duration_s=args.lag_duration_s,
+                    idle_flush_s=args.idle_flush_s,
+                )
+                for _ in range(args.rounds)
+            ]
+            rows.append({key: _median_of(runs, key) for key in runs[0]} | {"rounds": runs})
+    finally:
+        drop_namespace(settings)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        caught_up = "never" if row["caught_up_s"] is None else f"{row['caught_up_s']:.1f} s"
+        print(
+            f"load {row['rate_pages_s']:.0f} pages/s ({row['mb_s']:.1f} MB/s of raw pages and records,"
+            f" {row['pages']} pages), idle flush {row['idle_flush_s']:g} s:"
+            f" behind at most {row['max_behind']} records (median {row['median_behind']}),"
+            f" not yet in S3 at most {row['max_not_committed']}; lag 0 {caught_up} after the load ended;"
+            f" sink CPU {row['sink_cpu_ms_per_mb']:.2f} ms/MB, {100 * row['sink_core_share']:.1f}% of a core"
+        )
+
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> Any:
+    values = [run[key] for run in runs]
+    if any(value is None for value in values):
+        return None  # a round that never caught up: no median hides it
+    return round(statistics.median(values), 2) if isinstance(values[0], int | float) else values[0]
 
 
 def _bound(row: dict[str, Any]) -> dict[str, float]:

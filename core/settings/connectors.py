@@ -36,7 +36,8 @@ class SinkSettings(BaseSettings):
       from the committed offsets cuts the same files.
     - ``idle_flush_s`` (``DUALPLANE_SINK_IDLE_FLUSH_S``): a partition that received nothing for this long
       has its open file written anyway (0: never), once the partition was read to its end, so the tail
-      of a quiet topic reaches S3. The one
+      of a quiet topic reaches S3: 5 s by default, so the archive is complete within ~10 s of a crawl's
+      end (``benchmarks/sink_throughput.py --lag``; 30 s made it ~32 s). The one
       boundary set by the clock; safe because an object is created only if its key is free (see
       ``connectors.sink.upload``).
     - ``multipart_threshold_bytes`` / ``multipart_part_bytes``: files from this size are uploaded in parts.
@@ -57,7 +58,7 @@ class SinkSettings(BaseSettings):
     flush_records: int = Field(default=10_000, ge=1)
     max_file_bytes: int = Field(default=256 * MIB, ge=1024)
     rotate_interval_ms: int = Field(default=3_600_000, ge=0)
-    idle_flush_s: float = Field(default=30.0, ge=0)
+    idle_flush_s: float = Field(default=5.0, ge=0)
     multipart_threshold_bytes: int = Field(default=16 * MIB, ge=5 * MIB)
     multipart_part_bytes: int = Field(default=8 * MIB, ge=5 * MIB)  # S3's minimum part size is 5 MiB
     avro_codec: Literal["null", "deflate"] = "deflate"
