@@ -34,7 +34,7 @@ from connectors.sink.base import FileStart, Item, Sink, SinkFile
 from connectors.sink.compression import Deflate
 from connectors.sink.exceptions import SinkUnavailable, Unwritable
 from schemas.exceptions import CorruptRecord, RegistryError
-from schemas.wire import split
+from schemas.wire import Frame, split
 
 log = logging.getLogger(__name__)
 
@@ -61,17 +61,17 @@ class AvroSink(Sink):
     def prepare(self, message: Message) -> Item:
         value = message.value() or b""
         try:
-            kind, record = self._checked(value)
+            frame = split(value)
+            kind, record = self._checked(value, frame)
         except RegistryError as error:
             raise SinkUnavailable(f"cannot decode a record: {error}") from error
         except Exception as error:
             raise Unwritable(f"undecodable record: {error}") from error
-        body = memoryview(value)[split(value).body_offset :]  # the datum as written: no copy, no re-encoding
+        body = memoryview(value)[frame.body_offset :]  # the datum as written: no copy, no re-encoding
         return Item(kind, str(record.get("job_id") or ""), body)
 
-    def _checked(self, value: bytes) -> tuple[str, Any]:
+    def _checked(self, value: bytes, frame: Frame) -> tuple[str, Any]:
         """The writer schema's fingerprint (hex) and the record, decoded in full: the proof it is valid."""
-        frame = split(value)
         known = None if frame.fingerprint is None else schemas.default_registry().find(frame.fingerprint)
         check = None if known is None else self._check_for(known)
         if (
