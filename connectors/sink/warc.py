@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import io
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, BinaryIO
 
 from confluent_kafka import Message
@@ -36,6 +36,7 @@ import schemas
 from connectors.sink.base import FileStart, Item, Sink, SinkFile
 from connectors.sink.compression import GzipMember
 from connectors.sink.exceptions import SinkUnavailable, Unwritable
+from connectors.sink.raw_pages import RawPageDecoder
 from connectors.sink.warc_records import (
     WARC_VERSION,
     archived_uri,
@@ -51,6 +52,7 @@ from schemas.exceptions import RegistryError
 
 ID_NAMESPACE = uuid.UUID("8a3c0a64-6f7e-4f55-9d0b-3f1e2b9c7d10")  # ours: record ids are uuid5 in it
 _NAMESPACE_BYTES = ID_NAMESPACE.bytes
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class WarcSink(Sink):
@@ -66,13 +68,14 @@ class WarcSink(Sink):
     ) -> None:
         self.topic = topic
         self.codec = codec
+        self.decode = RawPageDecoder(codec)
         self.bodies = bodies
         self.gzip = gzip
 
     def prepare(self, message: Message) -> Item:
         """The page's request and response records, each gzipped, as the item's payload (bytes)."""
         try:
-            page = self.codec.decode(message.value() or b"").record
+            page = self.decode(message.value() or b"")
         except RegistryError as error:
             raise SinkUnavailable(f"cannot decode a raw page: {error}") from error
         except Exception as error:
@@ -172,4 +175,4 @@ def _warc_date(value: datetime | int) -> str:
 
 
 def _warc_date_ms(epoch_ms: int) -> str:
-    return _warc_date(datetime.fromtimestamp(epoch_ms / 1000, UTC))
+    return _warc_date(EPOCH + timedelta(milliseconds=epoch_ms))  # exact, as fastavro reads timestamp-millis
