@@ -50,6 +50,7 @@ import statistics
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -419,16 +420,13 @@ class CommittedLag:
         ]
 
     def __call__(self) -> int:
-        for _ in range(50):  # the broker answers "not leader" for a moment now and then: ask again
-            try:
-                return self._lag()
-            except KafkaException:
-                time.sleep(0.1)
-        return self._lag()
+        return _asked_again(self._lag)
 
     def written(self) -> int:
         """Records in the topics (their end offsets, from offset 0)."""
-        return sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
+        return _asked_again(
+            lambda: sum(self.consumer.get_watermark_offsets(tp, timeout=10)[1] for tp in self.partitions)
+        )
 
     def _lag(self) -> int:
         committed = {
@@ -443,6 +441,16 @@ class CommittedLag:
 
     def close(self) -> None:
         self.consumer.close()
+
+
+def _asked_again(ask: Callable[[], int]) -> int:
+    """``ask()``, again while the broker answers "not leader" for a moment (after a leader election)."""
+    for _ in range(50):
+        try:
+            return ask()
+        except KafkaException:
+            time.sleep(0.1)
+    return ask()
 
 
 def lag_run(
