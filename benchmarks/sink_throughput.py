@@ -532,7 +532,11 @@ def _wait_committed(settings: Settings, topic: str, children: list[Any]) -> None
         ]
         ends = {tp.partition: watcher.get_watermark_offsets(tp, timeout=10)[1] for tp in partitions}
         while True:
-            committed = watcher.committed(partitions, timeout=10)
+            try:
+                committed = watcher.committed(partitions, timeout=10)
+            except KafkaException:  # the coordinator moves or loads after a broker restart: ask again
+                time.sleep(WATCH_S)
+                continue
             if all(tp.offset >= ends[tp.partition] for tp in committed):
                 return
             if not any(child.is_alive() for child in children):
