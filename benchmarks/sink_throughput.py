@@ -458,18 +458,23 @@ def lag_run(
 ) -> dict[str, Any]:
     """One sink (the service, default settings but ``idle_flush_s``) next to a load of real pages and
     their records at ``rate_pages_s``: its lag during the load, and how soon after it it is 0."""
-    run = f"lag{uuid.uuid4().hex[:8]}"
-    sink_settings = {"prefix": f"bench/{run}"}
-    settings = base.model_copy(
-        update={
-            "kafka": base.kafka.model_copy(update={"group_prefix": f"{base.kafka.group_prefix}-{run}"}),
-            "sink": base.sink.model_copy(
-                update=sink_settings
-                if idle_flush_s is None
-                else {**sink_settings, "idle_flush_s": idle_flush_s}
-            ),
-        }
-    )
+    # topics, groups and queues of its own: a new group reads a topic from its start, and the load must
+    # never reach the default topics other work on the stack uses
+    settings = private_namespace(base, f"bench-sinklag-{uuid.uuid4().hex[:6]}", base.stack.data_dir / "bench")
+    if idle_flush_s is not None:
+        settings = settings.model_copy(
+            update={"sink": settings.sink.model_copy(update={"idle_flush_s": idle_flush_s})}
+        )
+    assert settings.topics.pages_raw != base.topics.pages_raw, "the load must not write the default topics"
+    ensure_data_plane_topics(settings)
+    s3.ensure_bucket(settings.s3)
+    try:
+        return _lag_run(settings, rate_pages_s=rate_pages_s, duration_s=duration_s)
+    finally:
+        drop_namespace(settings)
+
+
+def _lag_run(settings: Settings, *, rate_pages_s: float, duration_s: float) -> dict[str, Any]:
     bodies = real_site_bodies(LOAD_DISTINCT_PAGES)
     records = [
         extract_record(raw_page(body, url, fetched_at=datetime.now(UTC)), schema_version=2)
@@ -630,27 +635,22 @@ def corpus_rows(base: Settings, corpus: str, counts: list[int], args: Any) -> li
     return results
 
 
-def lag_main(settings: Settings, args: Any) -> None:
-    """``--lag``: rounds of ``lag_run`` per rate; medians."""
-    ensure_data_plane_topics(settings)
+def lag_main(base: Settings, args: Any) -> None:
+    """``--lag``: rounds of ``lag_run`` per rate, each on topics of a private namespace it drops after."""
     rows = []
-    try:
-        for rate in (float(r) for r in args.lag_rates.split(",")):
-            runs = [
-                lag_run(
-                    settings,
-                    rate_pages_s=rate,
-                    duration_s=args.lag_duration_s,
-                    idle_flush_s=args.idle_flush_s,
-                )
-                for _ in range(args.rounds)
-            ]
-            rows.append({key: _median_of(runs, key) for key in runs[0]} | {"rounds": runs})
-    finally:
-        drop_namespace(settings)
+    for rate in (float(r) for r in args.lag_rates.split(",")):
+        runs = [
+            lag_run(base, rate_pages_s=rate, duration_s=args.lag_duration_s, idle_flush_s=args.idle_flush_s)
+            for _ in range(args.rounds)
+        ]
+        rows.append({key: _median_of(runs, key) for key in runs[0]} | {"rounds": runs})
     if args.json:
         print(json.dumps(rows, indent=2))
         return
+    print_lag(rows)
+
+
+def print_lag(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         caught_up = "never" if row["caught_up_s"] is None else f"{row['caught_up_s']:.1f} s"
         print(
