@@ -37,7 +37,7 @@ class SinkSettings(BaseSettings):
     - ``idle_flush_s`` (``DUALPLANE_SINK_IDLE_FLUSH_S``): a partition that received nothing for this long
       has its open file written anyway (0: never), once the partition was read to its end, so the tail
       of a quiet topic reaches S3: 5 s by default, so the archive is complete within ~10 s of a crawl's
-      end (``benchmarks/sink_throughput.py --lag``; 30 s made it ~32 s). The one
+      end (``benchmarks/sink_throughput.py --lag``: 6-8 s; with 30 s it took 30 s and more). The one
       boundary set by the clock; safe because an object is created only if its key is free (see
       ``connectors.sink.upload``).
     - ``multipart_threshold_bytes`` / ``multipart_part_bytes``: files from this size are uploaded in parts.
