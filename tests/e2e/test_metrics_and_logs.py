@@ -193,13 +193,16 @@ def _scrape_during(ports: dict[str, int], blocked_domain: str) -> list[dict[str,
 
 def _judged(scraped: dict[str, Scrape], domain: str) -> bool:
     """Whether this scrape shows the throttle acting on ``domain``'s blocks: a block ratio above zero
-    in the window it last judged, or P_d below the ceiling (4). Either may be the only trace: once
-    it halves P_d, the throttle judges only the window that starts after the change, and a host
-    that stops blocking when slowed down shows a ratio of 0 there (as seen under a loaded CI run)."""
+    in the window it last judged, P_d below the ceiling (4), or a delay above the base (20 ms). Any
+    one may be the only trace: after a backoff the throttle judges only the window that starts after
+    the change, where a host that stops blocking when slowed down shows a ratio of 0 (as seen under a
+    loaded CI run), and the rate controller may slow a domain by its delay alone."""
     throttle = scraped["throttle"]
     ratio = value(throttle, "dualplane_throttle_block_ratio", domain=domain)
     concurrency = throttle.get("dualplane_throttle_concurrency", {}).get((("domain", domain),))
-    return ratio > 0 or (concurrency is not None and concurrency < 4)
+    delay_ms = throttle.get("dualplane_throttle_delay_ms", {}).get((("domain", domain),))
+    slowed = (concurrency is not None and concurrency < 4) or (delay_ms is not None and delay_ms > 20)
+    return ratio > 0 or slowed
 
 
 def _sink_caught_up(port: int, settings: Settings, timeout_s: float = 60) -> Scrape:
