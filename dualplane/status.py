@@ -40,6 +40,7 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
         **queues,
         "lag": lag,
         "throttled": _part(errors, "throttled", lambda: _throttled(settings), []),
+        "quota": _part(errors, "throttled", lambda: quota_pause(settings, time.time()), None),
         "errors": errors,
     }
 
@@ -134,6 +135,18 @@ def _lag(settings: Settings, reader: ProgressReader | Exception) -> list[dict[st
     )  # fmt: skip
     rows += [{"consumer": "s3-sink", "topic": t, "lag": n} for t, n in sink_lag(settings).items()]
     return rows
+
+
+def quota_pause(settings: Settings, now_s: float) -> dict[str, Any] | None:
+    """The fleet-wide pause a used-up scraping-API quota started, while it lasts: its seconds left
+    and the processor's reason (from the throttle's snapshot; None without a snapshot or a pause)."""
+    path = settings.throttle_snapshot_path
+    snapshot = read_snapshot(path) if path is not None and path.exists() else {}
+    quota = snapshot.get("quota") or {}
+    left_s = float(quota.get("paused_until_s") or 0) - now_s
+    if left_s <= 0:
+        return None
+    return {"paused_for_s": round(left_s, 1), "reason": str(quota.get("reason") or "")}
 
 
 def _throttled(settings: Settings) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from core.exceptions import DualplaneError
 from dualplane.cli.namespace import NamespaceOption, settings_in
@@ -124,6 +125,8 @@ def render(view: dict[str, Any]) -> Group:
     errors = view["errors"]
     parts: list[Any] = [_jobs_table(view["jobs"], errors), _queues_table(view, errors)]
     parts.append(_lag_table(view["lag"], errors))
+    if view.get("quota"):
+        parts.append(_quota_line(view["quota"]))
     if view["throttled"] or "throttled" in errors:
         parts.append(_throttled_table(view["throttled"], errors))
     if "job" in view:
@@ -153,6 +156,14 @@ def _lag_table(lag: list[dict[str, Any]], errors: dict[str, str]) -> Table:
     rows = [[str(row["consumer"]), str(row["topic"]), str(row["lag"])] for row in lag]
     title = _title("consumer lag (records not committed yet)", "lag", errors)
     return table(title, ["consumer", "topic", "lag"], rows)
+
+
+def _quota_line(quota: dict[str, Any]) -> Text:
+    return Text.assemble(
+        ("scraping API quota: ", "bold red"),
+        f"every domain paused for {quota['paused_for_s']:.0f} s more ({quota['reason']}); "
+        "once the budget is raised: dualplane throttle clear '*'",
+    )
 
 
 def _throttled_table(throttled: list[dict[str, Any]], errors: dict[str, str]) -> Table:
