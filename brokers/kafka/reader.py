@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterator
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import KafkaError, Message, TopicPartition
 
 from brokers.kafka import clients
 from core.settings import KafkaSettings
@@ -55,3 +55,31 @@ def read_to_end(
                 )
     finally:
         consumer.close()
+
+
+def committed_values(
+    kafka: KafkaSettings, topic: str, group: str, *, from_beginning: bool, follow: bool, commit: bool = False
+) -> Iterator[bytes]:
+    """The values of ``topic`` as producers commit them: up to the current end (``follow=False``, as
+    :func:`read_to_end`), or tailed by consumer group ``group`` until the caller stops iterating
+    (``commit``: its progress is committed, so a restart resumes there)."""
+    if not follow:
+        for committed in read_to_end(kafka, topic):
+            yield committed.value() or b""
+        return
+    reset = "earliest" if from_beginning else "latest"
+    consumer = clients.consumer(kafka, group, **{"auto.offset.reset": reset, "enable.auto.commit": commit})
+    try:
+        consumer.subscribe([topic])
+        while True:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            error = message.error()
+            if error is not None:
+                if error.code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(f"reading {topic} failed: {error}")
+                continue
+            yield message.value() or b""
+    finally:
+        clients.close_within(consumer)

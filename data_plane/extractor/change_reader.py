@@ -18,12 +18,10 @@ from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
 
-from confluent_kafka import KafkaError
 from pydantic import BaseModel, ConfigDict
 
 import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
+from brokers.kafka.reader import committed_values, read_to_end
 from core.settings import Settings
 from data_plane.extractor.records import PageRecord, decode_record
 
@@ -80,27 +78,9 @@ def iter_changes(
 ) -> Iterator[ChangeEvent]:
     """Change events as extractors commit them; ``follow=False`` stops at the current end."""
     codec = schemas.codec_for(settings)
-    topic = settings.topics.changes
-    if not follow:
-        for committed in read_to_end(settings.kafka, topic):
-            yield decode_change(committed.value() or b"", codec)
-        return
     group = f"{settings.kafka.group_prefix}-changes-{uuid.uuid4().hex[:8]}"
-    reset = "earliest" if from_beginning else "latest"
-    consumer = clients.consumer(
-        settings.kafka, group, **{"auto.offset.reset": reset, "enable.auto.commit": False}
+    values = committed_values(
+        settings.kafka, settings.topics.changes, group, from_beginning=from_beginning, follow=follow
     )
-    try:
-        consumer.subscribe([topic])
-        while True:
-            message = consumer.poll(1.0)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
-                    raise RuntimeError(f"reading {topic} failed: {error}")
-                continue
-            yield decode_change(message.value() or b"", codec)
-    finally:
-        clients.close_within(consumer)
+    for value in values:
+        yield decode_change(value, codec)

@@ -22,12 +22,10 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from confluent_kafka import KafkaError
 from pydantic import BaseModel, ConfigDict, Field
 
 import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
+from brokers.kafka.reader import committed_values
 from core.settings import Settings
 
 
@@ -140,30 +138,12 @@ def iter_records(
     Values in either wire format decode (registry mode: ``DUALPLANE_SCHEMA_REGISTRY_URL``).
     """
     codec = schemas.codec_for(settings)
-    if not follow:
-        for committed in read_to_end(settings.kafka, settings.topics.records):
-            record = decode_record(committed.value() or b"", codec)
-            if job_id is None or record.job_id == job_id:
-                yield record
-        return
     group = group_id or f"{settings.kafka.group_prefix}-records-{uuid.uuid4().hex[:8]}"
-    reset = "earliest" if from_beginning else "latest"
-    consumer = clients.consumer(
-        settings.kafka, group, **{"auto.offset.reset": reset, "enable.auto.commit": group_id is not None}
-    )
-    try:
-        consumer.subscribe([settings.topics.records])
-        while True:
-            message = consumer.poll(1.0)
-            if message is None:
-                continue
-            error = message.error()
-            if error is not None:
-                if error.code() != KafkaError._PARTITION_EOF:
-                    raise RuntimeError(f"reading {settings.topics.records} failed: {error}")
-                continue
-            record = decode_record(message.value() or b"", codec)
-            if job_id is None or record.job_id == job_id:
-                yield record
-    finally:
-        clients.close_within(consumer)
+    values = committed_values(
+        settings.kafka, settings.topics.records, group,
+        from_beginning=from_beginning, follow=follow, commit=group_id is not None,
+    )  # fmt: skip
+    for value in values:
+        record = decode_record(value, codec)
+        if job_id is None or record.job_id == job_id:
+            yield record
