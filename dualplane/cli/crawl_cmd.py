@@ -186,10 +186,12 @@ def _read_seeds(seeds: list[str], seeds_file: str | None, sitemaps: bool = False
 def _default_scope(
     seeds: list[str], seed_list: SeedList | None, sitemaps: list[str] | None, settings: Settings
 ) -> list[str]:
-    """The seeds' domains and the ``--sitemap`` hosts."""
-    from dualplane.cli.sitemap_seeding import sitemap_domains
+    """The seeds' domains and the ``--sitemap`` hosts (a sitemap lists its own host), by the one rule."""
+    from control_plane.frontier.submit import default_scope
 
-    return sorted({*_seed_scope(seeds, seed_list, settings), *sitemap_domains(sitemaps or [])})
+    return sorted(
+        {*_seed_scope(seeds, seed_list, settings), *default_scope(sitemaps or [], source="--sitemap")}
+    )
 
 
 def _seed_scope(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> tuple[str, ...]:

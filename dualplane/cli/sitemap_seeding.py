@@ -21,20 +21,6 @@ if TYPE_CHECKING:
     from core.web.sitemaps import SitemapEntry
 
 
-def sitemap_domains(sitemaps: list[str]) -> set[str]:
-    """The hosts of the ``--sitemap`` URLs: part of the job's default scope (a sitemap lists its host)."""
-    from core.web.exceptions import InvalidUrl
-    from core.web.urls import domain_of
-
-    domains = set()
-    for url in sitemaps:
-        try:
-            domains.add(domain_of(url))
-        except InvalidUrl:
-            continue  # dead-lettered when read, with the reason
-    return domains
-
-
 def submit_sitemaps(
     settings: Settings,
     channel: BlockingChannel,
