@@ -480,8 +480,10 @@ def _scaling(site: Site, args: argparse.Namespace, work: Path) -> list[dict[str,
 
 
 def _say(args: argparse.Namespace, line: str) -> None:
-    if not args.json:
-        print(line, file=sys.stderr, flush=True)
+    """Progress on stderr, also with ``--json`` (which owns stdout): a round takes many minutes, and a
+    run stopped before its end should still have said what each finished round measured."""
+    del args
+    print(line, file=sys.stderr, flush=True)
 
 
 def _print(report: dict[str, Any], args: argparse.Namespace) -> None:
