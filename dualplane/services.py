@@ -28,6 +28,7 @@ from control_plane.fetcher.runner import TaskRunner
 from control_plane.fetcher.worker import Fetcher
 from control_plane.frontier import Frontier
 from control_plane.frontier import metrics as frontier_metrics
+from control_plane.frontier.cancels import CancelledJobsView
 from core import metrics
 from core.settings import Settings
 from data_plane.extractor import metrics as extractor_metrics
@@ -82,7 +83,7 @@ def frontier_services(settings: Settings, shards: list[int] | None = None) -> li
 def fetcher_service(settings: Settings) -> Service:
     prepare_data_plane(settings)
     fetcher = Fetcher.from_settings(settings)
-    runner = TaskRunner(settings, fetcher, ThrottleView(settings))
+    runner = TaskRunner(settings, fetcher, ThrottleView(settings), cancels=CancelledJobsView(settings))
     consumer = runner.consumer()
     fetcher_metrics.watch(runner)
 

@@ -118,6 +118,16 @@ class JobSpec(ControlMessage):
         return patterns
 
 
+class JobCancel(ControlMessage):
+    """Stop a job: sent to every frontier shard, which admits none of its URLs from then on, drops its
+    backlog and ends its queued tasks; fetchers drop its tasks unfetched (see ``dualplane job cancel``)."""
+
+    kind = "job_cancel"
+
+    job_id: JobId
+    cancelled_at: datetime = Field(default_factory=utc_now)
+
+
 class DiscoveredUrl(ControlMessage):
     """A URL someone found (a seed, or a link on a fetched page) for the frontier to consider."""
 
@@ -315,7 +325,16 @@ class Wake(ControlMessage):
 
 MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     message.kind: message
-    for message in (JobSpec, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports, Wake)
+    for message in (
+        JobSpec,
+        JobCancel,
+        DiscoveredUrl,
+        DiscoveredBatch,
+        CrawlTask,
+        TaskReport,
+        TaskReports,
+        Wake,
+    )
 }
 M = TypeVar("M", bound=ControlMessage)
 

@@ -81,6 +81,14 @@ class Topology:
         tiers = [self.tier_name(tier) for tier, _ in self.tiers]
         return [*lanes, *tiers, self.dead_queue, *self.frontier_queues]
 
+    @classmethod
+    def declared(cls, queues: QueueSettings, channel: BlockingChannel) -> Topology:
+        """The topology of ``queues``, declared on ``channel``: what a client that publishes to it (a
+        job's submitter, the dead-letter tools) needs first."""
+        topology = cls(queues)
+        topology.declare(channel)
+        return topology
+
     def declare(self, channel: BlockingChannel) -> None:
         """Declare everything; safe to call from every process on every start."""
         for exchange, kind in (

@@ -60,7 +60,7 @@ RESULTS = {
     action: TASKS.labels(label)
     for action, label in (
         ("done", "done"), ("give_up", "failed"), ("retry", "retry"), ("dead_letter", "dead_letter"),
-        ("deferred", "deferred"), ("requeued", "requeued"), ("defer", "deferred"),
+        ("deferred", "deferred"), ("requeued", "requeued"), ("defer", "deferred"), ("cancelled", "cancelled"),
     )
 }  # fmt: skip
 

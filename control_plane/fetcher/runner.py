@@ -34,6 +34,8 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   one level deeper, one :class:`~brokers.amqp.messages.DiscoveredBatch` per frontier shard, in the
   transaction that acks the task: the crawl moves at fetch speed, never waiting for extraction.
   Links the per-page cap left out are reported with the task (``links_over_limit``).
+- **Cancelled jobs.** A task whose job was cancelled (``dualplane job cancel``; the runner holds a
+  :class:`~core.jobs.CancelledJobs`) is acked unfetched: its frontier has already ended it.
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
   confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ; the
   page's links and redirect target are published in the same AMQP transaction as the ack.
@@ -72,6 +74,7 @@ from brokers.amqp.topology import Topology
 from control_plane.fetcher import metrics, politeness
 from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
 from core import metrics as core_metrics
+from core.jobs import CancelledJobs, NoCancels
 from core.limits import Limits, LimitsSource
 from core.logs import bind_page, page_context
 from core.settings import Settings
@@ -127,11 +130,13 @@ class TaskRunner:
         work: FetchWork,
         view: LimitsSource,
         *,
+        cancels: CancelledJobs | None = None,
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
         self.work = work
         self.view = view
+        self.cancels = cancels or NoCancels()
         self.gate = politeness.DomainGate()
         self.topology = Topology(settings.queues)
         self.tiers = DelayTiers(settings.queues.tiers())
@@ -152,6 +157,7 @@ class TaskRunner:
     def consumer(self) -> ControlConsumer:
         """The lanes' consumer; starts the throttle view first (blocks until its state is read)."""
         self.view.start()
+        self.cancels.start()
         # Twice the capacity: a finished task's ack waits for the next commit (COMMIT_INTERVAL_S) and
         # counts against the prefetch until then, which must not starve the lanes of the next tasks.
         lane = QueueBinding(self.on_task, (CrawlTask,), prefetch=2 * self.capacity)
@@ -176,11 +182,16 @@ class TaskRunner:
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._loop_thread.join(timeout=10)
         self.view.close()
+        self.cancels.close()
 
     # connection thread
 
     def on_task(self, delivery: Delivery) -> None:
         delivery.defer()
+        if self.cancels.cancelled(delivery.message.job_id):
+            delivery.ack()  # its frontier ended the task with the job: nothing to fetch or report
+            metrics.RESULTS["cancelled"].inc()
+            return
         self.waiting.append(_Waiting(delivery, time.monotonic() + self._permit_wait_s(delivery.message)))
         self._start_waiting()
 

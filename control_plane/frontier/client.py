@@ -1,4 +1,4 @@
-"""The job client: what the CLI, the demo, tests and benchmarks call to submit a crawl job and follow it.
+"""The job client: what the CLI, the demo, tests and benchmarks call to submit, follow and cancel jobs.
 
 Connect, open a confirmed channel, declare the topology, submit, close; then read the job's progress
 and ask :class:`~control_plane.frontier.jobs.FinishRule` after each look. None of the callers wires
@@ -14,6 +14,7 @@ from typing import Any
 
 import pika.exceptions
 from confluent_kafka import KafkaException
+from pika.adapters.blocking_connection import BlockingChannel
 
 from brokers import amqp
 from brokers.amqp.messages import JobSpec
@@ -21,7 +22,9 @@ from brokers.amqp.publisher import confirmed_channel
 from brokers.amqp.topology import Topology
 from control_plane.frontier.jobs import FinishRule, Verdict
 from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
+from control_plane.frontier.sitemap_seeds import seed_from_sitemaps
+from control_plane.frontier.sitemaps import SitemapProblem, SitemapStats
+from control_plane.frontier.submit import cancel_job, submit_job
 from core.settings import Settings
 
 # A look that fails for these is retried with a fresh reader: a broker restarting is expected.
@@ -43,11 +46,39 @@ class JobClient:
         """Submit ``spec`` and then its ``seeds``, each confirmed by RabbitMQ; the seeds sent (see
         :func:`~control_plane.frontier.submit.submit_job`). The connection is closed on return:
         following a job reads Kafka, and an idle AMQP connection would miss its heartbeats."""
+        with self._declared() as (channel, topology):
+            return submit_job(channel, topology, spec, seeds, on_seed)
+
+    def seed_from_sitemaps(
+        self,
+        spec: JobSpec,
+        sitemaps: Iterable[str],
+        robots_of: Iterable[str] = (),
+        on_problem: Callable[[SitemapProblem], None] = lambda _problem: None,
+    ) -> SitemapStats:
+        """Submit the pages of ``sitemaps`` (and of those the robots.txt of ``robots_of``'s hosts name)
+        as seeds of ``spec``'s job, submitted already; each bad sitemap is a dead letter with its reason
+        (see :func:`~control_plane.frontier.sitemap_seeds.seed_from_sitemaps`)."""
+        with self._declared() as (channel, topology):
+            return seed_from_sitemaps(
+                channel, topology, spec, fetch=self.settings.fetch, sitemaps=sitemaps, robots_of=robots_of,
+                on_problem=on_problem,
+            )  # fmt: skip
+
+    def cancel(self, job_id: str) -> None:
+        """Cancel the job on every shard, confirmed by RabbitMQ: its frontiers admit none of its URLs
+        from then on, drop its backlog and end its unfinished tasks, which fetchers then drop
+        unfetched; :class:`FinishRule` calls it cancelled once a shard's snapshot says so."""
+        with self._declared() as (channel, topology):
+            cancel_job(channel, topology, job_id)
+
+    @contextlib.contextmanager
+    def _declared(self) -> Iterator[tuple[BlockingChannel, Topology]]:
+        """A confirmed channel on a connection of its own, the topology declared; closed on exit."""
         connection = amqp.connect(self.settings.amqp)
         try:
-            return submit_job(
-                confirmed_channel(connection), Topology(self.settings.queues), spec, seeds, on_seed
-            )
+            channel = confirmed_channel(connection)
+            yield channel, Topology.declared(self.settings.queues, channel)
         finally:
             connection.close()
 
@@ -66,8 +97,8 @@ class JobClient:
         every_s: float = 0.5,
     ) -> Iterator[Look]:
         """A look at the job every ``every_s`` until :class:`FinishRule` (told the ``seeds`` submitted)
-        calls it finished or ``timeout_s`` passes; the last look says which. A stalled verdict is
-        yielded like any other (the caller decides whether to give up). A look that fails (Kafka
+        calls it finished or cancelled, or ``timeout_s`` passes; the last look says which. A stalled
+        verdict is yielded like any other (:meth:`wait` gives up on it). A look that fails (Kafka
         restarting) yields a verdict saying so and is retried with a fresh reader."""
         rule = FinishRule.from_settings(self.settings, quiet_s=quiet_s, seeds=seeds)
         deadline = time.monotonic() + timeout_s
@@ -84,11 +115,31 @@ class JobClient:
                     reader = None
                     verdict = Verdict(False, f"brokers unreachable: {type(error).__name__}; retrying")
                 yield snapshot, verdict
-                if verdict.finished:
+                if verdict.over:
                     return
                 time.sleep(every_s)
         finally:
             _dropped(reader)
+
+    def wait(
+        self,
+        job_id: str,
+        *,
+        timeout_s: float,
+        seeds: int | None = None,
+        on_look: Callable[[Look], None] | None = None,
+        every_s: float = 0.5,
+    ) -> Look:
+        """Follow the job (see :meth:`follow`) until it is finished, cancelled or stalled, or
+        ``timeout_s`` passes; ``on_look`` sees every look. The last look: its verdict says which
+        (neither finished, cancelled nor stalled: the time ran out)."""
+        look: Look = (None, Verdict(False, f"no look at job {job_id} within {timeout_s:g} s"))
+        for look in self.follow(job_id, timeout_s=timeout_s, seeds=seeds, every_s=every_s):
+            if on_look is not None:
+                on_look(look)
+            if look[1].stalled:  # something is broken: say so instead of waiting out the timeout
+                break
+        return look
 
 
 def _dropped(reader: ProgressReader | None) -> None:

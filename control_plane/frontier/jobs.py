@@ -166,6 +166,12 @@ class Verdict:
     pages: int = 0  # tasks done: pages fetched
     records_pending: int | None = None  # the extractor's lag on pages.raw when asked, else None
     stalled: bool = False  # not finished, and no counter moved for the rule's ``stalled_after_s``
+    cancelled: bool = False  # ``dualplane job cancel``: over, but not finished
+
+    @property
+    def over(self) -> bool:
+        """Nothing more will come of the job: finished or cancelled (a stalled job may still move)."""
+        return self.finished or self.cancelled
 
 
 class FinishRule:
@@ -187,7 +193,8 @@ class FinishRule:
       can be late but never early.
 
     A job not finished whose counters have not moved for ``stalled_after_s`` is *stalled*
-    (:attr:`Verdict.stalled`): ``status`` shows it so, and the demo gives up on it.
+    (:attr:`Verdict.stalled`): ``status`` shows it so, and followers give up on it. A job cancelled on
+    any shard (its snapshot's ``cancelled_at``) is neither: :attr:`Verdict.cancelled`, at once.
 
     Both must have held, counters unmoved, for ``quiet_s``. ``extractor_lag`` is asked only once the
     rest holds (it queries Kafka). Followers feed every snapshot to :meth:`judge` (or
@@ -253,10 +260,13 @@ class FinishRule:
 
     def _stalled(self, verdict: Verdict, unchanged_s: float) -> Verdict:
         """``verdict``, marked stalled when the job is not finished and unmoved too long."""
-        stalled = not verdict.finished and unchanged_s > self.stalled_after_s
+        stalled = not verdict.over and unchanged_s > self.stalled_after_s
         return replace(verdict, stalled=True) if stalled else verdict
 
     def _judge(self, snapshot: dict[str, Any] | None, quiet_s: float, lag: int | None) -> Verdict:
+        if snapshot is not None and snapshot.get("cancelled_at"):
+            pages = int(snapshot.get("done", 0))
+            return Verdict(False, f"cancelled after {pages} page(s) fetched", pages, cancelled=True)
         waiting = self._pages_waiting(snapshot)
         if snapshot is None or waiting is not None:
             return Verdict(False, waiting or "no progress published yet")

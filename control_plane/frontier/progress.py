@@ -19,7 +19,7 @@ from core.settings import KafkaSettings, Settings
 READ_WAIT_S = 0.05  # a reader is caught up once a poll this long brings nothing new
 # How the shards' values add up, where not by summing.
 COMBINE: dict[str, Callable[[list[float]], float]] = {
-    "changed_at": max, "published_at": max, "created_at": min, "updated_at": max,
+    "changed_at": max, "published_at": max, "created_at": min, "updated_at": max, "cancelled_at": max,
 }  # fmt: skip
 
 
@@ -69,6 +69,11 @@ class ProgressReader:
         self.refresh()
         totals = {job_id: _total(job_id, shards, self.shards) for job_id, shards in self.latest.items()}
         return {job_id: total for job_id, total in totals.items() if total is not None}
+
+    def cancelled(self) -> set[str]:
+        """The jobs some shard called cancelled (as far as read: :meth:`refresh` first)."""
+        return {job for job, shards in self.latest.items()
+                if any(snapshot.get("cancelled_at") for snapshot in shards.values())}  # fmt: skip
 
     def _take(self, message: Any) -> None:
         error = message.error()

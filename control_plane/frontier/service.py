@@ -43,6 +43,7 @@ from brokers.amqp.messages import (
     CrawlTask,
     DiscoveredBatch,
     DiscoveredUrl,
+    JobCancel,
     JobSpec,
     TaskReport,
     TaskReports,
@@ -145,7 +146,7 @@ class Frontier:
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
-        kinds = (JobSpec, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake)
+        kinds = (JobSpec, JobCancel, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake)
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
             self.settings, bindings, prefetch=200, name=f"frontier-{self.shard}", transactional=True,
@@ -258,6 +259,9 @@ class Frontier:
             self.state.save_job(message)
             self.admission.forget_job(message.job_id)
             self.snapshots.mark(message.job_id)
+        elif isinstance(message, JobCancel):
+            if self.state.cancel_job(message.job_id, message.cancelled_at.timestamp()):
+                self.snapshots.mark(message.job_id)  # the snapshot tells fetchers and followers
         elif isinstance(message, TaskReport):
             self._report(message)
         elif isinstance(message, TaskReports):
@@ -280,6 +284,8 @@ class Frontier:
                 f"job {batch.job_id!r} is unknown to the frontier: submit jobs with `dualplane crawl`, "
                 "which sends the job's rules before its seeds"
             )
+        if self.state.cancelled(job.job_id):
+            return  # links of its last pages, seeds still coming: the job admits nothing any more
         admitted = self.admission.consider(job, batch, self._pass_keys)
         self._pass_keys.update(admitted.keys)
         self._pass_known.extend(admitted.known)

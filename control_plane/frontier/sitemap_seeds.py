@@ -9,7 +9,7 @@ go back to, so ``dlq redrive`` leaves it: fix the sitemap and submit again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
@@ -18,11 +18,55 @@ from brokers.amqp.dead_letters import dead_letter
 from brokers.amqp.messages import CONTENT_TYPE, DiscoveredBatch, JobSpec, new_id
 from brokers.amqp.publisher import publish
 from brokers.amqp.topology import Topology
-from control_plane.frontier.sitemaps import SitemapProblem
+from control_plane.frontier.robots import RobotsCache
+from control_plane.frontier.sitemaps import SitemapProblem, SitemapReader, SitemapStats
 from control_plane.frontier.submit import SEED_BATCH
+from core.settings import FetchSettings
+from core.web.client import GuardedClient
+from core.web.client_thread import ClientThread
 from core.web.sitemaps import SitemapEntry
+from core.web.ssrf import SsrfGuard
 
 SOURCE = "sitemaps"  # the dead letter's "from": no queue, the reading at submit time
+
+
+def seed_from_sitemaps(
+    channel: BlockingChannel,
+    topology: Topology,
+    spec: JobSpec,
+    *,
+    fetch: FetchSettings,
+    sitemaps: Iterable[str],
+    robots_of: Iterable[str],
+    on_problem: Callable[[SitemapProblem], None],
+) -> SitemapStats:
+    """Read ``sitemaps`` and those named by the robots.txt of each of ``robots_of``'s hosts (through the
+    fetcher's SSRF guard and user agent), and submit their pages as seeds of ``spec``'s job (submitted
+    already). Each problem is dead-lettered, then handed to ``on_problem``; what was read comes back."""
+
+    def problem(found: SitemapProblem) -> None:
+        dead_letter_sitemap(channel, topology, spec.job_id, found)
+        on_problem(found)
+
+    guard = SsrfGuard.from_setting(fetch.allow_hosts)
+    client = ClientThread(GuardedClient(guard, user_agent=fetch.user_agent), name="sitemaps")
+    try:
+        reader = SitemapReader(client, on_problem=problem)
+        submit_sitemap_seeds(channel, topology, spec, _entries(reader, sitemaps, robots_of))
+    finally:
+        client.close()
+    return reader.stats
+
+
+def _entries(
+    reader: SitemapReader, sitemaps: Iterable[str], robots_of: Iterable[str]
+) -> Iterator[SitemapEntry]:
+    for url in sitemaps:
+        yield from reader.entries(url)
+    origins = {RobotsCache.origin_of(site): site for site in robots_of}  # one robots.txt per origin
+    for site in origins.values():
+        for url in reader.robots_sitemaps(site):
+            yield from reader.entries(url, robots_site=site)
 
 
 def submit_sitemap_seeds(

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     invalid INTEGER NOT NULL DEFAULT 0,
     links_over_limit INTEGER NOT NULL DEFAULT 0,
     backlog INTEGER NOT NULL DEFAULT 0,
+    cancelled_at REAL NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
@@ -80,8 +81,8 @@ TABLE_KEYS = {
 
 # Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
 # so counters stay exact however often fetchers crash and tasks are redelivered.
-TASK_STATES = ("queued", "in_flight", "retrying", "done", "failed", "dead_lettered")
-FINAL_STATES = frozenset({"done", "failed", "dead_lettered"})
+TASK_STATES = ("queued", "in_flight", "retrying", "done", "failed", "dead_lettered", "cancelled")
+FINAL_STATES = frozenset({"done", "failed", "dead_lettered", "cancelled"})
 STAGE_TO_STATE = {
     "started": "in_flight",
     "retrying": "retrying",
@@ -110,7 +111,9 @@ class JobProgress:
     done: int
     failed: int
     dead_lettered: int
+    cancelled: int  # tasks not finished when the job was cancelled
     backlog: int
+    cancelled_at: float  # 0: not cancelled
     created_at: float
     updated_at: float
 
@@ -169,6 +172,8 @@ class FrontierState:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(jobs)")}
         if "links_over_limit" not in columns:
             self.db.execute("ALTER TABLE jobs ADD COLUMN links_over_limit INTEGER NOT NULL DEFAULT 0")
+        if "cancelled_at" not in columns:
+            self.db.execute("ALTER TABLE jobs ADD COLUMN cancelled_at REAL NOT NULL DEFAULT 0")
 
     def commit(self) -> None:
         self.db.commit()
@@ -290,12 +295,38 @@ class FrontierState:
         )
         self.dirty.add(("jobs", job_id))
 
+    def cancel_job(self, job_id: str, at: float) -> bool:
+        """Cancel the job: its backlog dropped, its unfinished tasks ``cancelled`` (a final state, so
+        a late report of one changes nothing) and their domains' slots freed. False: unknown job."""
+        if self.db.execute("SELECT 1 FROM jobs WHERE job_id = ?", (job_id,)).fetchone() is None:
+            return False
+        query = "SELECT id FROM backlog WHERE job_id = ?"
+        for (row_id,) in self.db.execute(query, (job_id,)).fetchall():
+            self.drop_backlog(row_id)
+        unfinished = "SELECT task_id, domain FROM tasks WHERE job_id = ? AND state NOT IN (?, ?, ?, ?)"
+        for task_id, domain in self.db.execute(unfinished, (job_id, *sorted(FINAL_STATES))).fetchall():
+            self.db.execute("UPDATE tasks SET state = 'cancelled' WHERE task_id = ?", (task_id,))
+            self.dirty.add(("tasks", task_id))
+            self._task_row(task_id, job_id, domain, "cancelled")
+            self.add_outstanding(domain, -1)
+        self.db.execute(  # the first cancel's time is kept: a second one changes nothing
+            "UPDATE jobs SET backlog = 0, cancelled_at = COALESCE(NULLIF(cancelled_at, 0), ?), "
+            "updated_at = ? WHERE job_id = ?",
+            (at, time.time(), job_id),
+        )
+        self.dirty.add(("jobs", job_id))
+        return True
+
+    def cancelled(self, job_id: str) -> bool:
+        row = self.db.execute("SELECT cancelled_at FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return bool(row and row[0])
+
     def progress(self, job_id: str) -> JobProgress | None:
-        columns = ", ".join(("job_id", *FUNNEL, "created_at", "updated_at"))
-        row = self.db.execute(f"SELECT {columns} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        names = ("job_id", *FUNNEL, "cancelled_at", "created_at", "updated_at")
+        row = self.db.execute(f"SELECT {', '.join(names)} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         if row is None:
             return None
-        values: dict[str, Any] = dict(zip(("job_id", *FUNNEL, "created_at", "updated_at"), row, strict=True))
+        values: dict[str, Any] = dict(zip(names, row, strict=True))
         values.update(dict.fromkeys(TASK_STATES, 0))
         query = "SELECT state, COUNT(*) FROM tasks WHERE job_id = ? GROUP BY state"
         values.update(dict(self.db.execute(query, (job_id,)).fetchall()))

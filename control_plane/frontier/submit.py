@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from pika.adapters.blocking_connection import BlockingChannel
 
 from brokers.amqp.discovery import ShardBatches
-from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, new_id
+from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobCancel, JobSpec, new_id
 from brokers.amqp.publisher import publish
 from brokers.amqp.topology import Topology
 from control_plane.frontier.exceptions import ScopeTooWide
@@ -63,13 +63,13 @@ def submit_job(
     seeds: Iterable[str],
     on_seed: Callable[[int], None] | None = None,
 ) -> int:
-    """Publish ``spec`` to every shard, then every seed, on a confirm channel; return the seed count.
+    """Publish ``spec`` to every shard, then every seed, on a confirm channel (the topology declared);
+    return the seed count.
 
     The job goes first on each shard's queue, so a frontier always knows a job before its seeds.
     Seeds are routed as links are (:class:`~brokers.amqp.discovery.ShardBatches`): one longer than a
     URL may be is left out, logged, and not counted.
     """
-    topology.declare(channel)
     for shard in range(topology.shards):
         publish(channel, topology.discovery_exchange, str(shard), spec, message_id=new_id())
     batches = ShardBatches(topology, SEED_BATCH)
@@ -84,6 +84,14 @@ def submit_job(
     if batches.left_out:
         log.warning("left out %d seed(s) longer than %d characters", batches.left_out, MAX_URL_CHARS)
     return batches.added
+
+
+def cancel_job(channel: BlockingChannel, topology: Topology, job_id: str) -> None:
+    """Publish a :class:`JobCancel` to every shard, as :func:`submit_job` publishes the job's rules:
+    after them on each shard's queue, so a shard always knows the job it is told to cancel."""
+    cancel = JobCancel(job_id=job_id)
+    for shard in range(topology.shards):
+        publish(channel, topology.discovery_exchange, str(shard), cancel, message_id=new_id())
 
 
 def _send(channel: BlockingChannel, topology: Topology, spec: JobSpec, shard: int, urls: list[str]) -> None:

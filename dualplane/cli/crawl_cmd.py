@@ -10,13 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
-from dualplane.cli.seeding import report_bad_lines, seeding_progress
+from dualplane.cli.seeding import seeding_progress
 
 if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` starts fast
     from brokers.amqp.messages import JobSpec, Priority
-    from connectors.seeds import SeedList
     from control_plane.frontier.jobs import Verdict
-    from core.settings import Settings
 
 EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
 
@@ -59,19 +57,16 @@ def crawl(
     as_json: JsonOption = False,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
-    from brokers import amqp
     from brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
-    from brokers.amqp.publisher import confirmed_channel
-    from brokers.amqp.topology import Topology
     from connectors.seeds import open_seed_list
-    from control_plane.frontier.submit import submit_job
+    from control_plane.frontier.client import JobClient
+    from control_plane.frontier.submit import default_scope
     from core.settings import Settings
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
 
     settings = Settings.from_env()
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
-    seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
     if priority not in ("high", "normal", "bulk"):
         raise typer.BadParameter(
             f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
@@ -93,41 +88,43 @@ def crawl(
             check_job_id(job)
         except ValueError as error:
             raise typer.BadParameter(str(error), param_hint="--job") from None
-    domains = () if any_domain else tuple(allow_domain or _default_scope(seeds, seed_list, sitemap, settings))
-    spec = JobSpec(
-        job_id=job or f"job-{uuid.uuid4().hex[:12]}",
-        allowed_domains=domains,
-        deny_patterns=_patterns(deny, "--deny"),
-        max_depth=max_depth,
-        max_pages=max_pages,
-        priority=_lane(priority),
-        obey_robots=not ignore_robots,
-        extractor=extractor,
-    )
-    connection = amqp.connect(settings.amqp)
-    try:
-        channel = confirmed_channel(connection)
-        topology = Topology(settings.queues)
-        with seeding_progress(seed_list) as on_seed:
-            count = submit_job(channel, topology, spec, itertools.chain(seeds, seed_list or ()), on_seed)
-        if sitemap or sitemaps_from_robots:
-            count += submit_sitemaps(
-                settings, channel, topology, spec, sitemap or [], seeds if sitemaps_from_robots else []
+    seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
+    jobs = JobClient(settings)
+    with seeding_progress(seed_list) as bar:
+        # The frontier's default scope: the domains of the seeds, of a seed list (a first pass over it)
+        # and of the --sitemap URLs (a sitemap lists its own host's pages).
+        if any_domain or allow_domain:
+            domains = () if any_domain else tuple(allow_domain or ())
+        else:
+            domains = default_scope(
+                itertools.chain(seeds, seed_list or (), sitemap or ()),
+                max_domains=settings.seeds.max_scope_domains,
+                source=f"the seeds{f' and seed list {seeds_file}' if seeds_file else ''}",
+                on_seed=bar.reading_domains,
             )
-        report_bad_lines(seed_list)
-        stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
-    finally:
-        connection.close()  # following reads Kafka: an idle AMQP connection would miss its heartbeats
-    if not wait:
-        _report(spec, count, seed_list.bad if seed_list else 0, None, None, as_json)
-        return
-    progress, verdict = follow(settings, spec.job_id, timeout_s, seeds=count)
-    _report(spec, count, seed_list.bad if seed_list else 0, progress, verdict, as_json)
-    if not verdict.finished:  # never exit 0 while pages or records are missing
-        stderr.print(
-            f"error: job {spec.job_id} did not finish within {timeout_s:g} s ({verdict.why}); it goes on",
-            soft_wrap=True,
+        spec = JobSpec(
+            job_id=job or f"job-{uuid.uuid4().hex[:12]}",
+            allowed_domains=domains,
+            deny_patterns=_patterns(deny, "--deny"),
+            max_depth=max_depth,
+            max_pages=max_pages,
+            priority=_lane(priority),
+            obey_robots=not ignore_robots,
+            extractor=extractor,
         )
+        count = jobs.submit(spec, itertools.chain(seeds, seed_list or ()), bar.seeding)
+    if sitemap or sitemaps_from_robots:
+        count += submit_sitemaps(jobs, spec, sitemap or [], seeds if sitemaps_from_robots else [])
+    stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
+    progress, verdict = follow(settings, spec.job_id, timeout_s, seeds=count) if wait else (None, None)
+    _report(spec, count, seed_list.bad if seed_list else 0, progress, verdict, as_json)
+    if verdict is None:
+        return
+    if not verdict.finished:  # never exit 0 while pages or records are missing
+        ended = "was cancelled" if verdict.cancelled else "stalled" if verdict.stalled else "did not finish"
+        within = "" if verdict.cancelled or verdict.stalled else f" within {timeout_s:g} s"
+        goes_on = "" if verdict.cancelled else "; it goes on"
+        stderr.print(f"error: job {spec.job_id} {ended}{within} ({verdict.why}){goes_on}", soft_wrap=True)
         raise typer.Exit(1)
     stderr.print(f"job {spec.job_id} finished: {verdict.why}", soft_wrap=True)
 
@@ -181,32 +178,6 @@ def _read_seeds(seeds: list[str], seeds_file: str | None, sitemaps: bool = False
         except InvalidUrl as error:
             raise typer.BadParameter(str(error), param_hint="--seed") from error
     return urls
-
-
-def _default_scope(
-    seeds: list[str], seed_list: SeedList | None, sitemaps: list[str] | None, settings: Settings
-) -> list[str]:
-    """The seeds' domains and the ``--sitemap`` hosts (a sitemap lists its own host), by the one rule."""
-    from control_plane.frontier.submit import default_scope
-
-    return sorted(
-        {*_seed_scope(seeds, seed_list, settings), *default_scope(sitemaps or [], source="--sitemap")}
-    )
-
-
-def _seed_scope(seeds: list[str], seed_list: SeedList | None, settings: Settings) -> tuple[str, ...]:
-    """The frontier's default scope for these seeds (a first pass over a seed list collects its domains)."""
-    from control_plane.frontier.submit import default_scope
-
-    if seed_list is None:
-        return default_scope(seeds)
-    with seeding_progress(seed_list, "reading the seed list's domains") as on_seed:
-        return default_scope(
-            itertools.chain(seeds, seed_list),
-            max_domains=settings.seeds.max_scope_domains,
-            source=f"seed list {seed_list.location}",
-            on_seed=on_seed,
-        )
 
 
 def _report(

@@ -2,7 +2,8 @@
 
 A restart of RabbitMQ or Kafka while a job runs is expected (the services reconnect); the command
 following it must not die with a traceback either: the job client's looks say so on the progress
-line and go on with a fresh reader, until the job is finished or the timeout passes.
+line and go on with a fresh reader, until the job is finished, cancelled or stalled, or the timeout
+passes (the job client's :meth:`~control_plane.frontier.client.JobClient.wait` decides which).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from control_plane.frontier.client import JobClient
+from control_plane.frontier.client import JobClient, Look
 from control_plane.frontier.jobs import Verdict, finished_count, remaining
 from core.settings import Settings
 from dualplane.cli.output import stderr
@@ -22,17 +23,18 @@ LOOK_EVERY_S = 1.0
 def follow(
     settings: Settings, job_id: str, timeout_s: float, seeds: int | None = None
 ) -> tuple[dict[str, Any] | None, Verdict]:
-    """Show progress until the job is finished (:class:`FinishRule`, told the ``seeds`` submitted)
-    or ``timeout_s`` passes; the last snapshot read (None if none could be) and the last verdict."""
-    snapshot: dict[str, Any] | None = None
-    verdict = Verdict(False, "no progress read yet")
+    """Show progress until the job is over (:class:`FinishRule`, told the ``seeds`` submitted) or
+    ``timeout_s`` passes; the last snapshot read (None if none could be) and the last verdict."""
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=stderr, transient=True) as progress:
         bar = progress.add_task(f"crawling {job_id}", total=None)
-        looks = JobClient(settings).follow(job_id, timeout_s=timeout_s, seeds=seeds, every_s=LOOK_EVERY_S)
-        for snapshot, verdict in looks:
+
+        def show(look: Look) -> None:
+            snapshot, verdict = look
             if snapshot:
                 finished = finished_count(snapshot)
                 progress.update(bar, completed=finished, total=finished + remaining(snapshot))
             progress.update(bar, description=f"crawling {job_id} ({verdict.why})")
-    return snapshot, verdict
+
+        jobs = JobClient(settings)
+        return jobs.wait(job_id, timeout_s=timeout_s, seeds=seeds, on_look=show, every_s=LOOK_EVERY_S)
