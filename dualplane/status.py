@@ -47,8 +47,11 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
 
 def job_row(snapshot: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
     """One job's line: its counters, rate, ETA and state by :class:`FinishRule`'s ``verdict``
-    (running, finished, or stalled: see :attr:`Verdict.stalled`), with the verdict's ``why``."""
-    state = "finished" if verdict.finished else "stalled" if verdict.stalled else "running"
+    (running, finished, cancelled, or stalled: see :attr:`Verdict.stalled`), with the verdict's ``why``."""
+    state = (
+        "finished" if verdict.finished else "cancelled" if verdict.cancelled
+        else "stalled" if verdict.stalled else "running"
+    )  # fmt: skip
     return {
         "job_id": snapshot["job_id"],
         "state": state,

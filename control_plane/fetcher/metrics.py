@@ -36,7 +36,7 @@ FETCHED_BYTES = Counter("dualplane_fetched_bytes", "Body bytes fetched (decoded)
 TASKS = Counter(
     "dualplane_fetch_tasks",
     "Tasks the fetcher settled: done, failed, retry, dead_letter; deferred (no permit or paused) and "
-    "requeued (the hand-off to Kafka failed) are not attempts",
+    "requeued (the hand-off to Kafka failed) are not attempts, nor are cancelled (the job was cancelled)",
     ["result"],
 )
 

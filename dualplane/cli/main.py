@@ -37,6 +37,7 @@ COMMANDS = {
     "crawl": _cmd(
         "crawl_cmd", "crawl", "Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ.",
     ),
+    "job": _cmd("job_cmd", "app", "Crawl jobs: cancel one (its queued pages are dropped unfetched)."),
     "status": _cmd(
         "status_cmd", "status",
         "Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains.",

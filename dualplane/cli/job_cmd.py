@@ -1,0 +1,35 @@
+"""``dualplane job cancel JOB``: stop a crawl job."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from dualplane.cli.output import JsonOption, print_json, stdout
+
+app = typer.Typer(help="Crawl jobs: cancel one.")
+
+
+@app.command("cancel")
+def cancel(
+    job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job's id (as `crawl` printed it).")],
+    as_json: JsonOption = False,
+) -> None:
+    """Cancel a job: its frontiers admit none of its URLs from now on and drop its backlog, and
+    fetchers drop its queued tasks unfetched. Pages already fetched keep their records."""
+    from brokers.amqp.messages import check_job_id
+    from control_plane.frontier.client import JobClient
+    from core.settings import Settings
+
+    try:
+        check_job_id(job_id)
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="JOB") from None
+    JobClient(Settings.from_env()).cancel(job_id)
+    if as_json:
+        print_json({"job_id": job_id, "cancelled": True})
+        return
+    stdout.print(
+        f"job {job_id}: cancel sent to every frontier shard; `dualplane status --job {job_id}` shows it"
+    )
