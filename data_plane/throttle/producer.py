@@ -38,6 +38,7 @@ import faust
 from faust.transport.drivers.aiokafka import Producer as AIOKafkaProducer
 from faust.types import FutureMessage, ProducerT
 
+from core.settings import LogFormat
 from data_plane.throttle.exceptions import ChangelogWriteFailed
 
 log = logging.getLogger(__name__)
@@ -108,9 +109,10 @@ class ThrottleApp(faust.App):
     buckets, :mod:`data_plane.throttle.buckets`) are owed by the flush that precedes a commit.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, log_format: LogFormat = "text", **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.flush_hooks: list[Callable[[], object]] = []
+        self.log_format = log_format  # how its worker writes log lines (DUALPLANE_LOG_FORMAT)
 
     def _new_producer(self) -> ProducerT:
         return ChangelogSafeProducer(self.transport, loop=self.loop, beacon=self.beacon)
