@@ -10,9 +10,9 @@ an idempotent producer; a claim-checked body is read back from S3 first, and a b
 Processes: with one, the replay runs in the calling process. With more, partitions are shared out
 to worker processes forked from a fork server that has imported and warmed the extraction stack
 once (``data_plane.extractor.preload``): extraction is CPU-bound, and a spawned worker would spend
-seconds importing trafilatura, extruct and lxml before its first page. Each worker keeps one Kafka
-consumer and one producer for all the partitions it is given, reads in batches and flushes once
-per partition.
+seconds importing trafilatura, extruct and lxml before its first page. Each worker
+(:mod:`.replay_worker`) keeps one Kafka consumer and one producer for all the partitions it is
+given, reads in batches and flushes once per partition.
 
 Determinism: a record's ``extracted_at`` is its raw page's ``fetched_at``, and nothing else in a
 record depends on the clock or the process, so the same range replayed twice yields
@@ -24,45 +24,33 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing import spawn
-from multiprocessing.util import Finalize
 from typing import Any
 
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import TopicPartition
 
 import schemas
 from brokers.kafka import clients
-from core.exceptions import DualplaneError
 from core.settings import Settings
 from data_plane.extractor import metrics
-from schemas.exceptions import RegistryError
+from data_plane.extractor.replay_worker import (
+    PartitionRange,
+    ProgressCallback,
+    ReplayError,
+    ReplayJob,
+    replay_here,
+    replay_in_worker,
+    start_worker,
+)
 
-ProgressCallback = Callable[[int], None]
+__all__ = ["PartitionRange", "ReplayError", "ReplayResult", "plan", "replay"]
 
-BATCH_MESSAGES = 50  # small: extraction starts with the first pages while the rest are fetched
-STALL_S = 30.0  # a partition that yields nothing for this long, short of its end, fails the replay
-STORE_ATTEMPTS = 4  # reads of one claim check before S3 is declared down (boto3 retries each, too)
 PRELOAD = ["data_plane.extractor.preload"]
 MAIN_PATH_ENV = "_DUALPLANE_FORKSERVER_MAIN_PATH"  # read by data_plane.extractor.preload
-
-
-class ReplayError(DualplaneError):
-    """A replay that cannot run as asked (an unknown topic, an empty or inverted range…)."""
-
-
-@dataclass(frozen=True)
-class PartitionRange:
-    partition: int
-    start: int  # first offset to read
-    end: int  # one past the last offset to read
-
-    @property
-    def size(self) -> int:
-        return max(0, self.end - self.start)
 
 
 @dataclass(frozen=True)
@@ -133,13 +121,13 @@ def replay(
         known = ", ".join(map(str, schemas.default_registry().versions("page_record")))
         raise ReplayError(f"page_record has no version {schema_version}; known versions: {known}")
     started = time.monotonic()
-    job = _Job(schema_version, to_topic)
+    job = ReplayJob(schema_version, to_topic)
     workers = min(max(1, processes), len(ranges))
     on_progress = metrics.replay_progress(to_topic, sum(r.size for r in ranges), on_progress)
-    if workers <= 1:
-        totals = _replay_here(settings, ranges, job, on_progress)
-    else:
+    if workers > 1:
         totals = _replay_forked(settings, ranges, job, workers, on_progress)
+    else:
+        totals = replay_here(settings, ranges, job, on_progress)
     return ReplayResult(
         pages=totals["pages"],
         records=totals["records"],
@@ -151,36 +139,20 @@ def replay(
     )
 
 
-@dataclass(frozen=True)
-class _Job:
-    schema_version: int
-    to_topic: str
-
-
-def _replay_here(
-    settings: Settings, ranges: list[PartitionRange], job: _Job, progress: ProgressCallback
-) -> dict[str, int]:
-    worker = _Worker(settings, progress)
-    try:
-        return worker.replay(ranges, job)
-    finally:
-        worker.close()
-
-
 def _replay_forked(
     settings: Settings,
     ranges: list[PartitionRange],
-    job: _Job,
+    job: ReplayJob,
     workers: int,
     on_progress: ProgressCallback | None,
 ) -> dict[str, int]:
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)  # ignored when this process's fork server already runs
     updates = context.SimpleQueue()
-    pool = ProcessPoolExecutor(workers, context, initializer=_start_worker, initargs=(settings, updates))
+    pool = ProcessPoolExecutor(workers, context, initializer=start_worker, initargs=(settings, updates))
     with pool:
         with _main_path_for_preload():  # the fork server starts (if it must) with the first worker
-            futures = [pool.submit(_replay_in_worker, share, job) for share in _shares(ranges, workers)]
+            futures = [pool.submit(replay_in_worker, share, job) for share in _shares(ranges, workers)]
         pending = set(futures)
         while pending:
             finished, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
@@ -214,137 +186,6 @@ def _main_path_for_preload() -> Iterator[None]:
         yield
     finally:
         del os.environ[MAIN_PATH_ENV]
-
-
-class _Worker:
-    """Reads ranges of ``pages.raw``, extracts, produces: one consumer and one producer throughout."""
-
-    def __init__(self, settings: Settings, progress: ProgressCallback) -> None:
-        from connectors.storage.claim_check import ClaimCheckStore  # noqa: PLC0415 (preloaded by the fork server)
-        from data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy: loaded on use)
-        from data_plane.extract.record import Extraction  # noqa: PLC0415
-
-        self.settings = settings
-        self.progress = progress
-        self.extract = Extraction(ExtractorChoice(settings.extract.extractor_by_domain))
-        self.bodies = ClaimCheckStore.from_settings(settings.s3)
-        self.codec = schemas.codec_for(settings)
-        self.consumer = clients.consumer(settings.kafka, f"{settings.kafka.group_prefix}-replay")
-        self.producer = clients.producer(settings.kafka, **{"linger.ms": 50})
-
-    def replay(self, ranges: list[PartitionRange], job: _Job) -> dict[str, int]:
-        """Every page of ``ranges`` into ``job.to_topic``; returns once Kafka confirmed them.
-
-        All the ranges are read at once (one fetch start-up, one final flush), each partition paused
-        as it reaches its end.
-        """
-        topic = self.settings.topics.pages_raw
-        ends = {r.partition: r.end for r in ranges}
-        nexts = {r.partition: r.start for r in ranges}
-        counts = {"pages": 0, "records": 0, "failed": 0, "cpu_ms": 0}
-        cpu_started_s = time.process_time()  # every thread of this process, librdkafka's included
-        self.consumer.assign([TopicPartition(topic, r.partition, r.start) for r in ranges])
-        try:
-            reading, heard_at = set(ends), time.monotonic()
-            while reading:
-                # consume() waits for all it asks for: never ask for more than is left to read.
-                left = sum(ends[p] - nexts[p] for p in reading)
-                batch = self.consumer.consume(max(1, min(BATCH_MESSAGES, left)), 1.0)
-                pages = [m for m in batch if _within(m, reading, ends)]
-                for message in pages:
-                    self._replay_page(message, job, counts)
-                    nexts[message.partition() or 0] = (message.offset() or 0) + 1
-                if pages:
-                    heard_at = time.monotonic()
-                    self.producer.poll(0)
-                    self.progress(len(pages))
-                    done = {p for p in reading if nexts[p] >= ends[p]}
-                else:  # transaction markers or aborted messages may end a range: no message says so
-                    done = {p for p in reading if self._position(topic, p) >= ends[p]}
-                    if not done and time.monotonic() - heard_at > STALL_S:
-                        raise ReplayError(f"{topic} partitions {sorted(reading)} stopped answering")
-                if done:
-                    self.consumer.pause([TopicPartition(topic, p) for p in done])
-                    reading -= done
-        finally:
-            self.consumer.unassign()
-        if self.producer.flush(120) != 0:
-            raise ReplayError(f"Kafka did not confirm every record written to {job.to_topic}")
-        counts["cpu_ms"] = round((time.process_time() - cpu_started_s) * 1000)
-        return counts
-
-    def close(self) -> None:
-        self.producer.flush(30)
-        self.consumer.close()
-
-    def _replay_page(self, message: Message, job: _Job, counts: dict[str, int]) -> None:
-        counts["pages"] += 1
-        try:
-            page = self._resolved(self.codec.decode(message.value() or b"").record, message)
-            record = self.extract(page, schema_version=job.schema_version)
-            value = self.codec.encode("page_record", record, job.schema_version, topic=job.to_topic)
-        except ReplayError:
-            raise
-        except RegistryError as error:  # the registry's fault, not the page's: stop, say where to resume
-            where = f"{message.partition()}:{message.offset()}"
-            raise ReplayError(
-                f"{error}; replay stopped at {message.topic()} partition:offset {where}: once the registry "
-                f"answers, rerun from there (--from-offset {where})"
-            ) from error
-        except Exception:
-            counts["failed"] += 1  # the live extractor dead-letters these; replay counts them
-            return
-        key = str(record["canonical_url"]).encode()
-        while True:
-            try:
-                self.producer.produce(job.to_topic, value, key)
-                break
-            except BufferError:
-                self.producer.poll(0.5)  # the local queue is full: let deliveries drain it
-        counts["records"] += 1
-
-    def _resolved(self, page: dict[str, Any], message: Message) -> Mapping[str, Any]:
-        """``page`` with its body inline, retrying S3 a few times; :class:`ReplayError` when S3 is down."""
-        from connectors.storage.exceptions import ClaimCheckUnavailable  # noqa: PLC0415
-        from data_plane.extractor.body import resolve_body  # noqa: PLC0415
-
-        for attempt in range(1, STORE_ATTEMPTS + 1):
-            try:
-                return resolve_body(page, self.bodies, max_bytes=self.settings.extract.max_html_bytes)
-            except ClaimCheckUnavailable as error:
-                if attempt == STORE_ATTEMPTS:
-                    raise ReplayError(
-                        f"{error}; replay stopped at {message.topic()}[{message.partition()}] offset "
-                        f"{message.offset()}: run it again once S3 answers (pages replayed twice give "
-                        "byte-identical records under the same keys, so downstream upserts absorb them)"
-                    ) from error
-                time.sleep(2.0 * attempt)
-        raise AssertionError("unreachable")
-
-    def _position(self, topic: str, partition: int) -> int:
-        [position] = self.consumer.position([TopicPartition(topic, partition)])
-        return int(position.offset)
-
-
-_worker: _Worker | None = None
-
-
-def _start_worker(settings: Settings, updates: Any) -> None:
-    """Pool initializer: this process's consumer and producer, closed when it exits."""
-    global _worker  # noqa: PLW0603 (one worker per process, shared by the tasks it runs)
-    _worker = _Worker(settings, updates.put)
-    Finalize(_worker, _worker.close, exitpriority=10)
-
-
-def _replay_in_worker(ranges: list[PartitionRange], job: _Job) -> dict[str, int]:
-    assert _worker is not None, "_start_worker runs first in every pool process"
-    return _worker.replay(ranges, job)
-
-
-def _within(message: Message, reading: set[int], ends: Mapping[int, int]) -> bool:
-    """A page of a range still being read (not an error, not past the range's end)."""
-    partition = message.partition() or 0
-    return message.error() is None and partition in reading and (message.offset() or 0) < ends[partition]
 
 
 def _sum(counts: Any) -> dict[str, int]:

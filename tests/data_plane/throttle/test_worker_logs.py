@@ -56,4 +56,8 @@ def test_with_json_logs_a_faust_warning_is_a_json_object(
     logging.getLogger("faust.worker").warning("consumer slow")
     [line] = capsys.readouterr().err.splitlines()
     record = json.loads(line)
-    assert (record["level"], record["logger"], record["message"]) == ("WARNING", "faust.worker", "consumer slow")
+    assert (record["level"], record["logger"], record["message"]) == (
+        "WARNING",
+        "faust.worker",
+        "consumer slow",
+    )
