@@ -8,7 +8,7 @@ import typer
 
 from dualplane.cli.output import JsonOption, print_json, stdout
 
-app = typer.Typer(help="Crawl jobs: cancel one.")
+app = typer.Typer(help="Crawl jobs: cancel one (its queued pages are dropped unfetched).")
 
 
 @app.command("cancel")
