@@ -38,7 +38,7 @@ from data_plane.extract.product import extract_product
 from data_plane.extract.source import nesting_depth, read_source
 from data_plane.extract.structured import read_structured
 from data_plane.extract.text import clip_text, link_texts, main_text
-from data_plane.extract.text_route import main_element, text_route
+from data_plane.extract.text_route import documentation_page, main_element, text_route
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
@@ -172,12 +172,13 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     data = read_structured(html, final_url, tree)
     element = main_element(tree)
+    docs = documentation_page(tree)
     markup = Markup(tree)
     description = description_of(markup)
     product = extract_product(markup, data, final_url, html=html)
     # The route needs to know whether the page is a product page: the product comes first.
     shown = element if element is not None and element.shown_in(markup.tree) else None
-    route = text_route(html, shown, product_page=product is not None and not data.articles)
+    route = text_route(html, shown, product_page=product is not None and not data.articles, docs=docs)
     text = main_text(html, final_url, partial(link_texts, markup), route=route)
     article = extract_article(markup, data, text) if product is None or data.articles else None
     return Content(

@@ -14,7 +14,13 @@ from data_plane.extract.markup import Markup
 from data_plane.extract.offline import raw_page
 from data_plane.extract.record import extract_record
 from data_plane.extract.text import main_text
-from data_plane.extract.text_route import MIN_ELEMENT_WORDS, TextRoute, main_element, text_route
+from data_plane.extract.text_route import (
+    MIN_ELEMENT_WORDS,
+    TextRoute,
+    documentation_page,
+    main_element,
+    text_route,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -33,6 +39,26 @@ def route_of(html: str, *, product_page: bool = False) -> TextRoute:
 
 def test_a_documentation_page_goes_to_resiliparse_even_when_it_sells_something() -> None:
     assert route_of(SPHINX, product_page=True).name == "docs"
+
+
+@pytest.mark.parametrize(
+    ("head", "docs"),
+    [
+        ('<script src="_static/documentation_options.js?v=5929fcd5"></script>', True),
+        ('<script id="documentation_options" src="../_static/DOCUMENTATION_OPTIONS.JS"></script>', True),
+        ('<meta name="generator" content="Docutils 0.17.1: http://docutils.sourceforge.net/">', True),
+        ('<meta content="mkdocs-1.5.3, mkdocs-material-9.4.6" name="Generator">', True),
+        ('<meta name="generator" content="Docusaurus v3.1.0">', True),
+        ('<meta name="generator" content="WordPress 6.4.2">', False),
+        ('<meta name="description" content="Sphinx documentation of the harbour">', False),
+        ("<!-- built without documentation_options.js -->", False),
+    ],
+)
+def test_a_documentation_page_is_told_by_its_parsed_tree(head: str, docs: bool) -> None:
+    html = f"<html><head>{head}</head><body><p>Text</p></body></html>"
+    found = documentation_page(LexborHTMLParser(html))
+    assert found is docs
+    assert text_route(html, docs=found).name == ("docs" if docs else "page")
 
 
 def test_a_product_page_goes_to_resiliparse() -> None:
