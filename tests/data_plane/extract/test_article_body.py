@@ -96,6 +96,15 @@ def test_a_description_shown_only_in_a_link_or_not_at_all_is_no_lead() -> None:
     assert body_of(article_page(None, description=LEAD)) == "\n\n".join(PARAGRAPHS)
 
 
+@pytest.mark.parametrize(
+    "attributes", ['class="c-standfirst"', 'class="storySubtitle"', 'id="sub-headline"', 'class="deck"']
+)
+def test_a_standfirst_is_found_whichever_way_its_class_or_id_is_written(attributes: str) -> None:
+    # The CSS engine picks candidates by substring ("stand", "sub", "strap", "dek", "deck"), words() judges.
+    standfirst = f"<p {attributes}>Four years of works ahead for the city centre and its shops.</p>"
+    assert body_of(article_page(None, standfirst=standfirst)) == "\n\n".join(PARAGRAPHS)
+
+
 def test_a_description_marked_as_a_standfirst_stays_out_of_the_body() -> None:
     standfirst = f'<p class="teaser article-dek">{LEAD}</p>'
 

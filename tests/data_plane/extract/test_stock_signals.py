@@ -166,3 +166,17 @@ def test_a_japanese_buy_link_is_an_add_to_cart_control() -> None:
     assert (product.price, product.currency, product.availability) == (Decimal("2640"), "JPY", "in_stock")
     help_link = html.replace("Ebookを購入する", "購入する前に")  # "before buying"
     assert extract_product(Markup(help_link), read_structured(help_link, URL), URL, html=help_link) is None
+
+
+@pytest.mark.parametrize(
+    "element",
+    [
+        '<p class="stock-status">Out of stock</p>',
+        '<p id="productAvailability">Out of stock</p>',
+        '<p class="product__inventory">Out of stock</p>',
+        '<p class="is-outOfStock">Out of stock</p>',
+    ],
+)
+def test_an_element_classed_about_stock_is_found_whichever_way_its_class_is_written(element: str) -> None:
+    # The CSS engine picks candidates by substring ("stock", "avail", "inventory"), words() judges them.
+    assert product_of(page(f"{element}<button disabled>Add to cart</button>")).availability == "out_of_stock"
