@@ -104,6 +104,11 @@ class JobSpec(ControlMessage):
     created_at: datetime = Field(default_factory=utc_now)
     # The extractor plugin (entry point name, group dualplane.extractors) for the job's pages.
     extractor: str | None = Field(default=None, pattern=EXTRACTOR_NAME)
+    # The monitor this job is a visit of (see MonitorSpec): its fetched URLs join the monitor's
+    # schedule. Left out when unset, so a frontier of before monitors reads every other job.
+    monitor: str | None = None
+
+    omitted_when_none = frozenset({"monitor"})
 
     @field_validator("allow_patterns", "deny_patterns")
     @classmethod
@@ -286,6 +291,26 @@ class TaskReport(ControlMessage):
     at: datetime = Field(default_factory=utc_now)
     # A done page's links beyond DUALPLANE_FETCH_MAX_LINKS_PER_PAGE, not handed on (job progress counts them).
     links_over_limit: int = Field(default=0, ge=0)
+    # What a monitor keeps of a done page for its next visit: the response's validators, and for a page
+    # without any, a fingerprint of its visible text (``control_plane.fetcher.fingerprint``). Left out
+    # when unset, so a frontier of before monitors still reads every report.
+    etag: HeaderValue = None
+    last_modified: HeaderValue = None
+    fingerprint: str | None = Field(default=None, max_length=64)
+
+    omitted_when_none = frozenset({"etag", "last_modified", "fingerprint"})
+
+    @field_validator("etag", "last_modified")
+    @classmethod
+    def _header_safe(cls, value: str | None) -> str | None:
+        return check_header_value(value)
+
+    @property
+    def validators(self) -> Validators | None:
+        """The validators this report carries, to send back on the next visit (None: none)."""
+        if self.etag is None and self.last_modified is None:
+            return None
+        return Validators(etag=self.etag, last_modified=self.last_modified)
 
     @property
     def final(self) -> bool:
@@ -307,6 +332,14 @@ class TaskReports(ControlMessage):
 
     reports: tuple[TaskReport, ...] = Field(min_length=1, max_length=MAX_BATCH_REPORTS)
 
+    def encode(self) -> bytes:
+        # Each report as it would be sent alone: its unset optional fields left out (see ControlMessage).
+        reports = [json.loads(report.encode()) for report in self.reports]
+        for report in reports:
+            del report["kind"]
+        return json.dumps({"kind": self.kind, "version": self.version, "reports": reports},
+                          separators=(",", ":")).encode()  # fmt: skip
+
 
 class Wake(ControlMessage):
     """A nudge a frontier sends to its own shard queue, so that whichever frontier the broker made
@@ -323,19 +356,76 @@ class Wake(ControlMessage):
     shard: int = Field(ge=0)
 
 
+MONITOR_ID = r"^[A-Za-z0-9][\w.-]{0,99}$"
+
+
+def visit_job_id(monitor_id: str, visit: int) -> str:
+    """The job id of a monitor's ``visit`` (1 for the first): an ordinary job for status and reports."""
+    return f"{monitor_id}-v{visit}"
+
+
+def visit_of(job_id: str, monitor_id: str | None) -> int | None:
+    """The visit number of ``job_id`` if it is a visit job of ``monitor_id``, else None."""
+    prefix = f"{monitor_id}-v"
+    if monitor_id is None or not job_id.startswith(prefix) or not job_id[len(prefix) :].isdigit():
+        return None
+    return int(job_id[len(prefix) :])
+
+
+class MonitorSpec(ControlMessage):
+    """A monitor: a crawl job that comes back, sent to every frontier shard before its first visit.
+
+    ``job`` holds the rules of every visit (scope, priority lane, page budget per visit as
+    ``max_pages``); its ``job_id`` is the first visit's. Each fetched URL joins the shard's schedule
+    and is revisited after ``interval_s``, sooner when it changes, later when it does not, within
+    ``min_interval_s`` and ``max_interval_s`` (``control_plane.frontier.schedule``).
+    """
+
+    kind = "monitor"
+
+    monitor_id: Annotated[str, Field(pattern=MONITOR_ID)]
+    job: JobSpec
+    interval_s: int = Field(ge=1)
+    min_interval_s: int = Field(ge=1)
+    max_interval_s: int = Field(ge=1)
+    seeds: int = Field(default=0, ge=0)  # how many seeds the first visit was given (shown by `monitor show`)
+    sitemaps: tuple[str, ...] = ()
+    created_at: datetime = Field(default_factory=utc_now)
+
+    @model_validator(mode="after")
+    def _intervals(self) -> Self:
+        if not self.min_interval_s <= self.interval_s <= self.max_interval_s:
+            raise ValueError(
+                f"the interval ({self.interval_s} s) must lie within --min-interval "
+                f"({self.min_interval_s} s) and --max-interval ({self.max_interval_s} s)"
+            )
+        if self.job.monitor != self.monitor_id:
+            raise ValueError(f"the job's monitor is {self.job.monitor!r}, not {self.monitor_id!r}")
+        return self
+
+
+MonitorAction = Literal["pause", "resume", "delete", "visit"]
+
+
+class MonitorCommand(ControlMessage):
+    """A change to a monitor, sent to every frontier shard: pause or resume its revisits, delete it
+    with its schedule, or ``visit`` now (every scheduled URL due at once, in visit number ``visit``)."""
+
+    kind = "monitor_command"
+
+    monitor_id: Annotated[str, Field(pattern=MONITOR_ID)]
+    action: MonitorAction
+    visit: int | None = Field(default=None, ge=2)
+    at: datetime = Field(default_factory=utc_now)
+
+
 MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     message.kind: message
     for message in (
-        JobSpec,
-        JobCancel,
-        DiscoveredUrl,
-        DiscoveredBatch,
-        CrawlTask,
-        TaskReport,
-        TaskReports,
-        Wake,
+        JobSpec, JobCancel, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports, Wake,
+        MonitorSpec, MonitorCommand,
     )
-}
+}  # fmt: skip
 M = TypeVar("M", bound=ControlMessage)
 
 

@@ -19,8 +19,11 @@ import logging
 import time
 from dataclasses import dataclass
 
+from selectolax.lexbor import LexborHTMLParser
+
 from control_plane.fetcher import metrics
 from control_plane.fetcher.backends.base import FetchResponse
+from control_plane.fetcher.fingerprint import text_fingerprint
 from core.settings import FetchSettings
 from core.web.html import MAX_NESTING, is_html, too_deep
 from core.web.links import page_links
@@ -37,13 +40,17 @@ class FoundLinks:
 
     urls: tuple[str, ...] = ()
     over_limit: int = 0
+    fingerprint: str | None = None  # of the visible text, when asked for (see .fingerprint)
 
 
 NO_LINKS = FoundLinks()
 
 
-async def links_of(response: FetchResponse, settings: FetchSettings) -> FoundLinks:
-    """The followable links of a fetched 2xx page (none for another status or a non-HTML body).
+async def links_of(
+    response: FetchResponse, settings: FetchSettings, *, fingerprint: bool = False
+) -> FoundLinks:
+    """The followable links of a fetched 2xx page (none for another status or a non-HTML body), and
+    with ``fingerprint`` the fingerprint of its visible text, from the same parse.
 
     Never raises: a page whose links cannot be parsed still goes to Kafka (its links are lost to the
     crawl, logged and counted; the extractor reports what is wrong with the page).
@@ -52,15 +59,15 @@ async def links_of(response: FetchResponse, settings: FetchSettings) -> FoundLin
         return NO_LINKS
     try:
         if len(response.body) <= INLINE_PARSE_MAX_BYTES:
-            return parse_links(response, settings)
-        return await asyncio.to_thread(parse_links, response, settings)
+            return parse_links(response, settings, fingerprint=fingerprint)
+        return await asyncio.to_thread(parse_links, response, settings, fingerprint=fingerprint)
     except Exception:
         log.exception("could not parse the links of %s", response.final_url)
         metrics.LINK_PAGES_UNPARSED.inc()
         return NO_LINKS
 
 
-def parse_links(response: FetchResponse, settings: FetchSettings) -> FoundLinks:
+def parse_links(response: FetchResponse, settings: FetchSettings, *, fingerprint: bool = False) -> FoundLinks:
     """:func:`links_of`, on the calling thread."""
     body = response.body
     if not is_html(response.content_type, body):
@@ -75,15 +82,17 @@ def parse_links(response: FetchResponse, settings: FetchSettings) -> FoundLinks:
     # Lexbor reads UTF-8 bytes as they are; other charsets are decoded first, as the extractor does.
     codec = response.charset or "utf-8"
     html = body if codec in ("utf-8", "ascii") else body.decode(codec, errors="replace")
-    found = page_links(html, response.final_url, texts=False)
+    tree = LexborHTMLParser(html)
+    found = page_links(tree, response.final_url, texts=False)
     urls = found.followed(follow_nofollow=settings.follow_nofollow)
     metrics.links_parsed(found.skipped, time.thread_time() - started)
+    printed = text_fingerprint(tree) if fingerprint else None
     cap = settings.max_links_per_page
     if len(urls) <= cap:
-        return FoundLinks(tuple(urls))
+        return FoundLinks(tuple(urls), 0, printed)
     over = len(urls) - cap
     log.warning("%s has %d links to follow; the first %d go to the frontier, %d over "
                 "DUALPLANE_FETCH_MAX_LINKS_PER_PAGE are left out",
                 response.final_url, len(urls), cap, over)  # fmt: skip
     metrics.LINKS_OVER_LIMIT.inc(over)
-    return FoundLinks(tuple(urls[:cap]), over)
+    return FoundLinks(tuple(urls[:cap]), over, printed)

@@ -68,6 +68,7 @@ from brokers.amqp.messages import (
     ReportStage,
     TaskReport,
     TaskReports,
+    Validators,
     new_id,
 )
 from brokers.amqp.topology import Topology
@@ -108,6 +109,9 @@ class FetchResult:
     links: tuple[str, ...] = ()
     links_over_limit: int = 0
     final_url: str | None = None  # where the links were found (the task's URL unless redirects were followed)
+    # What a monitor keeps for the next visit: the response's validators, else a text fingerprint.
+    validators: Validators | None = None
+    fingerprint: str | None = None
 
 
 FetchWork = Callable[[CrawlTask], Awaitable[FetchResult]]
@@ -461,6 +465,7 @@ class TaskRunner:
             attempt=task.attempt,
             detail=detail,
             links_over_limit=result.links_over_limit if result and stage == "done" else 0,
+            **_kept(result if stage == "done" else None),
         )
         self._reports.setdefault(self.topology.route(task.domain), []).append(report)
 
@@ -529,3 +534,15 @@ def lane_shares(capacity: int) -> dict[Priority, int]:
     shares = {lane: max(1, int(capacity * LANE_WEIGHTS[lane])) for lane in PRIORITIES}
     shares["high"] += max(0, capacity - sum(shares.values()))
     return shares
+
+
+def _kept(result: FetchResult | None) -> dict[str, str | None]:
+    """The report fields a monitor keeps of a done page (all None for anything else)."""
+    if result is None:
+        return {}
+    validators = result.validators
+    return {
+        "etag": validators.etag if validators else None,
+        "last_modified": validators.last_modified if validators else None,
+        "fingerprint": result.fingerprint,
+    }

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin
 
-from brokers.amqp.messages import CrawlTask
+from brokers.amqp.messages import CrawlTask, Validators
 from control_plane.fetcher import metrics
 from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from control_plane.fetcher.backends.direct import DirectBackend
@@ -79,8 +79,12 @@ class Fetcher:
             fetcher_id=self.fetcher_id,
         )
         page = raw_page(task, response, fetched_at) if response and verdict.outcome in KEPT_OUTCOMES else None
-        # Parsed here, once: the runner hands them to the frontier with the task's ack.
-        found = await links_of(response, self.settings.fetch) if page is not None and response else NO_LINKS
+        # Parsed here, once: the runner hands them to the frontier with the task's ack. A page with no
+        # validators is fingerprinted from the same parse, for a monitor's next visit to compare.
+        validators = _validators(response, verdict)
+        found = NO_LINKS
+        if page is not None and response is not None:
+            found = await links_of(response, self.settings.fetch, fingerprint=validators is None)
         try:
             await self.outputs.send(page, event)
         except HandOffFailed:
@@ -94,6 +98,7 @@ class Fetcher:
             verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to,
             links=found.urls, links_over_limit=found.over_limit,
             final_url=response.final_url if response and found.urls else None,
+            validators=validators, fingerprint=found.fingerprint,
         )  # fmt: skip
 
     async def aclose(self) -> None:
@@ -194,6 +199,16 @@ def _unasked_304(verdict: Classification, task: CrawlTask) -> Classification:
         return verdict
     detail = "HTTP 304 Not Modified to a request without validators: the server sent no page"
     return Classification(Outcome.INVALID_CONTENT, None, detail)
+
+
+def _validators(response: FetchResponse | None, verdict: Classification) -> Validators | None:
+    """The validators of a page fetched (or found unchanged): what a monitor sends on its next visit."""
+    if response is None or verdict.outcome not in KEPT_OUTCOMES:
+        return None
+    try:
+        return Validators.from_headers({name.lower(): value for name, value in response.headers.items()})
+    except ValueError:  # a validator no request may carry (control characters, too long): none kept
+        return None
 
 
 def _location(response: FetchResponse | None) -> str | None:

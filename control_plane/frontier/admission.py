@@ -42,6 +42,7 @@ class Batch:
     depth: int = 0
     priority: Priority | None = None
     seed: bool = False
+    lastmods_ms: tuple[int | None, ...] | None = None  # a sitemap's lastmod per URL (see DiscoveredBatch)
 
 
 @dataclass
@@ -53,6 +54,10 @@ class Admitted:
     keys: dict[bytes, int] = field(default_factory=dict)  # new seen key -> its site's bucket
     known: list[tuple[str, str]] = field(default_factory=list)  # (job, raw URL) now in the seen set
     waiting: set[str] = field(default_factory=set)  # origins whose robots.txt is being fetched
+    # A monitor's job: canonical URL -> its sitemap lastmod (ms), for its new tasks and for URLs its
+    # schedule holds already (those are duplicates: the schedule revisits them).
+    lastmods_ms: dict[str, int] = field(default_factory=dict)
+    scheduled: list[str] = field(default_factory=list)  # URLs of a monitor's job its schedule holds
 
 
 class Admission:
@@ -103,7 +108,8 @@ class Admission:
             counts["seeded"] += len(urls)
         scope = self._scope(job)
         room = None if job.max_pages is None else job.max_pages - self.state.pages_admitted(job.job_id)
-        for raw in urls:
+        lastmods = batch.lastmods_ms or ()
+        for index, raw in enumerate(urls):
             if (job.job_id, raw) in self._known:
                 counts["duplicates"] += 1
                 continue
@@ -115,6 +121,9 @@ class Admission:
                 continue
             if not scope.check(url, batch.depth).allowed:
                 counts["out_of_scope"] += 1
+                continue
+            if job.monitor is not None and self._scheduled(job.monitor, url, lastmods, index, admitted):
+                counts["duplicates"] += 1  # a later visit finds it again: the schedule revisits it
                 continue
             key = url_key(f"{job.job_id} {url}")
             admitted.known.append((job.job_id, raw))
@@ -137,13 +146,25 @@ class Admission:
             raise RobotsPending(admitted.waiting)
         return admitted
 
+    def _scheduled(
+        self, monitor: str, url: str, lastmods: tuple[int | None, ...], index: int, admitted: Admitted
+    ) -> bool:
+        """Whether the monitor's schedule holds ``url`` already; notes its sitemap lastmod either way."""
+        lastmod = lastmods[index] if index < len(lastmods) else None
+        if lastmod is not None:
+            admitted.lastmods_ms[url] = lastmod
+        if self.state.schedule.has(monitor, url):
+            admitted.scheduled.append(url)
+            return True
+        return False
+
     def _task(self, job: JobSpec, batch: Batch, url: str, domain: str, waiting: set[str]) -> CrawlTask | None:
         """The task for ``url``, or None when robots.txt disallows it or is not known yet (then its
         origin joins ``waiting``)."""
         delay_ms = None
         # robots.txt is fetched by the frontier itself: never from an address the fetcher would
         # refuse (SSRF). Such URLs are admitted unchecked, and the fetcher records the refusal.
-        if job.obey_robots and self._safe(url):
+        if job.obey_robots and self.safe(url):
             robots = self.robots.ready(url)
             if robots is None:
                 waiting.add(self.robots.origin_of(url))
@@ -163,7 +184,7 @@ class Admission:
             extractor=job.extractor,
         )
 
-    def _safe(self, url: str) -> bool:
+    def safe(self, url: str) -> bool:
         """The SSRF guard's verdict, cached per host: it resolves the name, which takes time."""
         host = urlsplit(url).netloc
         now = time.monotonic()

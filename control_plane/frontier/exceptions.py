@@ -33,3 +33,7 @@ class RobotsPending(FrontierError):
     def __init__(self, origins: set[str]) -> None:
         super().__init__(f"waiting for robots.txt of {', '.join(sorted(origins))}")
         self.origins = frozenset(origins)
+
+
+class UnknownMonitor(FrontierError):
+    """No frontier shard published a monitor of that id."""

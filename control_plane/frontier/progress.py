@@ -14,8 +14,12 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
 from brokers.kafka import clients
 from control_plane.frontier.jobs import ensure_progress_topic
+from control_plane.frontier.schedule import MONITOR_COUNTERS
 from core.settings import KafkaSettings, Settings
 
+# Monitors publish their snapshots to the same topic, keyed by this prefix and their id (see
+# control_plane.frontier.monitors); jobs() leaves them out, monitors() reads them.
+SNAPSHOT_KEY_PREFIX = "monitor:"
 READ_WAIT_S = 0.05  # a reader is caught up once a poll this long brings nothing new
 # How the shards' values add up, where not by summing.
 COMBINE: dict[str, Callable[[list[float]], float]] = {
@@ -67,13 +71,21 @@ class ProgressReader:
     def jobs(self) -> dict[str, dict[str, Any]]:
         """Every job's progress (shards added up)."""
         self.refresh()
-        totals = {job_id: _total(job_id, shards, self.shards) for job_id, shards in self.latest.items()}
+        totals = {job_id: _total(job_id, shards, self.shards) for job_id, shards in self.latest.items()
+                  if not job_id.startswith(SNAPSHOT_KEY_PREFIX)}  # fmt: skip
         return {job_id: total for job_id, total in totals.items() if total is not None}
 
     def cancelled(self) -> set[str]:
         """The jobs some shard called cancelled (as far as read: :meth:`refresh` first)."""
         return {job for job, shards in self.latest.items()
                 if any(snapshot.get("cancelled_at") for snapshot in shards.values())}  # fmt: skip
+
+    def monitors(self) -> dict[str, dict[str, Any]]:
+        """Every monitor's snapshot (shards added up), by monitor id."""
+        self.refresh()
+        return monitor_totals(
+            {key: shards for key, shards in self.latest.items() if key.startswith(SNAPSHOT_KEY_PREFIX)}
+        )
 
     def _take(self, message: Any) -> None:
         error = message.error()
@@ -110,3 +122,40 @@ def _total(job_id: str, by_shard: dict[int, dict[str, Any]], shards: int) -> dic
     total["idle"] = len(known) == shards and all(snapshot.get("idle") for snapshot in known)
     total["shards_reporting"] = len(known)
     return total
+
+
+def monitor_totals(values: dict[str, dict[int, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Per monitor, its shards' snapshots added up (as read from the progress topic by key)."""
+    totals: dict[str, dict[str, Any]] = {}
+    for by_shard in values.values():
+        known = [s for s in by_shard.values() if s.get("kind") == "monitor" and not s.get("deleted")]
+        if not known:
+            continue
+        first = known[0]
+        total: dict[str, Any] = {
+            "monitor_id": first["monitor_id"], "spec": first["spec"],
+            "paused": any(s["paused"] for s in known), "visit": max(s["visit"] for s in known),
+            "shards_reporting": len(known),
+        }  # fmt: skip
+        for name in (*MONITOR_COUNTERS, "due_now", "overdue"):
+            total[name] = sum(int(s.get(name, 0)) for s in known)
+        oldest = [s["oldest_due_at"] for s in known if s.get("oldest_due_at") is not None]
+        total["oldest_due_at"] = min(oldest) if oldest else None
+        total["published_at"] = max(float(s.get("published_at", 0)) for s in known)
+        totals[first["monitor_id"]] = {**total, **rates(total)}
+    return totals
+
+
+def rates(total: dict[str, Any]) -> dict[str, Any]:
+    """What a monitor's counters say: the share of revisits that found a change (a skip for the
+    sitemap's lastmod counts as unchanged), the share of fetched revisits answered 304, and how long
+    the oldest overdue URL has waited (as of the snapshot)."""
+    fetched = total["changed"] + total["unchanged"] + total["not_modified"]
+    judged = fetched + total["skipped"]
+    oldest = total.get("oldest_due_at")
+    return {
+        "revisits": judged,
+        "change_rate": round(total["changed"] / judged, 4) if judged else None,
+        "share_304": round(total["not_modified"] / fetched, 4) if fetched else None,
+        "oldest_overdue_s": round(total["published_at"] - oldest) if total["overdue"] and oldest else 0,
+    }

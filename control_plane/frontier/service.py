@@ -45,10 +45,13 @@ from brokers.amqp.messages import (
     DiscoveredUrl,
     JobCancel,
     JobSpec,
+    MonitorCommand,
+    MonitorSpec,
     TaskReport,
     TaskReports,
     Wake,
     new_id,
+    visit_of,
 )
 from brokers.amqp.topology import Topology
 from control_plane.frontier import metrics
@@ -57,6 +60,7 @@ from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_r
 from control_plane.frontier.domain_permits import DomainPermits
 from control_plane.frontier.exceptions import ChangelogUnavailable, RobotsPending
 from control_plane.frontier.jobs import JobSnapshots, SideRecord, ensure_progress_topic
+from control_plane.frontier.monitors import Monitors
 from control_plane.frontier.restore import catch_up
 from control_plane.frontier.robots import RobotsCache
 from control_plane.frontier.seen import SeenSet
@@ -73,6 +77,8 @@ Settle = tuple[Delivery, Exception | None]
 """A handled delivery and what became of it: None (ack), MessageRejected (dead letter), else retry."""
 
 BACKLOG_SWEEP_S = 1.0
+DUE_SWEEP_S = 1.0  # how often the monitors' due URLs are looked for (a bounded batch each time)
+MONITOR_SNAPSHOT_S = 2.0  # counting due URLs reads the schedule's index: not every pass
 PERMIT_SWEEP_S = 1.0  # catches overrides and pauses that ran out (no message marks that)
 WARM_EVERY_S = 5.0  # how often a standby reads the changelog it will need on takeover
 WAKE_RETRY_S = 2.0  # after Kafka refused a pass with no message to redo, try to take the shard over again
@@ -120,6 +126,7 @@ class Frontier:
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
         self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
+        self.monitors = Monitors(self.state, settings.topics.job_progress, shard)
         self._held_snapshots: list[SideRecord] = []
         self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
         self.consumer_: ControlConsumer | None = None
@@ -135,7 +142,18 @@ class Frontier:
         self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
         self._committed_messages: list[str] = []
         self._last = dict.fromkeys(
-            ("backlog", "permits", "snapshot", "warm", "handled", "pass", "standby wake"), 0.0
+            (
+                "backlog",
+                "permits",
+                "snapshot",
+                "warm",
+                "handled",
+                "pass",
+                "standby wake",
+                "due",
+                "monitor snapshot",
+            ),
+            0.0,
         )
 
     # wiring
@@ -146,7 +164,10 @@ class Frontier:
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
-        kinds = (JobSpec, JobCancel, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake)
+        kinds = (
+            JobSpec, JobCancel, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake, MonitorSpec,
+            MonitorCommand,
+        )  # fmt: skip
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
             self.settings, bindings, prefetch=200, name=f"frontier-{self.shard}", transactional=True,
@@ -192,11 +213,13 @@ class Frontier:
         self.snapshots.robots_waiting({})
         self._committed_messages.clear()
         self.snapshots.reset()
+        self.monitors.forget()
 
     def _activate(self) -> None:
         """Take the shard over: fence the previous owner, then catch up with what it committed."""
         self.changelog.open()
         applied = catch_up(self.changelog, self.state, self.seen)
+        self.monitors.forget()
         self.active = True
         self.snapshots.mark_all(self.state.job_ids())
         log.info("frontier shard %d: active (caught up %d changelog records)", self.shard, applied)
@@ -259,16 +282,28 @@ class Frontier:
             self.state.save_job(message)
             self.admission.forget_job(message.job_id)
             self.snapshots.mark(message.job_id)
+            visit = visit_of(message.job_id, message.monitor)
+            if message.monitor is not None and visit is not None:
+                self.monitors.job_visit(message.monitor, visit)
         elif isinstance(message, JobCancel):
             if self.state.cancel_job(message.job_id, message.cancelled_at.timestamp()):
                 self.snapshots.mark(message.job_id)  # the snapshot tells fetchers and followers
+        elif isinstance(message, MonitorSpec | MonitorCommand):
+            self._monitor_message(message)
         elif isinstance(message, TaskReport):
             self._report(message)
         elif isinstance(message, TaskReports):
             for report in message.reports:
                 self._report(report)
         elif isinstance(message, DiscoveredBatch):
-            batch = Batch(message.job_id, message.urls, message.depth, message.priority, message.seed)
+            batch = Batch(
+                message.job_id,
+                message.urls,
+                message.depth,
+                message.priority,
+                message.seed,
+                message.lastmods_ms,
+            )
             self._discover(batch)
         elif isinstance(message, Wake):
             pass  # its delivery alone made this frontier take the shard over (see Wake)
@@ -276,6 +311,14 @@ class Frontier:
             self._discover(
                 Batch(message.job_id, (message.url,), message.depth, message.priority, message.seed)
             )
+
+    def _monitor_message(self, message: MonitorSpec | MonitorCommand) -> None:
+        if isinstance(message, MonitorSpec):
+            self.monitors.save(message)
+            return
+        opened = self.monitors.command(message)
+        if opened is not None:
+            self.snapshots.mark(opened)
 
     def _discover(self, batch: Batch) -> None:
         job = self.state.job(batch.job_id)
@@ -291,8 +334,14 @@ class Frontier:
         self._pass_known.extend(admitted.known)
         counts = admitted.counts
         for task in admitted.tasks:
+            if job.monitor is not None:
+                self.monitors.scheduled(job.monitor, task, admitted.lastmods_ms.get(task.url))
             if not self._admit(task):
                 counts["backlog"] += 1
+        if job.monitor is not None:
+            for url in admitted.scheduled:
+                if url in admitted.lastmods_ms:
+                    self.monitors.lastmod(job.monitor, url, admitted.lastmods_ms[url])
         self.state.count(job.job_id, **counts)
         metrics.judged(counts)
         self.snapshots.mark(job.job_id)
@@ -305,6 +354,7 @@ class Frontier:
             self._release_backlog(report.domain)
             # Once per task, like its final state: a redelivered report does not count it again.
             self.state.count(report.job_id, links_over_limit=report.links_over_limit)
+            self.monitors.reported(report)
         self.snapshots.mark(report.job_id)
 
     # admission
@@ -319,6 +369,27 @@ class Frontier:
             return True
         self.state.push_backlog(task.domain, task.job_id, task.model_dump_json())
         return False
+
+    def _admit_due(self, task: CrawlTask) -> bool | None:
+        """Issue a monitor's due URL if its domain and the shard have room and robots.txt (known now)
+        allows it; False leaves it due. Never parked in the backlog: the schedule is its backlog."""
+        outstanding, _, _ = self.state.domain(task.domain)
+        limits = self.view.details(task.domain)
+        full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
+        if limits.paused or full or outstanding >= self.slots_for(task.domain, limits):
+            return False
+        monitor = self.monitors.monitor_of_job(task.job_id)
+        spec = self.monitors.spec(monitor) if monitor is not None else None
+        if spec is not None and spec.job.obey_robots and self.admission.safe(task.url):
+            robots = self.robots.ready(task.url)
+            if robots is None:
+                return False  # being fetched: taken once it is known
+            if not robots.allowed:
+                return None
+            if robots.crawl_delay_s:
+                task = task.model_copy(update={"crawl_delay_ms": int(robots.crawl_delay_s * 1000)})
+        self._issue(task)
+        return True
 
     def _issue(self, task: CrawlTask) -> None:
         self.permits.ensure(task.domain)
@@ -362,6 +433,9 @@ class Frontier:
         if self._due("backlog", BACKLOG_SWEEP_S, now):
             for domain in self.state.backlog_domains():
                 self._release_backlog(domain)
+        if self._due("due", DUE_SWEEP_S, now):
+            taken = self.monitors.take_due(self._admit_due)
+            self.snapshots.mark_all(sorted(taken.jobs))
         if self._due("handled", 60.0, now):
             self.state.forget_handled(self.state.handled_before(time.time() - HANDLED_KEPT_S))
 
@@ -405,6 +479,8 @@ class Frontier:
         # this pass's tasks: a snapshot never counts as queued a task the lanes do not hold yet.
         if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
             self._held_snapshots = self.snapshots.due(self.state)
+        if self._due("monitor snapshot", MONITOR_SNAPSHOT_S, time.monotonic()):
+            self._held_snapshots += self.monitors.snapshots()
         return True
 
     def _wake_waiting(self) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from brokers.amqp.messages import JobSpec
 from brokers.amqp.permits import PermitLedger
+from control_plane.frontier import schedule
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -77,6 +78,8 @@ TABLE_KEYS = {
     "backlog": "id",
     "tasks": "task_id",
     "messages": "message_id",
+    "monitors": "monitor_id",
+    "schedule": "key",
 }
 
 # Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
@@ -152,6 +155,7 @@ class FrontierState:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         self.db.executescript(SCHEMA)
+        self.db.executescript(schedule.SCHEMA)
         self._migrate()
         self.db.commit()
         self.dirty: set[tuple[str, str]] = set()  # (table, key) changed since the last commit
@@ -163,6 +167,15 @@ class FrontierState:
         # was last dropped; every write to a domain's row goes through here or drops its entry.
         self._domains: dict[str, tuple[int, int, float | None]] = {}
         self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
+        self.schedule = schedule.ScheduleTable(self.db, self.written)
+
+    def written(self, table: str, key: str, row: dict[str, Any] | None) -> None:
+        """A row of ``table`` was written (its new content, or None: :meth:`changes` reads it back)."""
+        self.dirty.add((table, key))
+        if row is None:
+            self._rows.pop((table, key), None)
+        else:
+            self._rows[(table, key)] = row
 
     def _migrate(self) -> None:
         """Add columns that databases made by older versions lack (CREATE IF NOT EXISTS kept theirs)."""

@@ -1,0 +1,97 @@
+"""The monitor client: what the CLI, the demo and tests call to create, change and read monitors.
+
+Monitors live in the frontier shards (:mod:`.monitors`); a client reaches them as control messages on
+the discovery exchange, one to every shard, each confirmed (as a job's rules reach them), and reads
+them back from the shards' snapshots in the progress topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from pika.adapters.blocking_connection import BlockingChannel
+
+from brokers import amqp
+from brokers.amqp.messages import (
+    ControlMessage,
+    MonitorAction,
+    MonitorCommand,
+    MonitorSpec,
+    new_id,
+    visit_job_id,
+)
+from brokers.amqp.publisher import confirmed_channel, publish
+from brokers.amqp.topology import Topology
+from control_plane.frontier.exceptions import UnknownMonitor
+from control_plane.frontier.progress import ProgressReader
+from control_plane.frontier.submit import submit_job
+from core.settings import Settings
+
+MoreSeeds = Callable[[BlockingChannel, Topology], int]
+"""Submits more seeds of the first visit on the client's channel (sitemaps); returns how many."""
+
+
+class MonitorClient:
+    """Creates monitors, sends them commands and reads their snapshots, against ``settings``' brokers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def create(
+        self,
+        spec: MonitorSpec,
+        seeds: Iterable[str],
+        on_seed: Callable[[int], None] | None = None,
+        more: MoreSeeds | None = None,
+    ) -> int:
+        """The monitor to every shard, then its first visit as a crawl job with ``seeds`` (and those
+        ``more`` submits); the seeds sent."""
+        with self._channel() as (channel, topology):
+            self._to_shards(channel, topology, spec)
+            count = submit_job(channel, topology, spec.job, seeds, on_seed)
+            return count + (more(channel, topology) if more is not None else 0)
+
+    def command(self, monitor_id: str, action: MonitorAction, visit: int | None = None) -> None:
+        """Pause, resume, delete or visit the monitor on every shard."""
+        with self._channel() as (channel, topology):
+            self._to_shards(
+                channel, topology, MonitorCommand(monitor_id=monitor_id, action=action, visit=visit)
+            )
+
+    def visit(self, monitor_id: str) -> str:
+        """Every scheduled URL of the monitor due now, in its next visit; that visit's job id."""
+        number = int(self.monitor(monitor_id)["visit"]) + 1
+        self.command(monitor_id, "visit", number)
+        return visit_job_id(monitor_id, number)
+
+    def monitors(self) -> dict[str, dict[str, Any]]:
+        """Every monitor's newest snapshot, the shards added up, by id."""
+        with ProgressReader(self.settings) as reader:
+            return reader.monitors()
+
+    def monitor(self, monitor_id: str) -> dict[str, Any]:
+        """One monitor's snapshot; :class:`UnknownMonitor` if no shard published it."""
+        found = self.monitors().get(monitor_id)
+        if found is None:
+            raise UnknownMonitor(
+                f"no monitor {monitor_id!r}: `dualplane monitor list` shows those the frontier shards "
+                "published (is the frontier running? a new monitor shows within a few seconds)"
+            )
+        return found
+
+    @contextmanager
+    def _channel(self) -> Iterator[tuple[BlockingChannel, Topology]]:
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            topology = Topology(self.settings.queues)
+            channel = confirmed_channel(connection)
+            topology.declare(channel)
+            yield channel, topology
+        finally:
+            connection.close()
+
+    def _to_shards(self, channel: BlockingChannel, topology: Topology, message: ControlMessage) -> None:
+        for shard in range(topology.shards):
+            publish(channel, topology.discovery_exchange, str(shard), message, message_id=new_id())

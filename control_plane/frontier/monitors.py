@@ -1,0 +1,339 @@
+"""Monitors on one frontier shard: jobs that come back, URL by URL, when their revisit is due.
+
+A monitor's first visit is an ordinary crawl job (``<monitor>-v1``); each URL it admits joins the
+schedule (:mod:`.schedule`) at once, due one interval later, so none is lost whatever becomes of its
+task. When a URL's task ends, its report (with the validators and fingerprint the fetcher kept)
+judges the visit, sets the URL's next interval and next due time, all in the pass that handles the
+report: the row goes to the changelog with it, before the report's ack.
+
+Due URLs become crawl tasks of the monitor's current visit job (``<monitor>-v<n>``, in the monitor's
+priority lane, carrying the last validators) through the frontier's own admission (``service``:
+per-domain caps, P_d, pauses, the shard's backpressure, robots.txt). A visit job closes when it
+has nothing outstanding; the next due URLs open the next visit. A URL whose sitemap ``lastmod`` is
+not newer than its last visit is skipped once (rescheduled as unchanged, without a fetch). Every
+row taken is moved one interval ahead as it is issued, so nothing is revisited twice in one interval.
+
+Each shard publishes a snapshot per monitor (URLs scheduled, due, overdue, the oldest overdue age,
+change and 304 counters) to the job progress topic, keyed ``monitor:<id>``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from brokers.amqp.messages import (
+    CrawlTask,
+    MonitorCommand,
+    MonitorSpec,
+    TaskReport,
+    Validators,
+    new_id,
+    visit_job_id,
+)
+from control_plane.frontier.jobs import SideRecord
+from control_plane.frontier.progress import SNAPSHOT_KEY_PREFIX
+from control_plane.frontier.schedule import (
+    MONITOR_COUNTERS,
+    ScheduledUrl,
+    judge,
+    next_interval_s,
+    schedule_key,
+)
+from control_plane.frontier.store import FrontierState
+
+# A due URL not taken within this long (no room in its domain or the shard, its monitor's budget
+# spent, its robots.txt awaited) is overdue: status shows how many, and the oldest's age.
+OVERDUE_AFTER_S = 60
+DUE_SCAN = 1000  # due rows looked at per pass: bounds a pass's time however many are due
+OPEN_STATES = ("queued", "in_flight", "retrying")
+
+Admit = Callable[[CrawlTask], bool | None]
+"""Issue a due URL's task now (True), leave it due for a later pass (False), or not at all (None:
+robots.txt disallows it now)."""
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What one pass over due URLs did."""
+
+    issued: int = 0
+    skipped: int = 0
+    dropped: int = 0
+    jobs: frozenset[str] = frozenset()
+
+
+class Monitors:
+    """The shard's monitors and their schedule, over its :class:`FrontierState`."""
+
+    def __init__(
+        self, state: FrontierState, topic: str, shard: int, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.state = state
+        self.topic = topic
+        self.shard = shard
+        self.clock = clock
+        self._specs: dict[str, MonitorSpec | None] = {}
+        self._job_monitors: dict[str, str | None] = {}
+        self._deleted: set[str] = set()  # monitors whose removal is still to publish
+
+    def forget(self) -> None:
+        """The store was rolled back or restored: read everything anew."""
+        self._specs.clear()
+        self._job_monitors.clear()
+
+    # monitors
+
+    def save(self, spec: MonitorSpec) -> None:
+        """Create the monitor (or update its rules; its counters and schedule stay)."""
+        self.state.db.execute(
+            "INSERT INTO monitors (monitor_id, spec, created_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (monitor_id) DO UPDATE SET spec = excluded.spec",
+            (spec.monitor_id, spec.model_dump_json(), self.clock()),
+        )
+        self.state.written("monitors", spec.monitor_id, None)
+        self._specs[spec.monitor_id] = spec
+        self._deleted.discard(spec.monitor_id)
+
+    def spec(self, monitor_id: str) -> MonitorSpec | None:
+        if monitor_id not in self._specs:
+            row = self.state.db.execute(
+                "SELECT spec FROM monitors WHERE monitor_id = ?", (monitor_id,)
+            ).fetchone()
+            self._specs[monitor_id] = MonitorSpec.model_validate_json(row[0]) if row else None
+        return self._specs[monitor_id]
+
+    def command(self, command: MonitorCommand) -> str | None:
+        """Apply ``command``; the visit job it opened, if any. Unknown monitors: nothing to do."""
+        monitor_id = command.monitor_id
+        if self.spec(monitor_id) is None:
+            return None
+        if command.action in ("pause", "resume"):
+            self._set(monitor_id, paused=int(command.action == "pause"))
+        elif command.action == "delete":
+            self.state.schedule.delete_monitor(monitor_id)
+            self.state.db.execute("DELETE FROM monitors WHERE monitor_id = ?", (monitor_id,))
+            self.state.written("monitors", monitor_id, None)
+            self._specs[monitor_id] = None
+            self._deleted.add(monitor_id)
+        elif command.action == "visit":
+            self.state.schedule.make_due(monitor_id, int(self.clock()))
+            return self.open_visit(monitor_id, command.visit)
+        return None
+
+    def job_visit(self, monitor_id: str, visit: int) -> None:
+        """A visit job of the monitor arrived (the first visit's, or a visit asked for by a client)."""
+        if visit > self._visit(monitor_id):
+            self._set(monitor_id, visit=visit)
+
+    def monitor_of_job(self, job_id: str) -> str | None:
+        """The monitor whose visit ``job_id`` is, or None for an ordinary job."""
+        if job_id not in self._job_monitors:
+            job = self.state.job(job_id)
+            self._job_monitors[job_id] = job.monitor if job is not None else None
+        return self._job_monitors[job_id]
+
+    def open_visit(self, monitor_id: str, visit: int | None = None) -> str:
+        """Visit ``visit`` (else the next one) of the monitor, made its current visit job."""
+        spec = self.spec(monitor_id)
+        assert spec is not None
+        number = max(visit or 0, self._visit(monitor_id) + 1)
+        job_id = visit_job_id(monitor_id, number)
+        if self.state.job(job_id) is None:
+            self.state.save_job(spec.job.model_copy(update={"job_id": job_id}))
+        self._set(monitor_id, visit=number)
+        self._job_monitors[job_id] = monitor_id
+        return job_id
+
+    # the schedule
+
+    def scheduled(self, monitor_id: str, task: CrawlTask, lastmod_ms: int | None) -> None:
+        """A URL admitted for the monitor joins its schedule, due one interval from now (its task's
+        report sets the real next visit)."""
+        spec = self.spec(monitor_id)
+        if spec is None:
+            return
+        now = int(self.clock())
+        row = ScheduledUrl(schedule_key(monitor_id, task.url), monitor_id, task.domain,
+                           due_at=now + spec.interval_s, interval_s=spec.interval_s,
+                           lastmod_s=lastmod_ms // 1000 if lastmod_ms is not None else None)  # fmt: skip
+        self.state.schedule.put(row)
+        self._count(monitor_id, scheduled=1)
+
+    def lastmod(self, monitor_id: str, url: str, lastmod_ms: int) -> None:
+        """A sitemap read again gave a scheduled URL's ``lastmod``."""
+        row = self.state.schedule.get(monitor_id, url)
+        if row is not None and row.lastmod_s != lastmod_ms // 1000:
+            row.lastmod_s = lastmod_ms // 1000
+            self.state.schedule.put(row)
+
+    def reported(self, report: TaskReport) -> None:
+        """A task of a monitor's visit ended (once per task): judge the visit, reschedule the URL."""
+        monitor_id = self.monitor_of_job(report.job_id)
+        spec = self.spec(monitor_id) if monitor_id is not None else None
+        if monitor_id is None or spec is None:
+            return
+        now = int(self.clock())
+        row = self.state.schedule.get(monitor_id, report.url)
+        if row is None:  # issued before its monitor's schedule held it (or the row was deleted): adopt it
+            row = ScheduledUrl(
+                schedule_key(monitor_id, report.url), monitor_id, report.domain, now, spec.interval_s
+            )
+            self._count(monitor_id, scheduled=1)
+        outcome = report.outcome if report.stage == "done" else "failed"
+        verdict = judge(outcome, report.fingerprint, row)
+        row.interval_s = next_interval_s(row.interval_s, verdict, min_s=spec.min_interval_s,
+                                         max_s=spec.max_interval_s)  # fmt: skip
+        row.due_at = now + row.interval_s
+        if verdict != "failed":
+            row.visits += 1
+            row.visited_at = now
+            _keep_validators(row, report)
+        if verdict == "changed":
+            row.changes += 1
+            self._count(monitor_id, changed=1)
+        elif verdict == "unchanged" and outcome == "not_modified":
+            row.not_modified += 1
+            self._count(monitor_id, not_modified=1)
+        elif verdict == "unchanged":
+            self._count(monitor_id, unchanged=1)
+        elif verdict == "failed":
+            self._count(monitor_id, failed=1)
+        self.state.schedule.put(row)
+
+    def take_due(self, admit: Admit, limit: int = DUE_SCAN) -> Taken:
+        """Turn due URLs into tasks of their monitor's current visit, through ``admit``."""
+        now = int(self.clock())
+        paused = frozenset(self._paused())
+        jobs: dict[str, tuple[str, int | None]] = {}  # monitor -> (its visit job, pages left in it)
+        issued = skipped = dropped = 0
+        for row in self.state.schedule.due(now, limit, paused):
+            spec = self.spec(row.monitor_id)
+            if spec is None:
+                continue
+            if row.lastmod_s is not None and row.visited_at is not None and row.lastmod_s <= row.visited_at:
+                self._skip(row, spec, now)
+                skipped += 1
+                continue
+            if row.monitor_id not in jobs:
+                jobs[row.monitor_id] = self._visit_job(row.monitor_id, spec)
+            job_id, room = jobs[row.monitor_id]
+            if room is not None and room <= 0:
+                continue  # the visit's budget is spent: due again in the next visit
+            task = _task(spec, job_id, row)
+            admitted = admit(task)
+            if admitted is False:
+                continue  # its domain (or the shard) has no room now: still due, taken in a later pass
+            row.due_at = now + row.interval_s  # the lease: not taken again before its report moves it
+            self.state.schedule.put(row)
+            if admitted is None:
+                dropped += 1
+                continue
+            self.state.count(job_id, seeded=1, discovered=1)
+            jobs[row.monitor_id] = (job_id, None if room is None else room - 1)
+            issued += 1
+        return Taken(issued, skipped, dropped, frozenset(job for job, _ in jobs.values()))
+
+    def _skip(self, row: ScheduledUrl, spec: MonitorSpec, now: int) -> None:
+        """The site's sitemap says the page did not change since the last visit: no fetch. The lastmod
+        is trusted once: unless a sitemap read again confirms it, the next due visit fetches."""
+        row.interval_s = next_interval_s(row.interval_s, "unchanged", min_s=spec.min_interval_s,
+                                         max_s=spec.max_interval_s)  # fmt: skip
+        row.due_at = now + row.interval_s
+        row.lastmod_s = None
+        row.skipped += 1
+        self.state.schedule.put(row)
+        self._count(row.monitor_id, skipped=1)
+
+    def _visit_job(self, monitor_id: str, spec: MonitorSpec) -> tuple[str, int | None]:
+        """The visit job due URLs join now, and how many pages its budget has left (None: no budget)."""
+        job_id = visit_job_id(monitor_id, self._visit(monitor_id))
+        if self.state.job(job_id) is None or not self._open(job_id):
+            job_id = self.open_visit(monitor_id)
+        budget = spec.job.max_pages
+        return job_id, None if budget is None else budget - self.state.pages_admitted(job_id)
+
+    def _open(self, job_id: str) -> bool:
+        """A visit is open until it took some URLs and has none outstanding left."""
+        seeded, backlog = self.state.db.execute(
+            "SELECT seeded, backlog FROM jobs WHERE job_id = ?", (job_id,)
+        ).fetchone()
+        marks = ", ".join("?" for _ in OPEN_STATES)
+        outstanding = self.state.db.execute(
+            f"SELECT COUNT(*) FROM tasks WHERE job_id = ? AND state IN ({marks})", (job_id, *OPEN_STATES)
+        ).fetchone()[0]
+        return bool(seeded == 0 or backlog or outstanding)
+
+    # snapshots
+
+    def snapshots(self) -> list[SideRecord]:
+        """Every monitor's snapshot on this shard, for the progress topic (with a changelog write)."""
+        now = self.clock()
+        due = self.state.schedule.due_counts(int(now), OVERDUE_AFTER_S)
+        records = []
+        for row in self.state.db.execute(
+            f"SELECT monitor_id, spec, paused, visit, {', '.join(MONITOR_COUNTERS)} FROM monitors"
+        ):
+            monitor_id, spec = row[0], MonitorSpec.model_validate_json(row[1])
+            counters = dict(zip(MONITOR_COUNTERS, row[4:], strict=True))
+            due_now, overdue, oldest = due.get(monitor_id, (0, 0, None))
+            snapshot = {
+                "kind": "monitor", "monitor_id": monitor_id, "shard": self.shard, "paused": bool(row[2]),
+                "visit": row[3], "job_id": visit_job_id(monitor_id, row[3]), **counters,
+                "due_now": due_now, "overdue": overdue, "oldest_due_at": oldest, "published_at": now,
+                "spec": json.loads(spec.model_dump_json()),
+            }  # fmt: skip
+            records.append((self.topic, SNAPSHOT_KEY_PREFIX + monitor_id, json.dumps(snapshot).encode()))
+        for monitor_id in sorted(self._deleted):
+            gone = {"kind": "monitor", "monitor_id": monitor_id, "shard": self.shard, "deleted": True}
+            records.append((self.topic, SNAPSHOT_KEY_PREFIX + monitor_id, json.dumps(gone).encode()))
+        self._deleted.clear()
+        return records
+
+    # rows of the monitors table
+
+    def _visit(self, monitor_id: str) -> int:
+        row = self.state.db.execute(
+            "SELECT visit FROM monitors WHERE monitor_id = ?", (monitor_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _paused(self) -> list[str]:
+        return [row[0] for row in self.state.db.execute("SELECT monitor_id FROM monitors WHERE paused = 1")]
+
+    def _set(self, monitor_id: str, **values: int) -> None:
+        assignments = ", ".join(f"{name} = ?" for name in values)  # names from this module, never input
+        self.state.db.execute(
+            f"UPDATE monitors SET {assignments} WHERE monitor_id = ?", (*values.values(), monitor_id)
+        )
+        self.state.written("monitors", monitor_id, None)
+
+    def _count(self, monitor_id: str, **deltas: int) -> None:
+        assignments = ", ".join(f"{name} = {name} + ?" for name in deltas)  # names from MONITOR_COUNTERS
+        self.state.db.execute(
+            f"UPDATE monitors SET {assignments} WHERE monitor_id = ?", (*deltas.values(), monitor_id)
+        )
+        self.state.written("monitors", monitor_id, None)
+
+
+def _task(spec: MonitorSpec, job_id: str, row: ScheduledUrl) -> CrawlTask:
+    validators = None
+    if row.etag is not None or row.last_modified is not None:
+        validators = Validators(etag=row.etag, last_modified=row.last_modified)
+    return CrawlTask(
+        job_id=job_id, trace_id=new_id(), url=row.url, domain=row.domain, depth=0,
+        priority=spec.job.priority, extractor=spec.job.extractor, validators=validators,
+    )  # fmt: skip
+
+
+def _keep_validators(row: ScheduledUrl, report: TaskReport) -> None:
+    """What the visit's response said: its validators (a 304 may repeat or renew them) and, for a page
+    fetched whole, its fingerprint. A 200 without validators means the page no longer has any."""
+    if report.etag is not None or report.last_modified is not None:
+        row.etag, row.last_modified = report.etag, report.last_modified
+    elif report.outcome == "ok":
+        row.etag = row.last_modified = None
+    if report.outcome == "ok":
+        row.fingerprint = report.fingerprint

@@ -1,0 +1,182 @@
+"""A shard's revisit schedule: the adaptive interval rule, and the ``monitors`` and ``schedule`` tables.
+
+Both tables live in the shard's SQLite store (:mod:`.store`) and every row written goes to the
+shard's changelog with the pass that wrote it, like any other row, so a standby restores them on
+failover. A ``schedule`` row is one URL of one monitor: when it is next due, its current interval,
+what the last visit kept (validators, text fingerprint, the sitemap's lastmod) and its counters. Rows
+are kept compact (about 150 bytes for a 60-character URL, index included): a million per shard is
+the design point (``benchmarks/monitor_schedule.py``).
+
+The rule (:func:`next_interval_s`): a page seen unchanged (304, the same fingerprint, or skipped
+for its sitemap lastmod) is revisited ``GROWTH`` times later, one seen changed twice as soon, always
+within the monitor's ``[min, max]``; a failed visit keeps its interval.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Verdict = Literal["changed", "unchanged", "first", "failed"]
+GROWTH = 1.5
+SHRINK = 2
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS monitors (
+    monitor_id TEXT PRIMARY KEY,
+    spec TEXT NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0,
+    visit INTEGER NOT NULL DEFAULT 1,
+    scheduled INTEGER NOT NULL DEFAULT 0,
+    changed INTEGER NOT NULL DEFAULT 0,
+    unchanged INTEGER NOT NULL DEFAULT 0,
+    not_modified INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    created_at REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS schedule (
+    key TEXT PRIMARY KEY,
+    monitor_id TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    due_at INTEGER NOT NULL,
+    interval_s INTEGER NOT NULL,
+    etag TEXT,
+    last_modified TEXT,
+    fingerprint TEXT,
+    lastmod_s INTEGER,
+    visited_at INTEGER,
+    visits INTEGER NOT NULL DEFAULT 0,
+    changes INTEGER NOT NULL DEFAULT 0,
+    not_modified INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS schedule_by_due ON schedule (due_at);
+"""
+
+MONITOR_COUNTERS = ("scheduled", "changed", "unchanged", "not_modified", "skipped", "failed")
+
+
+def next_interval_s(current_s: int, verdict: Verdict, *, min_s: int, max_s: int) -> int:
+    """The interval after a visit judged ``verdict``: longer when unchanged, shorter when changed."""
+    if verdict == "unchanged":
+        wanted = math.ceil(current_s * GROWTH)
+    elif verdict == "changed":
+        wanted = current_s // SHRINK
+    else:
+        wanted = current_s
+    return int(min(max(wanted, min_s), max_s))
+
+
+def judge(outcome: str, fingerprint: str | None, previous: ScheduledUrl) -> Verdict:
+    """Whether a done visit found the page changed: a 304 says unchanged; a page fetched whole is
+    unchanged only if it has a fingerprint (no validators) equal to the last one."""
+    if outcome == "not_modified":
+        return "unchanged"
+    if outcome != "ok":
+        return "failed"
+    if previous.visits == 0:
+        return "first"
+    if fingerprint is not None and fingerprint == previous.fingerprint:
+        return "unchanged"
+    return "changed"
+
+
+def schedule_key(monitor_id: str, url: str) -> str:
+    """The row key of ``url`` in ``monitor_id``'s schedule (monitor ids hold no space, URLs neither)."""
+    return f"{monitor_id} {url}"
+
+
+@dataclass(slots=True)
+class ScheduledUrl:
+    """One row of the ``schedule`` table."""
+
+    key: str
+    monitor_id: str
+    domain: str
+    due_at: int
+    interval_s: int
+    etag: str | None = None
+    last_modified: str | None = None
+    fingerprint: str | None = None
+    lastmod_s: int | None = None
+    visited_at: int | None = None
+    visits: int = 0
+    changes: int = 0
+    not_modified: int = 0
+    skipped: int = 0
+
+    @property
+    def url(self) -> str:
+        return self.key.partition(" ")[2]
+
+
+OnWrite = Callable[[str, str, dict[str, Any] | None], None]
+"""Told of each row written: (table, key, its new content, or None when unknown or deleted)."""
+
+COLUMNS = tuple(ScheduledUrl.__dataclass_fields__)
+_UPSERT = f"INSERT OR REPLACE INTO schedule ({', '.join(COLUMNS)}) VALUES ({', '.join('?' for _ in COLUMNS)})"
+
+
+class ScheduleTable:
+    """Reads and writes ``schedule`` rows on the store's connection; each write is reported to
+    ``on_write`` (table, key, row or None), which the store turns into a changelog row."""
+
+    def __init__(self, db: sqlite3.Connection, on_write: OnWrite) -> None:
+        self.db = db
+        self.on_write = on_write
+
+    def get(self, monitor_id: str, url: str) -> ScheduledUrl | None:
+        row = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM schedule WHERE key = ?",
+                              (schedule_key(monitor_id, url),)).fetchone()  # fmt: skip
+        return None if row is None else ScheduledUrl(*row)
+
+    def has(self, monitor_id: str, url: str) -> bool:
+        key = schedule_key(monitor_id, url)
+        return self.db.execute("SELECT 1 FROM schedule WHERE key = ?", (key,)).fetchone() is not None
+
+    def put(self, row: ScheduledUrl) -> None:
+        values = asdict(row)
+        self.db.execute(_UPSERT, tuple(values.values()))
+        self.on_write("schedule", row.key, values)
+
+    def due(
+        self, now_s: int, limit: int, skip_monitors: frozenset[str] = frozenset()
+    ) -> Iterator[ScheduledUrl]:
+        """Rows due at ``now_s``, oldest due first (at most ``limit`` looked at)."""
+        query = f"SELECT {', '.join(COLUMNS)} FROM schedule WHERE due_at <= ? ORDER BY due_at LIMIT ?"
+        for row in self.db.execute(query, (now_s, limit)).fetchall():
+            found = ScheduledUrl(*row)
+            if found.monitor_id not in skip_monitors:
+                yield found
+
+    def make_due(self, monitor_id: str, now_s: int) -> int:
+        """Every row of the monitor due at ``now_s`` (a visit asked for now); how many."""
+        keys = [row[0] for row in self.db.execute(
+            "SELECT key FROM schedule WHERE monitor_id = ? AND due_at > ?", (monitor_id, now_s))]  # fmt: skip
+        for key in keys:
+            self.db.execute("UPDATE schedule SET due_at = ? WHERE key = ?", (now_s, key))
+            self.on_write("schedule", key, None)
+        return len(keys)
+
+    def delete_monitor(self, monitor_id: str) -> int:
+        """Drop the monitor's whole schedule; how many rows."""
+        keys = [
+            row[0] for row in self.db.execute("SELECT key FROM schedule WHERE monitor_id = ?", (monitor_id,))
+        ]
+        for key in keys:
+            self.db.execute("DELETE FROM schedule WHERE key = ?", (key,))
+            self.on_write("schedule", key, None)
+        return len(keys)
+
+    def due_counts(self, now_s: int, overdue_s: int) -> dict[str, tuple[int, int, int | None]]:
+        """Per monitor: (URLs due now, URLs overdue by more than ``overdue_s``, the oldest due_at)."""
+        query = (
+            "SELECT monitor_id, COUNT(*), SUM(due_at <= ?), MIN(due_at) FROM schedule "
+            "WHERE due_at <= ? GROUP BY monitor_id"
+        )
+        return {row[0]: (int(row[1]), int(row[2] or 0), row[3])
+                for row in self.db.execute(query, (now_s - overdue_s, now_s))}  # fmt: skip

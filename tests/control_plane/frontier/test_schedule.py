@@ -1,0 +1,108 @@
+"""The revisit rule and the schedule's rows: pure logic and the shard's SQLite store (no brokers)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from brokers.amqp.messages import CrawlTask, JobSpec, MonitorSpec, TaskReport
+from control_plane.frontier.monitors import Monitors
+from control_plane.frontier.schedule import ScheduledUrl, judge, next_interval_s
+from control_plane.frontier.store import FrontierState
+
+bounds = st.tuples(st.integers(1, 10_000), st.integers(1, 10_000)).map(sorted)
+
+
+@given(bounds, st.integers(1, 20_000), st.sampled_from(["changed", "unchanged", "first", "failed"]))
+def test_the_interval_stays_within_the_bounds_and_moves_the_right_way(
+    limits: list[int], current: int, verdict: str
+) -> None:
+    low, high = limits
+    after = next_interval_s(current, verdict, min_s=low, max_s=high)  # type: ignore[arg-type]
+    assert low <= after <= high
+    clamped = min(max(current, low), high)
+    if verdict == "unchanged":
+        assert after >= clamped
+    elif verdict == "changed":
+        assert after <= clamped
+    else:
+        assert after == clamped
+
+
+def test_unchanged_grows_by_half_and_changed_halves() -> None:
+    assert next_interval_s(100, "unchanged", min_s=10, max_s=1000) == 150
+    assert next_interval_s(100, "changed", min_s=10, max_s=1000) == 50
+    assert next_interval_s(15, "changed", min_s=10, max_s=1000) == 10
+    assert next_interval_s(900, "unchanged", min_s=10, max_s=1000) == 1000
+
+
+def test_a_visit_is_judged_by_its_304_or_its_fingerprint() -> None:
+    seen = ScheduledUrl("m http://a/", "m", "a", 0, 60, fingerprint="f1", visits=1)
+    assert judge("not_modified", None, seen) == "unchanged"
+    assert judge("ok", "f1", seen) == "unchanged"
+    assert judge("ok", "f2", seen) == "changed"
+    assert judge("ok", None, seen) == "changed"  # validators said changed (no fingerprint taken)
+    assert judge("http_error", None, seen) == "failed"
+    assert judge("ok", "f1", ScheduledUrl("m http://a/", "m", "a", 0, 60)) == "first"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now_s = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def _spec() -> MonitorSpec:
+    job = JobSpec(job_id="shop-v1", monitor="shop", max_pages=100)
+    return MonitorSpec(monitor_id="shop", job=job, interval_s=100, min_interval_s=10, max_interval_s=1000)
+
+
+def _report(url: str, outcome: str, **kept: str) -> TaskReport:
+    return TaskReport(task_id=url, job_id="shop-v1", trace_id="t", url=url, domain="a", stage="done",
+                      outcome=outcome, **kept)  # fmt: skip
+
+
+def test_a_schedule_survives_the_changelog_and_revisits_only_when_due(tmp_path: Path) -> None:
+    state, clock = FrontierState(tmp_path / "a.sqlite"), Clock()
+    monitors = Monitors(state, "progress", 0, clock=clock)
+    monitors.save(_spec())
+    state.save_job(_spec().job)
+    state.count("shop-v1", seeded=2)  # the first visit's seeds (its tasks all ended: see below)
+    for url in ("http://a/1", "http://a/2"):
+        monitors.scheduled(
+            "shop", CrawlTask(job_id="shop-v1", trace_id="t", url=url, domain="a", depth=0), None
+        )
+    monitors.reported(_report("http://a/1", "ok", etag='"e1"'))
+    monitors.reported(_report("http://a/2", "ok", fingerprint="f"))
+    changes = state.changes()
+    state.commit()
+
+    copy = FrontierState(tmp_path / "b.sqlite")
+    for name, row in changes:
+        copy.apply(name, row)
+    copy.commit()
+    restored = Monitors(copy, "progress", 0, clock=clock)
+    assert [row.url for row in copy.schedule.due(int(clock.now_s) + 100, 10)] == ["http://a/1", "http://a/2"]
+    assert restored.take_due(lambda task: True).issued == 0  # not due yet: nothing twice in an interval
+
+    clock.now_s += 100
+    issued: list[CrawlTask] = []
+    taken = restored.take_due(lambda task: issued.append(task) is None)
+    assert taken.issued == 2 and {t.job_id for t in issued} == {"shop-v2"}  # visit 1 is closed
+    assert {t.url: t.validators and t.validators.etag for t in issued} == {
+        "http://a/1": '"e1"',
+        "http://a/2": None,
+    }
+    assert restored.take_due(lambda task: True).issued == 0  # leased one interval ahead
+    for task in issued:
+        outcome = "not_modified" if task.validators else "ok"
+        restored.reported(
+            _report(task.url, outcome, fingerprint="g").model_copy(update={"job_id": task.job_id})
+        )
+    rows = {row.url: row for row in copy.schedule.due(int(clock.now_s) + 10_000, 10)}
+    assert rows["http://a/1"].interval_s == 150 and rows["http://a/1"].not_modified == 1
+    assert rows["http://a/2"].interval_s == 50 and rows["http://a/2"].changes == 1
