@@ -37,12 +37,20 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
     return {
         "at": time.time(),
         "jobs": _part(errors, "jobs", lambda: _jobs(settings, reader, extractor, max_jobs), []),
+        "monitors": _part(errors, "jobs", lambda: _monitors(reader), []),
         **queues,
         "lag": lag,
         "throttled": _part(errors, "throttled", lambda: _throttled(settings), []),
         "quota": _part(errors, "throttled", lambda: quota_pause(settings, time.time()), None),
         "errors": errors,
     }
+
+
+def _monitors(reader: ProgressReader | Exception) -> list[dict[str, Any]]:
+    """Every monitor (shards added up): URLs due, overdue, the change rate and the share of 304s."""
+    if isinstance(reader, Exception):
+        raise reader
+    return sorted(reader.monitors().values(), key=lambda monitor: str(monitor["monitor_id"]))
 
 
 def job_row(snapshot: dict[str, Any], verdict: Verdict) -> dict[str, Any]:

@@ -82,6 +82,9 @@ COMMANDS = {
         "records_cmd", "app", "Read extracted page records (the records topic, committed records only)."
     ),
     "changes": _cmd("changes_cmd", "app", "Change events: what changed on a page since its previous record."),
+    "monitor": _cmd(
+        "monitor_cmd", "app", "Monitors: crawl jobs that come back, revisiting each page when it is due."
+    ),
     "throttle": _cmd(
         "throttle_cmd", "app",
         "Adaptive throttling: what the block-ratio processor decided per domain, and why.",

@@ -123,7 +123,12 @@ def _view(
 def render(view: dict[str, Any]) -> Group:
     """The view as rich tables (a part that could not be read says so in its title)."""
     errors = view["errors"]
-    parts: list[Any] = [_jobs_table(view["jobs"], errors), _queues_table(view, errors)]
+    parts: list[Any] = [_jobs_table(view["jobs"], errors)]
+    if view.get("monitors"):
+        from dualplane.cli.monitor_cmd import monitors_table
+
+        parts.append(monitors_table(view["monitors"]))
+    parts.append(_queues_table(view, errors))
     parts.append(_lag_table(view["lag"], errors))
     if view.get("quota"):
         parts.append(_quota_line(view["quota"]))

@@ -1,0 +1,236 @@
+"""``dualplane monitor create|list|show|pause|resume|visit|delete``: crawl jobs that come back.
+
+Parse and print only: :class:`~control_plane.frontier.monitor_client.MonitorClient` reaches the
+frontier shards, which hold the monitors and their schedules (``docs/monitors.md``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+import uuid
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dualplane.cli.namespace import NamespaceOption, settings_in
+from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
+
+if TYPE_CHECKING:
+    from control_plane.frontier.monitor_client import MonitorClient
+
+app = typer.Typer(help="Monitors: crawl jobs that come back, revisiting each page when it is due.")
+
+UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
+MonitorArg = Annotated[str, typer.Argument(help="The monitor id, as `dualplane monitor list` shows it.")]
+
+
+def parse_duration_s(text: str, option: str) -> int:
+    """``90``, ``90s``, ``15m``, ``6h`` or ``7d`` in seconds; a usage error naming ``option`` else."""
+    match = _DURATION.match(text)
+    if match is None or int(match.group(1)) == 0:
+        raise typer.BadParameter(f"{text!r} is no duration: write e.g. 90s, 15m, 6h or 7d", param_hint=option)
+    return int(match.group(1)) * UNITS_S[match.group(2) or "s"]
+
+
+@app.command("create")
+def create(
+    seed: Annotated[list[str] | None, typer.Option("--seed", help="A start URL; repeat for more.")] = None,
+    seeds_file: Annotated[str | None, typer.Option(help="Start URLs, one per line (local or s3://).")] = None,
+    sitemap: Annotated[
+        list[str] | None, typer.Option("--sitemap", help="A sitemap whose pages are seeds.")
+    ] = None,
+    sitemaps_from_robots: Annotated[
+        bool, typer.Option(help="Also read the sitemaps the --seed hosts' robots.txt name.")
+    ] = False,
+    monitor: Annotated[str | None, typer.Option("--monitor", help="Monitor id (default: a new one).")] = None,
+    interval: Annotated[
+        str, typer.Option(help="First revisit interval of each page (90s, 15m, 6h, 7d).")
+    ] = "6h",
+    min_interval: Annotated[
+        str | None, typer.Option(help="Pages that change are revisited at most this often.")
+    ] = None,
+    max_interval: Annotated[
+        str | None, typer.Option(help="Pages that never change: at least this often.")
+    ] = None,
+    priority: Annotated[str, typer.Option(help="Lane of its tasks: high, normal or bulk.")] = "normal",
+    max_pages: Annotated[
+        int | None, typer.Option(min=1, help="Budget: pages fetched per visit at most.")
+    ] = None,
+    max_depth: Annotated[int | None, typer.Option(min=0, help="Links followed from a seed at most.")] = None,
+    allow_domain: Annotated[
+        list[str] | None, typer.Option(help="Domains in scope (default: the seeds').")
+    ] = None,
+    ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
+    as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due."""
+    from brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
+    from connectors.seeds import open_seed_list
+    from control_plane.frontier.monitor_client import MonitorClient
+    from dualplane.cli.crawl_cmd import _default_scope, _lane, _read_seeds
+    from dualplane.cli.sitemap_seeding import submit_sitemaps
+
+    settings = settings_in(namespace)
+    seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
+    monitor_id = monitor or f"monitor-{uuid.uuid4().hex[:8]}"
+    if not re.match(MONITOR_ID, monitor_id):
+        raise typer.BadParameter(f"{monitor_id!r}: use letters, digits, '.', '_' and '-' (at most 100)",
+                                 param_hint="--monitor")  # fmt: skip
+    if priority not in ("high", "normal", "bulk"):
+        raise typer.BadParameter(
+            f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
+        )
+    interval_s, min_s, max_s = _intervals(interval, min_interval, max_interval)
+    seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
+    scope = tuple(allow_domain or _default_scope(seeds, seed_list, sitemap, settings))
+    job = JobSpec(
+        job_id=visit_job_id(monitor_id, 1), allowed_domains=scope,
+        max_depth=max_depth, max_pages=max_pages, priority=_lane(priority), obey_robots=not ignore_robots,
+        monitor=monitor_id,
+    )  # fmt: skip
+    spec = MonitorSpec(monitor_id=monitor_id, job=job, interval_s=interval_s, min_interval_s=min_s,
+                       max_interval_s=max_s, seeds=len(seeds), sitemaps=tuple(sitemap or ()))  # fmt: skip
+    robots_of = seeds if sitemaps_from_robots else []
+
+    def more(channel: Any, topology: Any) -> int:
+        if not sitemap and not robots_of:
+            return 0
+        return submit_sitemaps(settings, channel, topology, job, sitemap or [], robots_of)
+
+    count = MonitorClient(settings).create(spec, itertools.chain(seeds, seed_list or ()), more=more)
+    summary = {"monitor_id": monitor_id, "first_visit_job": job.job_id, "seeds": count,
+               "interval_s": interval_s, "min_interval_s": min_s, "max_interval_s": max_s}  # fmt: skip
+    if as_json:
+        print_json(summary)
+        return
+    stdout.print(
+        f"monitor [bold]{monitor_id}[/bold]: first visit {job.job_id} with {count} seed(s); "
+        f"each page revisited after {_duration(interval_s)} (changing pages down to {_duration(min_s)}, "
+        f"unchanged up to {_duration(max_s)}); follow with `dualplane status --job {job.job_id}`",
+        soft_wrap=True, highlight=False,
+    )  # fmt: skip
+
+
+def _intervals(interval: str, minimum: str | None, maximum: str | None) -> tuple[int, int, int]:
+    interval_s = parse_duration_s(interval, "--interval")
+    min_s = parse_duration_s(minimum, "--min-interval") if minimum else min(interval_s, 900)
+    max_s = parse_duration_s(maximum, "--max-interval") if maximum else max(interval_s, 7 * 86_400)
+    if not min_s <= interval_s <= max_s:
+        raise typer.BadParameter(
+            f"the interval ({_duration(interval_s)}) must lie within --min-interval ({_duration(min_s)}) "
+            f"and --max-interval ({_duration(max_s)})",
+            param_hint="--interval",
+        )
+    return interval_s, min_s, max_s
+
+
+@app.command("list")
+def list_(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Every monitor: URLs scheduled, due now, overdue, change rate and share of 304s."""
+    monitors = _client(namespace).monitors()
+    if as_json:
+        print_json(list(monitors.values()))
+        return
+    stdout.print(monitors_table(list(monitors.values())))
+
+
+def monitors_table(monitors: list[dict[str, Any]]) -> Any:
+    """The table ``monitor list`` and ``status`` show (one row a monitor)."""
+    rows = [
+        [m["monitor_id"], "paused" if m["paused"] else f"visit {m['visit']}", str(m["scheduled"]),
+         str(m["due_now"]), _overdue(m),
+         _share(m["change_rate"]), _share(m["share_304"]), str(m["skipped"])]
+        for m in monitors
+    ]  # fmt: skip
+    columns = ["monitor", "state", "scheduled", "due now", "overdue", "change rate", "304s", "lastmod skips"]
+    return table("monitors", columns, rows)
+
+
+@app.command("show")
+def show(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """One monitor: its rules and its counters."""
+    found = _found(namespace, monitor)
+    if as_json:
+        print_json(found)
+        return
+    rows = [[key, str(value)] for key, value in found.items() if key != "spec"]
+    rows += [[f"spec.{key}", str(value)] for key, value in found["spec"].items() if key != "job"]
+    rows += [[f"spec.job.{key}", str(value)] for key, value in found["spec"]["job"].items()]
+    stdout.print(table(f"monitor {monitor}", ["field", "value"], rows))
+
+
+def _command(monitor: str, action: str, namespace: str | None, as_json: bool, done: str) -> None:
+    client = _client(namespace)
+    _found(namespace, monitor, client)
+    client.command(monitor, action)  # type: ignore[arg-type]  # one of MonitorAction, by each caller
+    if as_json:
+        print_json({"monitor_id": monitor, "action": action, "sent_at": time.time()})
+    else:
+        stdout.print(f"monitor {monitor}: {done}")
+
+
+@app.command("pause")
+def pause(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Stop revisiting (its schedule is kept; due pages wait, counted as overdue)."""
+    _command(monitor, "pause", namespace, as_json, "paused; its pages wait, `monitor resume` goes on")
+
+
+@app.command("resume")
+def resume(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Revisit again: pages that came due while paused are taken first."""
+    _command(monitor, "resume", namespace, as_json, "resumed")
+
+
+@app.command("delete")
+def delete(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Delete the monitor and its schedule (records and change events already written stay)."""
+    _command(monitor, "delete", namespace, as_json, "deleted with its schedule")
+
+
+@app.command("visit")
+def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Visit now: every scheduled page due at once, as the monitor's next visit job."""
+    client = _client(namespace)
+    job_id = client.visit(monitor)
+    if as_json:
+        print_json({"monitor_id": monitor, "job_id": job_id})
+    else:
+        stdout.print(
+            f"monitor {monitor}: visit {job_id} started; follow with `dualplane status --job {job_id}`"
+        )
+
+
+def _client(namespace: str | None) -> MonitorClient:
+    from control_plane.frontier.monitor_client import MonitorClient
+
+    return MonitorClient(settings_in(namespace))
+
+
+def _found(namespace: str | None, monitor: str, client: MonitorClient | None = None) -> dict[str, Any]:
+    from control_plane.frontier.exceptions import UnknownMonitor
+
+    try:
+        return (client or _client(namespace)).monitor(monitor)
+    except UnknownMonitor as error:
+        stderr.print(f"error: {error}", soft_wrap=True, highlight=False)
+        raise typer.Exit(1) from None
+
+
+def _overdue(monitor: dict[str, Any]) -> str:
+    overdue = monitor["overdue"]
+    return f"{overdue} (oldest {_duration(monitor['oldest_overdue_s'])})" if overdue else "0"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def _duration(seconds: int) -> str:
+    for unit, size in (("d", 86_400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

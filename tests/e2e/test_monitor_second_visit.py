@@ -1,0 +1,134 @@
+"""A monitor's second visit, against the real brokers: bodies only for what changed, a change event
+for exactly the pages that changed.
+
+The sample site changes between the visits (one time step of its ``Changes``, moved by the test's
+clock), so it knows which pages changed (``/_changes`` in-process: ``SampleSite.changed_pages``).
+The first visit is the monitor's crawl job; the second is asked for with ``monitor visit`` (its
+pages are then all due), and goes through the frontier's schedule: tasks with the validators the
+first visit's reports brought back. Frontier, fetcher and extractor run as processes.
+
+``DUALPLANE_TEST_MONITOR_PAGES`` sets the products per host (3 hosts); the default keeps the test
+short on a shared CI machine, docs/monitors.md gives the run at 1,000+ pages.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from control_plane.frontier.client import JobClient
+from control_plane.frontier.monitor_client import MonitorClient
+from control_plane.frontier.submit import default_scope
+from core.settings import FetchSettings, LimitSettings, Settings
+from core.web.urls import canonicalize
+from data_plane.extractor.change_reader import decode_change
+from dualplane.sample_site import Changes, SampleSite, SiteSpec
+from tests.support.factories import ControlPlaneFactory
+from tests.support.pipeline import Pipeline, read_topic
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+START_S = 1_800_000_000.0
+PERIOD_S = 60.0
+PAGES_PER_HOST = int(os.environ.get("DUALPLANE_TEST_MONITOR_PAGES", "60"))
+SITE = SiteSpec(
+    seed=3, hosts=3, pages_per_host=PAGES_PER_HOST, latency_ms=0, changes=Changes(PERIOD_S, share=0.1)
+)
+MONITOR = "watch"
+
+
+class ManualClock:
+    """The site's time: it moves only when the test moves it."""
+
+    def __init__(self, now_s: float) -> None:
+        self.now_s = now_s
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+@pytest.fixture
+def private(control_plane: ControlPlaneFactory) -> Settings:
+    return control_plane.settings().model_copy(
+        update={
+            "limits": LimitSettings(domain_concurrency=8, domain_delay_ms=0, fetch_concurrency=32),
+            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
+        }
+    )
+
+
+@pytest.fixture
+def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
+    made = Pipeline(private, tmp_path)
+    yield made
+    made.stop_all()
+
+
+def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> dict[str, Any]:
+    snapshot: dict[str, Any] | None = None
+    verdict = None
+    for snapshot, verdict in JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0):
+        pass
+    assert verdict is not None and verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
+    assert snapshot is not None
+    return snapshot
+
+
+def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_change_events(
+    private: Settings, pipeline: Pipeline
+) -> None:
+    clock = ManualClock(START_S)
+    started = time.monotonic()
+    with SampleSite(SITE, clock=clock) as site:
+        for service in ("frontier", "fetcher", "extractor"):
+            pipeline.start(service)
+        reachable = {canonicalize(url) for url in site.reachable_urls()}
+        job = JobSpec(
+            job_id=visit_job_id(MONITOR, 1), allowed_domains=default_scope(site.seeds), monitor=MONITOR
+        )
+        spec = MonitorSpec(
+            monitor_id=MONITOR, job=job, interval_s=3600, min_interval_s=600, max_interval_s=86_400
+        )
+        client = MonitorClient(private)
+        seeds = client.create(spec, site.seeds)
+        first = _finish(private, job.job_id, pipeline, seeds)
+
+        clock.now_s += PERIOD_S  # one step: a tenth of the products change, and the pages showing them
+        second_job = client.visit(MONITOR)
+        second = _finish(private, second_job, pipeline)
+        changed = {canonicalize(url) for url in site.changed_pages(START_S, clock.now_s)}
+        monitor = client.monitor(MONITOR)
+    took_s = time.monotonic() - started
+
+    all_events = read_topic(private, private.topics.fetch_events)
+    first_ok = {e["url"] for e in all_events if e["job_id"] == job.job_id and e["outcome"] == "ok"}
+    events = [e for e in all_events if e["job_id"] == second_job]
+    others = {e["url"]: e["outcome"] for e in events if e["outcome"] not in ("ok", "not_modified")}
+    whole = {e["url"] for e in events if e["outcome"] == "ok"}
+    unchanged = {e["url"] for e in events if e["outcome"] == "not_modified"}
+    change_events = [decode_change(m.value() or b"") for m in _read_raw(private, private.topics.changes)]
+    changed_urls = {e.canonical_url for e in change_events if e.job_id == second_job}
+    print(f"pages {len(reachable)}, changed {len(changed)}, second visit: {len(whole)} whole, "
+          f"{len(unchanged)} 304, {len(others)} other {sorted(set(others.values()))}, "
+          f"{len(changed_urls)} change events; {took_s:.1f} s")  # fmt: skip
+
+    assert first_ok == reachable, (first, pipeline.trouble())
+    assert second["done"] == first["done"] and len(events) == first["discovered"], (first, second)
+    assert 0 < len(changed) <= 0.12 * len(reachable)
+    assert whole == changed, pipeline.trouble()  # full bodies for exactly the changed pages (<= 12 %)
+    assert unchanged == reachable - changed
+    assert changed_urls == changed  # a change event for every changed page and for no other
+    assert monitor["scheduled"] == first["discovered"]
+    assert monitor["not_modified"] == len(reachable - changed) and monitor["changed"] == len(changed)
+
+
+def _read_raw(settings: Settings, topic: str) -> list[Any]:
+    from brokers.kafka.reader import read_to_end
+
+    return list(read_to_end(settings.kafka, topic))
