@@ -1,17 +1,18 @@
 """Monitors on one frontier shard: jobs that come back, URL by URL, when their revisit is due.
 
 A monitor's first visit is an ordinary crawl job (``<monitor>-v1``); each URL it admits joins the
-schedule (:mod:`.schedule`) at once, due one interval later, so none is lost whatever becomes of its
+schedule (:mod:`.schedule`) at once, leased until its task reports, so none is lost whatever becomes of its
 task. When a URL's task ends, its report (with the validators and fingerprint the fetcher kept)
 judges the visit, sets the URL's next interval and next due time, all in the pass that handles the
-report: the row goes to the changelog with it, before the report's ack.
+report: the row goes to the changelog with it, before the report's ack. While its task is out, the
+row is leased (``LEASE_S``) so that nothing is revisited twice.
 
 Due URLs become crawl tasks of the monitor's current visit job (``<monitor>-v<n>``, in the monitor's
 priority lane, carrying the last validators) through the frontier's own admission (``service``:
 per-domain caps, P_d, pauses, the shard's backpressure, robots.txt). A visit job closes when it
 has nothing outstanding; the next due URLs open the next visit. A URL whose sitemap ``lastmod`` is
 not newer than its last visit is skipped once (rescheduled as unchanged, without a fetch). Every
-row taken is moved one interval ahead as it is issued, so nothing is revisited twice in one interval.
+row taken is leased ahead as it is issued, so nothing is revisited twice in one interval.
 
 Each shard publishes a snapshot per monitor (URLs scheduled, due, overdue, the oldest overdue age,
 change and 304 counters) to the job progress topic, keyed ``monitor:<id>``.
@@ -47,6 +48,11 @@ from control_plane.frontier.store import FrontierState
 # A due URL not taken within this long (no room in its domain or the shard, its monitor's budget
 # spent, its robots.txt awaited) is overdue: status shows how many, and the oldest's age.
 OVERDUE_AFTER_S = 60
+# While a URL's task is out (queued, fetching, retrying), its row is leased this far ahead: its report
+# (every task ends in one: done, failed or dead-lettered) sets the real next visit. Only a task lost
+# between the changelog and the lanes (the frontier died between the two commits of a pass) leaves
+# its URL waiting for the lease, a visit late, never dropped.
+LEASE_S = 6 * 3600
 DUE_SCAN = 1000  # due rows looked at per pass: bounds a pass's time however many are due
 OPEN_STATES = ("queued", "in_flight", "retrying")
 
@@ -150,14 +156,14 @@ class Monitors:
     # the schedule
 
     def scheduled(self, monitor_id: str, task: CrawlTask, lastmod_ms: int | None) -> None:
-        """A URL admitted for the monitor joins its schedule, due one interval from now (its task's
-        report sets the real next visit)."""
+        """A URL admitted for the monitor joins its schedule, leased until its task reports (the report
+        sets the real next visit)."""
         spec = self.spec(monitor_id)
         if spec is None:
             return
         now = int(self.clock())
         row = ScheduledUrl(schedule_key(monitor_id, task.url), monitor_id, task.domain,
-                           due_at=now + spec.interval_s, interval_s=spec.interval_s,
+                           due_at=now + max(spec.interval_s, LEASE_S), interval_s=spec.interval_s,
                            lastmod_s=lastmod_ms // 1000 if lastmod_ms is not None else None)  # fmt: skip
         self.state.schedule.put(row)
         self._count(monitor_id, scheduled=1)
@@ -226,7 +232,7 @@ class Monitors:
             admitted = admit(task)
             if admitted is False:
                 continue  # its domain (or the shard) has no room now: still due, taken in a later pass
-            row.due_at = now + row.interval_s  # the lease: not taken again before its report moves it
+            row.due_at = now + max(row.interval_s, LEASE_S)  # not taken again before its report moves it
             self.state.schedule.put(row)
             if admitted is None:
                 dropped += 1

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from brokers.kafka.reader import read_to_end
 from control_plane.frontier.client import JobClient
 from control_plane.frontier.monitor_client import MonitorClient
 from control_plane.frontier.submit import default_scope
@@ -71,11 +72,8 @@ def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
 
 
 def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> dict[str, Any]:
-    snapshot: dict[str, Any] | None = None
-    verdict = None
-    for snapshot, verdict in JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0):
-        pass
-    assert verdict is not None and verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
+    snapshot, verdict = list(JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0))[-1]
+    assert verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
     assert snapshot is not None
     return snapshot
 
@@ -129,6 +127,4 @@ def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_chang
 
 
 def _read_raw(settings: Settings, topic: str) -> list[Any]:
-    from brokers.kafka.reader import read_to_end
-
     return list(read_to_end(settings.kafka, topic))
