@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 import schemas
+from brokers.amqp.messages import visit_of
 from brokers.kafka.reader import read_to_end
 from control_plane.frontier.jobs import FinishRule, Verdict
 from control_plane.frontier.progress import ProgressReader
@@ -35,6 +36,7 @@ class JobData:
     commands: list[dict[str, Any]] = field(default_factory=list)  # at_s, domain, concurrency, delay_ms…
     dead_letters: list[dict[str, Any]] = field(default_factory=list)  # stage, reason
     verdict: Verdict | None = None  # finished or not, by the one rule (None: no progress known)
+    monitor: dict[str, Any] | None = None  # the monitor whose visit the job is (its snapshot), if any
 
 
 def read_job(settings: Settings, job_id: str) -> JobData:
@@ -42,6 +44,8 @@ def read_job(settings: Settings, job_id: str) -> JobData:
     data = JobData(job_id, events=_events(settings, job_id))
     with ProgressReader(settings) as reader:
         data.progress = reader.job(job_id)
+        data.monitor = next((monitor for monitor_id, monitor in reader.monitors().items()
+                             if visit_of(job_id, monitor_id) is not None), None)  # fmt: skip
     if data.progress is not None:
         data.verdict = FinishRule.from_settings(settings).judge_at(data.progress, time.time())
     domains = {event["domain"] for event in data.events}

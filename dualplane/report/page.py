@@ -85,10 +85,31 @@ def summary(data: JobData) -> list[tuple[str, str]]:
     for name in ("seeded", "discovered", "duplicates", "done", "failed", "dead_lettered", "backlog"):
         if name in progress:
             rows.append((name.replace("_", " "), str(progress[name])))
+    rows += monitor_rows(data)
     if data.verdict is not None:  # as `crawl --wait` and `status` say it (FinishRule)
         state = "finished" if data.verdict.finished else "not finished"
         rows.append(("state", f"{state}: {data.verdict.why}"))
     return rows
+
+
+def monitor_rows(data: JobData) -> list[tuple[str, str]]:
+    """A monitor's visit: this visit's 304s, then the monitor's schedule as its shards last published it."""
+    monitor = data.monitor
+    if monitor is None:
+        return []
+    fetched = [e for e in data.events if e["outcome"] in ("ok", "not_modified")]
+    unchanged = sum(1 for e in fetched if e["outcome"] == "not_modified")
+    share = f"{unchanged / len(fetched):.1%}" if fetched else "-"
+    oldest = f" (oldest {monitor['oldest_overdue_s']} s)" if monitor["overdue"] else ""
+    return [
+        ("monitor", f"{monitor['monitor_id']} (visit {monitor['visit']} is its newest)"),
+        ("this visit: 304s", f"{unchanged} of {len(fetched)} pages ({share})"),
+        ("monitor: URLs scheduled", str(monitor["scheduled"])),
+        ("monitor: due now", str(monitor["due_now"])),
+        ("monitor: overdue", f"{monitor['overdue']}{oldest}"),
+        ("monitor: change rate", "-" if monitor["change_rate"] is None else f"{monitor['change_rate']:.1%}"),
+        ("monitor: share of 304s", "-" if monitor["share_304"] is None else f"{monitor['share_304']:.1%}"),
+    ]
 
 
 def sections(settings: Settings, data: JobData) -> list[dict[str, Any]]:
