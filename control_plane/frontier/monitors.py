@@ -41,7 +41,6 @@ from control_plane.frontier.schedule import (
     ScheduledUrl,
     judge,
     next_interval_s,
-    schedule_key,
 )
 from control_plane.frontier.store import FrontierState
 
@@ -162,9 +161,10 @@ class Monitors:
         if spec is None:
             return
         now = int(self.clock())
-        row = ScheduledUrl(schedule_key(monitor_id, task.url), monitor_id, task.domain,
-                           due_at=now + max(spec.interval_s, LEASE_S), interval_s=spec.interval_s,
-                           lastmod_s=lastmod_ms // 1000 if lastmod_ms is not None else None)  # fmt: skip
+        lastmod_s = lastmod_ms // 1000 if lastmod_ms is not None else None
+        row = ScheduledUrl.new(
+            monitor_id, task.url, now + max(spec.interval_s, LEASE_S), spec.interval_s, lastmod_s
+        )
         self.state.schedule.put(row)
         self._count(monitor_id, scheduled=1)
 
@@ -184,9 +184,7 @@ class Monitors:
         now = int(self.clock())
         row = self.state.schedule.get(monitor_id, report.url)
         if row is None:  # issued before its monitor's schedule held it (or the row was deleted): adopt it
-            row = ScheduledUrl(
-                schedule_key(monitor_id, report.url), monitor_id, report.domain, now, spec.interval_s
-            )
+            row = ScheduledUrl.new(monitor_id, report.url, now, spec.interval_s)
             self._count(monitor_id, scheduled=1)
         outcome = report.outcome if report.stage == "done" else "failed"
         verdict = judge(outcome, report.fingerprint, row)

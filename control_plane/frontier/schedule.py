@@ -4,8 +4,9 @@ Both tables live in the shard's SQLite store (:mod:`.store`) and every row writt
 shard's changelog with the pass that wrote it, like any other row, so a standby restores them on
 failover. A ``schedule`` row is one URL of one monitor: when it is next due, its current interval,
 what the last visit kept (validators, text fingerprint, the sitemap's lastmod) and its counters. Rows
-are kept compact (about 150 bytes for a 60-character URL, index included): a million per shard is
-the design point (``benchmarks/monitor_schedule.py``).
+are kept compact: a row's id is a 64-bit hash of its monitor and URL (the rowid itself, so the URL is
+stored once and the due-time index holds 8-byte ids, not URLs), and the domain is read from the URL
+when a task is made. A million rows per shard is the design point (``benchmarks/monitor_schedule.py``).
 
 The rule (:func:`next_interval_s`): a page seen unchanged (304, the same fingerprint, or skipped
 for its sitemap lastmod) is revisited ``GROWTH`` times later, one seen changed twice as soon, always
@@ -14,11 +15,14 @@ within the monitor's ``[min, max]``; a failed visit keeps its interval.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import sqlite3
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
+
+from core.web.urls import domain_of
 
 Verdict = Literal["changed", "unchanged", "first", "failed"]
 GROWTH = 1.5
@@ -39,9 +43,9 @@ CREATE TABLE IF NOT EXISTS monitors (
     created_at REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS schedule (
-    key TEXT PRIMARY KEY,
+    id INTEGER PRIMARY KEY,
     monitor_id TEXT NOT NULL,
-    domain TEXT NOT NULL,
+    url TEXT NOT NULL,
     due_at INTEGER NOT NULL,
     interval_s INTEGER NOT NULL,
     etag TEXT,
@@ -53,7 +57,7 @@ CREATE TABLE IF NOT EXISTS schedule (
     changes INTEGER NOT NULL DEFAULT 0,
     not_modified INTEGER NOT NULL DEFAULT 0,
     skipped INTEGER NOT NULL DEFAULT 0
-) WITHOUT ROWID;
+);
 CREATE INDEX IF NOT EXISTS schedule_by_due ON schedule (due_at);
 """
 
@@ -85,18 +89,20 @@ def judge(outcome: str, fingerprint: str | None, previous: ScheduledUrl) -> Verd
     return "changed"
 
 
-def schedule_key(monitor_id: str, url: str) -> str:
-    """The row key of ``url`` in ``monitor_id``'s schedule (monitor ids hold no space, URLs neither)."""
-    return f"{monitor_id} {url}"
+def schedule_id(monitor_id: str, url: str) -> int:
+    """The row id of ``url`` in ``monitor_id``'s schedule: 64 bits of BLAKE2b, so a million URLs collide
+    with a chance of about 3e-8 (a collision is read as absent, see :meth:`ScheduleTable.get`)."""
+    digest = hashlib.blake2b(f"{monitor_id} {url}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
 
 
 @dataclass(slots=True)
 class ScheduledUrl:
     """One row of the ``schedule`` table."""
 
-    key: str
+    id: int
     monitor_id: str
-    domain: str
+    url: str
     due_at: int
     interval_s: int
     etag: str | None = None
@@ -109,9 +115,15 @@ class ScheduledUrl:
     not_modified: int = 0
     skipped: int = 0
 
+    @classmethod
+    def new(
+        cls, monitor_id: str, url: str, due_at: int, interval_s: int, lastmod_s: int | None = None
+    ) -> ScheduledUrl:
+        return cls(schedule_id(monitor_id, url), monitor_id, url, due_at, interval_s, lastmod_s=lastmod_s)
+
     @property
-    def url(self) -> str:
-        return self.key.partition(" ")[2]
+    def domain(self) -> str:
+        return domain_of(self.url)
 
 
 OnWrite = Callable[[str, str, dict[str, Any] | None], None]
@@ -130,18 +142,18 @@ class ScheduleTable:
         self.on_write = on_write
 
     def get(self, monitor_id: str, url: str) -> ScheduledUrl | None:
-        row = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM schedule WHERE key = ?",
-                              (schedule_key(monitor_id, url),)).fetchone()  # fmt: skip
-        return None if row is None else ScheduledUrl(*row)
+        row = self.db.execute(f"SELECT {', '.join(COLUMNS)} FROM schedule WHERE id = ?",
+                              (schedule_id(monitor_id, url),)).fetchone()  # fmt: skip
+        found = None if row is None else ScheduledUrl(*row)
+        return found if found is not None and (found.monitor_id, found.url) == (monitor_id, url) else None
 
     def has(self, monitor_id: str, url: str) -> bool:
-        key = schedule_key(monitor_id, url)
-        return self.db.execute("SELECT 1 FROM schedule WHERE key = ?", (key,)).fetchone() is not None
+        return self.get(monitor_id, url) is not None
 
     def put(self, row: ScheduledUrl) -> None:
         values = asdict(row)
         self.db.execute(_UPSERT, tuple(values.values()))
-        self.on_write("schedule", row.key, values)
+        self.on_write("schedule", str(row.id), values)
 
     def due(
         self, now_s: int, limit: int, skip_monitors: frozenset[str] = frozenset()
@@ -155,12 +167,12 @@ class ScheduleTable:
 
     def make_due(self, monitor_id: str, now_s: int) -> int:
         """Every row of the monitor due at ``now_s`` (a visit asked for now); how many."""
-        keys = [row[0] for row in self.db.execute(
-            "SELECT key FROM schedule WHERE monitor_id = ? AND due_at > ?", (monitor_id, now_s))]  # fmt: skip
-        for key in keys:
-            self.db.execute("UPDATE schedule SET due_at = ? WHERE key = ?", (now_s, key))
-            self.on_write("schedule", key, None)
-        return len(keys)
+        ids = [row[0] for row in self.db.execute(
+            "SELECT id FROM schedule WHERE monitor_id = ? AND due_at > ?", (monitor_id, now_s))]  # fmt: skip
+        for row_id in ids:
+            self.db.execute("UPDATE schedule SET due_at = ? WHERE id = ?", (now_s, row_id))
+            self.on_write("schedule", str(row_id), None)
+        return len(ids)
 
     def delete_monitor(self, monitor_id: str) -> int:
         """Drop the monitor's whole schedule; how many rows."""

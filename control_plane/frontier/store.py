@@ -79,7 +79,7 @@ TABLE_KEYS = {
     "tasks": "task_id",
     "messages": "message_id",
     "monitors": "monitor_id",
-    "schedule": "key",
+    "schedule": "id",
 }
 
 # Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
