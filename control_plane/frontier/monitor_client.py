@@ -16,6 +16,7 @@ from pika.adapters.blocking_connection import BlockingChannel
 from brokers import amqp
 from brokers.amqp.messages import (
     ControlMessage,
+    JobSpec,
     MonitorAction,
     MonitorCommand,
     MonitorSpec,
@@ -31,6 +32,8 @@ from core.settings import Settings
 
 MoreSeeds = Callable[[BlockingChannel, Topology], int]
 """Submits more seeds of the first visit on the client's channel (sitemaps); returns how many."""
+MoreVisitSeeds = Callable[[BlockingChannel, Topology, JobSpec], int]
+"""Submits seeds of a later visit (the monitor's sitemaps read again) as seeds of that visit's job."""
 
 
 class MonitorClient:
@@ -60,11 +63,25 @@ class MonitorClient:
                 channel, topology, MonitorCommand(monitor_id=monitor_id, action=action, visit=visit)
             )
 
-    def visit(self, monitor_id: str) -> str:
-        """Every scheduled URL of the monitor due now, in its next visit; that visit's job id."""
-        number = int(self.monitor(monitor_id)["visit"]) + 1
-        self.command(monitor_id, "visit", number)
-        return visit_job_id(monitor_id, number)
+    def visit(self, monitor_id: str, more: MoreVisitSeeds | None = None) -> str:
+        """Every scheduled URL of the monitor due now, in its next visit; that visit's job id.
+
+        ``more`` submits seeds of the visit first (its sitemaps read again): their ``lastmod`` reaches
+        the schedule before the URLs fall due, so a page the sitemap says did not change is skipped.
+        """
+        found = self.monitor(monitor_id)
+        number = int(found["visit"]) + 1
+        job = JobSpec.model_validate(found["spec"]["job"]).model_copy(
+            update={"job_id": visit_job_id(monitor_id, number)}
+        )
+        with self._channel() as (channel, topology):
+            self._to_shards(channel, topology, job)
+            if more is not None:
+                more(channel, topology, job)
+            self._to_shards(
+                channel, topology, MonitorCommand(monitor_id=monitor_id, action="visit", visit=number)
+            )
+        return str(job.job_id)
 
     def monitors(self) -> dict[str, dict[str, Any]]:
         """Every monitor's newest snapshot, the shards added up, by id."""

@@ -144,11 +144,12 @@ class Monitors:
         """Visit ``visit`` (else the next one) of the monitor, made its current visit job."""
         spec = self.spec(monitor_id)
         assert spec is not None
-        number = max(visit or 0, self._visit(monitor_id) + 1)
+        current = self._visit(monitor_id)
+        number = current + 1 if visit is None else visit  # a client's number: its JobSpec may be here already
         job_id = visit_job_id(monitor_id, number)
         if self.state.job(job_id) is None:
             self.state.save_job(spec.job.model_copy(update={"job_id": job_id}))
-        self._set(monitor_id, visit=number)
+        self._set(monitor_id, visit=max(current, number))
         self._job_monitors[job_id] = monitor_id
         return job_id
 

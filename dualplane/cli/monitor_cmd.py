@@ -193,9 +193,18 @@ def delete(monitor: MonitorArg, as_json: JsonOption = False, namespace: Namespac
 
 @app.command("visit")
 def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
-    """Visit now: every scheduled page due at once, as the monitor's next visit job."""
+    """Visit now: every scheduled page due at once, as the monitor's next visit job (its sitemaps are read
+    again first: a page whose lastmod is not newer than its last visit is skipped)."""
+    from dualplane.cli.sitemap_seeding import submit_sitemaps
+
+    settings = settings_in(namespace)
     client = _client(namespace)
-    job_id = client.visit(monitor)
+    sitemaps = list(_found(namespace, monitor, client)["spec"]["sitemaps"])
+
+    def more(channel: Any, topology: Any, job: Any) -> int:
+        return submit_sitemaps(settings, channel, topology, job, sitemaps, []) if sitemaps else 0
+
+    job_id = client.visit(monitor, more)
     if as_json:
         print_json({"monitor_id": monitor, "job_id": job_id})
     else:

@@ -109,3 +109,23 @@ def test_a_schedule_survives_the_changelog_and_revisits_only_when_due(tmp_path: 
     rows = {row.url: row for row in copy.schedule.due(int(clock.now_s) + 10_000, 10)}
     assert rows["http://a/1"].interval_s == 150 and rows["http://a/1"].not_modified == 1
     assert rows["http://a/2"].interval_s == 50 and rows["http://a/2"].changes == 1
+
+
+def test_a_sitemap_lastmod_not_newer_than_the_last_visit_skips_one_revisit(tmp_path: Path) -> None:
+    state, clock = FrontierState(tmp_path / "a.sqlite"), Clock()
+    monitors = Monitors(state, "progress", 0, clock=clock)
+    monitors.save(_spec())
+    state.save_job(_spec().job)
+    task = CrawlTask(job_id="shop-v1", trace_id="t", url="http://a/1", domain="a", depth=0)
+    monitors.scheduled("shop", task, None)
+    monitors.reported(_report("http://a/1", "ok", etag='"e1"'))
+    monitors.lastmod(
+        "shop", "http://a/1", int(clock.now_s - 3600) * 1000
+    )  # the sitemap: older than the visit
+    clock.now_s += 100
+    taken = monitors.take_due(lambda task: True)
+    assert (taken.issued, taken.skipped) == (0, 1)
+    row = state.schedule.get("shop", "http://a/1")
+    assert row is not None and row.interval_s == 150 and row.lastmod_s is None  # unchanged; trusted once
+    clock.now_s += 150
+    assert monitors.take_due(lambda task: True).issued == 1
