@@ -209,7 +209,8 @@ class Monitors:
         self.state.schedule.put(row)
 
     def take_due(self, admit: Admit, limit: int = DUE_SCAN) -> Taken:
-        """Turn due URLs into tasks of their monitor's current visit, through ``admit``."""
+        """Turn due URLs into tasks of their monitor's current visit, through ``admit`` (at most
+        ``limit`` rows looked at: those left due, for want of room, are looked at again next pass)."""
         now = int(self.clock())
         paused = frozenset(self._paused())
         jobs: dict[str, tuple[str, int | None]] = {}  # monitor -> (its visit job, pages left in it)

@@ -61,6 +61,8 @@ CREATE TABLE IF NOT EXISTS schedule (
 CREATE INDEX IF NOT EXISTS schedule_by_due ON schedule (due_at);
 """
 
+DUE_PAGE = 500  # due rows read at a time
+
 MONITOR_COUNTERS = ("scheduled", "changed", "unchanged", "not_modified", "skipped", "failed")
 
 
@@ -158,12 +160,26 @@ class ScheduleTable:
     def due(
         self, now_s: int, limit: int, skip_monitors: frozenset[str] = frozenset()
     ) -> Iterator[ScheduledUrl]:
-        """Rows due at ``now_s``, oldest due first (at most ``limit`` looked at)."""
-        query = f"SELECT {', '.join(COLUMNS)} FROM schedule WHERE due_at <= ? ORDER BY due_at LIMIT ?"
-        for row in self.db.execute(query, (now_s, limit)).fetchall():
-            found = ScheduledUrl(*row)
-            if found.monitor_id not in skip_monitors:
-                yield found
+        """Rows due at ``now_s`` of monitors not in ``skip_monitors``, oldest due first, at most ``limit``.
+
+        Read a page at a time by (due_at, id), so the caller may write the rows it was given (a row
+        taken moves ahead and is not met again) and a paused monitor's rows never fill the window.
+        """
+        skip = sorted(skip_monitors)
+        unless = f" AND monitor_id NOT IN ({', '.join('?' for _ in skip)})" if skip else ""
+        query = (
+            f"SELECT {', '.join(COLUMNS)} FROM schedule WHERE due_at <= ? AND (due_at, id) > (?, ?)"
+            f"{unless} ORDER BY due_at, id LIMIT ?"
+        )
+        after: tuple[int, int] = (-(2**63), -(2**63))
+        while limit > 0:
+            rows = self.db.execute(query, (now_s, *after, *skip, min(limit, DUE_PAGE))).fetchall()
+            for row in rows:
+                yield ScheduledUrl(*row)
+            if len(rows) < DUE_PAGE:
+                return
+            limit -= len(rows)
+            after = (rows[-1][3], rows[-1][0])
 
     def make_due(self, monitor_id: str, now_s: int) -> int:
         """Every row of the monitor due at ``now_s`` (a visit asked for now); how many."""

@@ -129,3 +129,14 @@ def test_a_sitemap_lastmod_not_newer_than_the_last_visit_skips_one_revisit(tmp_p
     assert row is not None and row.interval_s == 150 and row.lastmod_s is None  # unchanged; trusted once
     clock.now_s += 150
     assert monitors.take_due(lambda task: True).issued == 1
+
+
+def test_a_paused_monitors_due_rows_never_fill_the_window_of_the_others(tmp_path: Path) -> None:
+    state = FrontierState(tmp_path / "a.sqlite")
+    for number in range(1200):  # older than b's row, more than a pass looks at
+        state.schedule.put(ScheduledUrl.new("a", f"http://a/{number}", due_at=10, interval_s=60))
+    state.schedule.put(ScheduledUrl.new("b", "http://b/", due_at=20, interval_s=60))
+    assert [row.url for row in state.schedule.due(100, 1000, frozenset({"a"}))] == ["http://b/"]
+    everything = list(state.schedule.due(100, 5000))
+    assert len(everything) == 1201 and len({row.id for row in everything}) == 1201
+    assert [row.due_at for row in everything] == sorted(row.due_at for row in everything)
