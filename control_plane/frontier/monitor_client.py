@@ -30,10 +30,9 @@ from control_plane.frontier.progress import ProgressReader
 from control_plane.frontier.submit import submit_job
 from core.settings import Settings
 
-MoreSeeds = Callable[[BlockingChannel, Topology], int]
-"""Submits more seeds of the first visit on the client's channel (sitemaps); returns how many."""
-MoreVisitSeeds = Callable[[BlockingChannel, Topology, JobSpec], int]
-"""Submits seeds of a later visit (the monitor's sitemaps read again) as seeds of that visit's job."""
+MoreVisitSeeds = Callable[[JobSpec], int]
+"""Submits seeds of a later visit's job (the monitor's sitemaps read again, e.g. with
+:meth:`~control_plane.frontier.client.JobClient.seed_from_sitemaps`); returns how many."""
 
 
 class MonitorClient:
@@ -43,18 +42,13 @@ class MonitorClient:
         self.settings = settings
 
     def create(
-        self,
-        spec: MonitorSpec,
-        seeds: Iterable[str],
-        on_seed: Callable[[int], None] | None = None,
-        more: MoreSeeds | None = None,
+        self, spec: MonitorSpec, seeds: Iterable[str], on_seed: Callable[[int], None] | None = None
     ) -> int:
-        """The monitor to every shard, then its first visit as a crawl job with ``seeds`` (and those
-        ``more`` submits); the seeds sent."""
+        """The monitor to every shard, then its first visit as a crawl job with ``seeds``; the seeds
+        sent. Seeds from sitemaps follow with ``JobClient.seed_from_sitemaps(spec.job, …)``."""
         with self._channel() as (channel, topology):
             self._to_shards(channel, topology, spec)
-            count = submit_job(channel, topology, spec.job, seeds, on_seed)
-            return count + (more(channel, topology) if more is not None else 0)
+            return submit_job(channel, topology, spec.job, seeds, on_seed)
 
     def command(self, monitor_id: str, action: MonitorAction, visit: int | None = None) -> None:
         """Pause, resume, delete or visit the monitor on every shard."""
@@ -74,10 +68,12 @@ class MonitorClient:
         job = JobSpec.model_validate(found["spec"]["job"]).model_copy(
             update={"job_id": visit_job_id(monitor_id, number)}
         )
+        # Each step confirmed before the next: the shards get the job, its seeds, then the command.
         with self._channel() as (channel, topology):
             self._to_shards(channel, topology, job)
-            if more is not None:
-                more(channel, topology, job)
+        if more is not None:
+            more(job)
+        with self._channel() as (channel, topology):
             self._to_shards(
                 channel, topology, MonitorCommand(monitor_id=monitor_id, action="visit", visit=number)
             )

@@ -70,8 +70,10 @@ def create(
     """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due."""
     from brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
     from connectors.seeds import open_seed_list
+    from control_plane.frontier.client import JobClient
     from control_plane.frontier.monitor_client import MonitorClient
-    from dualplane.cli.crawl_cmd import _default_scope, _lane, _read_seeds
+    from control_plane.frontier.submit import default_scope
+    from dualplane.cli.crawl_cmd import _lane, _read_seeds
     from dualplane.cli.sitemap_seeding import submit_sitemaps
 
     settings = settings_in(namespace)
@@ -84,9 +86,14 @@ def create(
         raise typer.BadParameter(
             f"{priority!r} is not a lane; use high, normal or bulk", param_hint="--priority"
         )
+    if sitemaps_from_robots and not seed:
+        raise typer.BadParameter("it reads the robots.txt of the --seed URLs' hosts: give --seed",
+                                 param_hint="--sitemaps-from-robots")  # fmt: skip
     interval_s, min_s, max_s = _intervals(interval, min_interval, max_interval)
     seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
-    scope = tuple(allow_domain or _default_scope(seeds, seed_list, sitemap, settings))
+    scope = tuple(allow_domain or ()) or default_scope(
+        itertools.chain(seeds, seed_list or (), sitemap or ()), max_domains=settings.seeds.max_scope_domains
+    )
     job = JobSpec(
         job_id=visit_job_id(monitor_id, 1), allowed_domains=scope,
         max_depth=max_depth, max_pages=max_pages, priority=_lane(priority), obey_robots=not ignore_robots,
@@ -94,14 +101,11 @@ def create(
     )  # fmt: skip
     spec = MonitorSpec(monitor_id=monitor_id, job=job, interval_s=interval_s, min_interval_s=min_s,
                        max_interval_s=max_s, seeds=len(seeds), sitemaps=tuple(sitemap or ()))  # fmt: skip
-    robots_of = seeds if sitemaps_from_robots else []
-
-    def more(channel: Any, topology: Any) -> int:
-        if not sitemap and not robots_of:
-            return 0
-        return submit_sitemaps(settings, channel, topology, job, sitemap or [], robots_of)
-
-    count = MonitorClient(settings).create(spec, itertools.chain(seeds, seed_list or ()), more=more)
+    count = MonitorClient(settings).create(spec, itertools.chain(seeds, seed_list or ()))
+    if sitemap or sitemaps_from_robots:
+        count += submit_sitemaps(
+            JobClient(settings), job, sitemap or [], seeds if sitemaps_from_robots else []
+        )
     summary = {"monitor_id": monitor_id, "first_visit_job": job.job_id, "seeds": count,
                "interval_s": interval_s, "min_interval_s": min_s, "max_interval_s": max_s}  # fmt: skip
     if as_json:
@@ -195,14 +199,15 @@ def delete(monitor: MonitorArg, as_json: JsonOption = False, namespace: Namespac
 def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Visit now: every scheduled page due at once, as the monitor's next visit job (its sitemaps are read
     again first: a page whose lastmod is not newer than its last visit is skipped)."""
+    from control_plane.frontier.client import JobClient
     from dualplane.cli.sitemap_seeding import submit_sitemaps
 
     settings = settings_in(namespace)
     client = _client(namespace)
     sitemaps = list(_found(namespace, monitor, client)["spec"]["sitemaps"])
 
-    def more(channel: Any, topology: Any, job: Any) -> int:
-        return submit_sitemaps(settings, channel, topology, job, sitemaps, []) if sitemaps else 0
+    def more(job: Any) -> int:
+        return submit_sitemaps(JobClient(settings), job, sitemaps, []) if sitemaps else 0
 
     job_id = client.visit(monitor, more)
     if as_json:
