@@ -65,6 +65,7 @@ class JobSnapshots:
         self._finished: dict[str, deque[tuple[float, int]]] = {}  # job -> (time, finished tasks)
         self._last: dict[str, dict[str, Any]] = {}  # job -> counters last published, and when they moved
         self._robots_waiting: dict[str, int] = {}  # job -> its discovery messages waiting for robots.txt
+        self._due_waiting: dict[str, int] = {}  # a monitor's visit job -> its due URLs not yet made tasks
 
     def mark(self, job_id: str) -> None:
         self.marked.add(job_id)
@@ -80,6 +81,14 @@ class JobSnapshots:
         self.marked |= changed
         self._robots_waiting = dict(counts)
 
+    def due_waiting(self, counts: dict[str, int]) -> None:
+        """Each monitor visit's due URLs not made tasks yet (no room in their domains now): such a visit
+        is not idle, or it would look finished between two passes over the schedule."""
+        changed = {job for job in counts.keys() | self._due_waiting.keys()
+                   if counts.get(job) != self._due_waiting.get(job)}  # fmt: skip
+        self.marked |= changed
+        self._due_waiting = dict(counts)
+
     def due(self, state: FrontierState) -> list[SideRecord]:
         """The snapshots of the jobs marked since the last :meth:`published` (state as of now), to
         write with a changelog transaction; jobs marked later wait for the next call."""
@@ -91,7 +100,8 @@ class JobSnapshots:
             progress = state.progress(job_id)
             if progress is not None:
                 counters = {**progress.as_dict(), "robots_waiting": self._robots_waiting.get(job_id, 0)}
-                if counters["robots_waiting"]:
+                counters["due_waiting"] = self._due_waiting.get(job_id, 0)
+                if counters["robots_waiting"] or counters["due_waiting"]:
                     counters["idle"] = False
                 snapshot = {**counters, **self._extra(job_id, counters, now)}
                 records.append((self.topic, job_id, json.dumps(snapshot).encode()))

@@ -60,6 +60,17 @@ Admit = Callable[[CrawlTask], bool | None]
 robots.txt disallows it now)."""
 
 
+@dataclass
+class _Visit:
+    """A monitor's current visit during one pass over the due URLs."""
+
+    job_id: str
+    opened_at: int
+    pending: int  # URLs due when it opened, not made tasks yet
+    room: int | None  # pages its budget has left (None: no budget)
+    pending_before: int  # as stored: written back only if the pass changed it
+
+
 @dataclass(frozen=True)
 class Taken:
     """What one pass over due URLs did."""
@@ -149,7 +160,12 @@ class Monitors:
         job_id = visit_job_id(monitor_id, number)
         if self.state.job(job_id) is None:
             self.state.save_job(spec.job.model_copy(update={"job_id": job_id}))
-        self._set(monitor_id, visit=max(current, number))
+        # The URLs due now belong to this visit (up to its budget): it stays open until each is taken.
+        now = int(self.clock())
+        pending = self.state.schedule.count_due(monitor_id, now)
+        if spec.job.max_pages is not None:
+            pending = min(pending, spec.job.max_pages)
+        self._set(monitor_id, visit=max(current, number), visit_at=now, visit_pending=pending)
         self._job_monitors[job_id] = monitor_id
         return job_id
 
@@ -213,34 +229,45 @@ class Monitors:
         ``limit`` rows looked at: those left due, for want of room, are looked at again next pass)."""
         now = int(self.clock())
         paused = frozenset(self._paused())
-        jobs: dict[str, tuple[str, int | None]] = {}  # monitor -> (its visit job, pages left in it)
+        jobs: dict[str, _Visit] = {}
         issued = skipped = dropped = 0
         for row in self.state.schedule.due(now, limit, paused):
             spec = self.spec(row.monitor_id)
             if spec is None:
                 continue
+            visit = jobs.get(row.monitor_id) or jobs.setdefault(
+                row.monitor_id, self._visit_job(row.monitor_id, spec)
+            )
+            # A URL due when the visit opened counts in it (pending); later ones join while room is left.
+            counted = row.due_at <= visit.opened_at and visit.pending > 0
+            if not counted and visit.room is not None and visit.room <= 0:
+                continue  # the visit's budget is spent: due again in the next visit
             if row.lastmod_s is not None and row.visited_at is not None and row.lastmod_s <= row.visited_at:
                 self._skip(row, spec, now)
                 skipped += 1
-                continue
-            if row.monitor_id not in jobs:
-                jobs[row.monitor_id] = self._visit_job(row.monitor_id, spec)
-            job_id, room = jobs[row.monitor_id]
-            if room is not None and room <= 0:
-                continue  # the visit's budget is spent: due again in the next visit
-            task = _task(spec, job_id, row)
-            admitted = admit(task)
-            if admitted is False:
-                continue  # its domain (or the shard) has no room now: still due, taken in a later pass
-            row.due_at = now + max(row.interval_s, LEASE_S)  # not taken again before its report moves it
-            self.state.schedule.put(row)
-            if admitted is None:
-                dropped += 1
-                continue
-            self.state.count(job_id, seeded=1, discovered=1)
-            jobs[row.monitor_id] = (job_id, None if room is None else room - 1)
-            issued += 1
-        return Taken(issued, skipped, dropped, frozenset(job for job, _ in jobs.values()))
+            else:
+                admitted = admit(_task(spec, visit.job_id, row))
+                if admitted is False:
+                    continue  # its domain (or the shard) has no room now: still due, taken in a later pass
+                row.due_at = now + max(row.interval_s, LEASE_S)  # not taken again before its report moves it
+                self.state.schedule.put(row)
+                if admitted is None:
+                    dropped += 1
+                else:
+                    self.state.count(visit.job_id, seeded=1, discovered=1)
+                    issued += 1
+                    visit.room = None if visit.room is None else visit.room - 1
+            if counted:
+                visit.pending -= 1
+        for monitor_id, visit in jobs.items():
+            if visit.pending != visit.pending_before:
+                self._set(monitor_id, visit_pending=max(visit.pending, 0))
+        return Taken(issued, skipped, dropped, frozenset(visit.job_id for visit in jobs.values()))
+
+    def pending_visits(self) -> dict[str, int]:
+        """Each visit job with due URLs not yet made tasks, and how many (see JobSnapshots.due_waiting)."""
+        query = "SELECT monitor_id, visit, visit_pending FROM monitors WHERE visit_pending > 0"
+        return {visit_job_id(row[0], row[1]): int(row[2]) for row in self.state.db.execute(query)}
 
     def _skip(self, row: ScheduledUrl, spec: MonitorSpec, now: int) -> None:
         """The site's sitemap says the page did not change since the last visit: no fetch. The lastmod
@@ -253,16 +280,24 @@ class Monitors:
         self.state.schedule.put(row)
         self._count(row.monitor_id, skipped=1)
 
-    def _visit_job(self, monitor_id: str, spec: MonitorSpec) -> tuple[str, int | None]:
-        """The visit job due URLs join now, and how many pages its budget has left (None: no budget)."""
+    def _visit_job(self, monitor_id: str, spec: MonitorSpec) -> _Visit:
+        """The visit due URLs join now: its job, when it opened, its URLs still to take, its budget left."""
         job_id = visit_job_id(monitor_id, self._visit(monitor_id))
-        if self.state.job(job_id) is None or not self._open(job_id):
+        if self.state.job(job_id) is None or not self._open(job_id, monitor_id):
             job_id = self.open_visit(monitor_id)
+        opened_at, pending = self.state.db.execute(
+            "SELECT visit_at, visit_pending FROM monitors WHERE monitor_id = ?", (monitor_id,)
+        ).fetchone()
         budget = spec.job.max_pages
-        return job_id, None if budget is None else budget - self.state.pages_admitted(job_id)
+        room = None if budget is None else budget - self.state.pages_admitted(job_id)
+        return _Visit(job_id, int(opened_at), int(pending), room, int(pending))
 
-    def _open(self, job_id: str) -> bool:
-        """A visit is open until it took some URLs and has none outstanding left."""
+    def _open(self, job_id: str, monitor_id: str) -> bool:
+        """A visit is open until it took some URLs, has none outstanding and none of its due URLs left."""
+        if self.state.db.execute(
+            "SELECT visit_pending FROM monitors WHERE monitor_id = ?", (monitor_id,)
+        ).fetchone()[0]:
+            return True
         seeded, backlog = self.state.db.execute(
             "SELECT seeded, backlog FROM jobs WHERE job_id = ?", (job_id,)
         ).fetchone()

@@ -34,6 +34,8 @@ CREATE TABLE IF NOT EXISTS monitors (
     spec TEXT NOT NULL,
     paused INTEGER NOT NULL DEFAULT 0,
     visit INTEGER NOT NULL DEFAULT 1,
+    visit_at INTEGER NOT NULL DEFAULT 0,
+    visit_pending INTEGER NOT NULL DEFAULT 0,
     scheduled INTEGER NOT NULL DEFAULT 0,
     changed INTEGER NOT NULL DEFAULT 0,
     unchanged INTEGER NOT NULL DEFAULT 0,
@@ -199,6 +201,11 @@ class ScheduleTable:
             self.db.execute("DELETE FROM schedule WHERE key = ?", (key,))
             self.on_write("schedule", key, None)
         return len(keys)
+
+    def count_due(self, monitor_id: str, now_s: int) -> int:
+        """How many of the monitor's URLs are due at ``now_s``."""
+        query = "SELECT COUNT(*) FROM schedule WHERE due_at <= ? AND monitor_id = ?"
+        return int(self.db.execute(query, (now_s, monitor_id)).fetchone()[0])
 
     def due_counts(self, now_s: int, overdue_s: int) -> dict[str, tuple[int, int, int | None]]:
         """Per monitor: (URLs due now, URLs overdue by more than ``overdue_s``, the oldest due_at)."""

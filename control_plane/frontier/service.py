@@ -436,6 +436,7 @@ class Frontier:
         if self._due("due", DUE_SWEEP_S, now):
             taken = self.monitors.take_due(self._admit_due)
             self.snapshots.mark_all(sorted(taken.jobs))
+            self.snapshots.due_waiting(self.monitors.pending_visits())
         if self._due("handled", 60.0, now):
             self.state.forget_handled(self.state.handled_before(time.time() - HANDLED_KEPT_S))
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brokers.amqp.messages import CrawlTask, JobSpec, MonitorSpec, TaskReport
+from brokers.amqp.messages import CrawlTask, JobSpec, MonitorCommand, MonitorSpec, TaskReport
 from control_plane.frontier.monitors import Monitors
 from control_plane.frontier.schedule import ScheduledUrl, judge, next_interval_s
 from control_plane.frontier.store import FrontierState
@@ -140,3 +140,22 @@ def test_a_paused_monitors_due_rows_never_fill_the_window_of_the_others(tmp_path
     everything = list(state.schedule.due(100, 5000))
     assert len(everything) == 1201 and len({row.id for row in everything}) == 1201
     assert [row.due_at for row in everything] == sorted(row.due_at for row in everything)
+
+
+def test_a_visit_stays_open_until_every_url_due_when_it_opened_is_taken(tmp_path: Path) -> None:
+    state, clock = FrontierState(tmp_path / "a.sqlite"), Clock()
+    monitors = Monitors(state, "progress", 0, clock=clock)
+    monitors.save(_spec())
+    for number in range(3):
+        state.schedule.put(
+            ScheduledUrl.new("shop", f"http://a/{number}", due_at=int(clock.now_s) - 1, interval_s=100)
+        )
+    assert monitors.command(MonitorCommand(monitor_id="shop", action="visit", visit=2)) == "shop-v2"
+    assert monitors.pending_visits() == {"shop-v2": 3}
+    first = monitors.take_due(lambda task: task.url != "http://a/2")  # no room for one: still due
+    assert first.issued == 2 and monitors.pending_visits() == {"shop-v2": 1}
+    issued: list[CrawlTask] = []
+    monitors.take_due(lambda task: issued.append(task) is None)  # the visit's tasks all ended meanwhile
+    assert [(t.url, t.job_id) for t in issued] == [
+        ("http://a/2", "shop-v2")
+    ] and monitors.pending_visits() == {}
