@@ -52,15 +52,18 @@ from data_plane.throttle.rates import Pace
 from data_plane.throttle.signals import WindowCounts
 
 Priority = Literal["low", "normal"]
-Action = Literal["backoff", "probe_failed", "slow", "pause", "resume", "climb", "budget", "ceiling"]
+Action = Literal["backoff", "nudge", "probe_failed", "slow", "pause", "resume", "climb", "budget", "ceiling"]
 Verdict = Literal["extreme", "unhealthy", "band", "healthy", "none"]
 
 BACKOFF = 0.9  # of the pass rate: just under what the site let through
+NUDGE = 0.95  # of the rate, after a lone block: the rate is just over the limit, not far
+LONE_PUSHBACK = 1.0  # at most this much pushback in a window is a nudge, not a backoff
 LATENCY_BACKOFF = 0.75
 PROBE_STEP = 0.05  # a probe asks this much above the refused rate, or the rate that held
 RELAXED = "the site relaxed"
-RELAXED_STEP = 1.5  # the first step up after a probe above the limit held; then doubling
-PROBE_REQUESTS = 40  # failed probes come at least this many requests apart
+RELAXED_STEP = 2.0  # the first step up after a probe above the limit held
+RELAXED_CLIMB = 4.0  # the steps after it: back to the configured limits in seconds
+PROBE_REQUESTS = 60  # failed probes come at least this many requests apart
 MIN_RATE_RPS = 1 / 600  # one request every 10 min: a backoff never goes below it
 
 
@@ -94,6 +97,8 @@ class DomainState:
     climbs: int = 0  # climbs in a row below the limit since the last decrease: they grow 10%, 20%, 40%...
     latency_ms: float | None = None  # the domain's own baseline latency
     hold_until_s: float | None = None  # no climbing before (Retry-After's cooldown)
+    reverted: bool = False  # the last change undid a failed probe: its echoes are no new signal
+    relaxed: bool = False  # climbing back after a probe over the limit held: in bigger steps
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -107,10 +112,11 @@ class DomainState:
 
 @dataclass(frozen=True)
 class Budget:
-    """The daily request budget and how much of it is used today."""
+    """The daily budget and how much of it is used today: requests, or the scraping API's credits."""
 
-    daily_requests: int
-    used: int
+    daily_requests: float  # the budget, in ``unit``
+    used: float
+    unit: Literal["request", "credit"] = "request"
 
     @property
     def used_fraction(self) -> float:
@@ -143,6 +149,7 @@ class PolicyConfig:
     probe_backoff_max: int  # the probe wait grows to at most recovery_s * 2^this
     latency_factor: float  # 0: latency is no signal
     latency_min_ms: float
+    window_s: float = 0.0  # the judged window's size: a nudge waits for it to slide past a change
     hold_jitter: float = 0.0  # the fleet's DUALPLANE_FETCH_DELAY_JITTER, for the rate <-> limits map
 
     @classmethod
@@ -153,6 +160,7 @@ class PolicyConfig:
         ``limits``' P_d and delay; ``fetch`` gives the hold jitter the fleet applies."""
         return cls(
             step_s=float(throttle.window_step_s),
+            window_s=float(throttle.window_size_s),
             threshold=throttle.threshold,
             min_samples=throttle.min_samples,
             recovery_min_samples=throttle.recovery_min_samples,
@@ -230,6 +238,7 @@ def decide(
     decision = (
         _pause(counts, state, config, now_s)
         or _back_off(counts, state, config, now_s, ceiling)
+        or _nudge(counts, state, config, now_s, ceiling)
         or _slow_down(counts, state, config, now_s, ceiling)
     )
     if decision is None and state.concurrency > ceiling:
@@ -352,6 +361,7 @@ def _failed_probe(
         failed_probes=failed,
         climbs=0,
         hold_until_s=_hold_until(counts, config, now_s, state.hold_until_s),
+        reverted=True,
     )
     reason = (
         f"probe_failed: {_ratio_text(counts)} at {refused:.2f} requests/s: back to {back:.2f}/s, "
@@ -366,6 +376,10 @@ def _back_off(
 ) -> Decision | None:
     if counts.total < config.min_samples or counts.pushback_ratio <= config.threshold:
         return None
+    if state.rate_rps is not None and counts.pushback <= LONE_PUSHBACK:
+        return None  # a lone block at a rate that held: a nudge, not a backoff
+    if state.reverted and _in_echo(state, config, now_s):
+        return None  # the failed probe's last answers, and the site still counting its requests
     if state.rate_rps is not None and counts.span_s < 2 * config.step_s:
         # The first step after a change still holds answers to requests sent before it: judging
         # them again cut a rate just set to 90% of the limit to 40% of it.
@@ -378,6 +392,33 @@ def _back_off(
         latency_ms=counts.latency_ms,
         **_tightened(counts, state, config, now_s),
     )  # fmt: skip
+
+
+def _nudge(
+    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, ceiling: int
+) -> Decision | None:
+    """A block too few for a backoff, at a throttled rate: a little lower, and that rate is the limit."""
+    if state.rate_rps is None or counts.blocked + counts.overloaded == 0:
+        return None
+    if counts.pushback > LONE_PUSHBACK and counts.pushback_ratio > config.threshold:
+        return None  # a backoff's, when its window is judged
+    if _in_echo(state, config, now_s):
+        return None
+    current = current_rate(state, config)
+    why = f"{_ratio_text(counts)} at {current:.2f} requests/s, under the threshold {config.threshold:.1%}"
+    return _set_rate(
+        state, config, now_s=now_s, ceiling=ceiling, rate=NUDGE * current, action="nudge", why=why,
+        latency_ms=counts.latency_ms,
+        **_tightened(counts, state, config, now_s, refused=min(current, state.limit_rps or current)),
+    )  # fmt: skip
+
+
+def _in_echo(state: DomainState, config: PolicyConfig, now_s: float) -> bool:
+    """Until the window has slid past the last change, its first step may hold answers to requests
+    sent before it (a failed probe's second block, a burst the site still counts)."""
+    if state.last_change_s is None:
+        return False
+    return now_s - state.last_change_s < max(config.window_s + config.step_s, 2 * config.step_s)
 
 
 def _slow_down(
@@ -429,14 +470,15 @@ def _climb(
     if now_s - state.healthy_since_s < wait_s:
         return None
     failed = state.failed_probes
+    relaxed = state.relaxed and limit is None
     if kind == RELAXED:
-        limit, failed = None, 0  # held on the refused rate for a whole wait: the site relaxed
+        limit, failed, relaxed = None, 0, True  # held on the refused rate for a whole wait: the site relaxed
     held = now_s - state.healthy_since_s
     why = f"healthy for {held:.0f} s (now {_ratio_text(counts)}), {kind} from {rate:.2f} requests/s"
     return _set_rate(
         state, config, now_s=now_s, ceiling=ceiling, rate=target, action="climb", why=why,
         good_rps=good, held_rps=rate, limit_rps=limit, failed_probes=failed, probing=True,
-        climbs=min(state.climbs + 1, 8),
+        climbs=min(state.climbs + 1, 8), relaxed=relaxed,
     )  # fmt: skip
 
 
@@ -445,6 +487,8 @@ def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[f
     good, limit = state.good_rps, state.limit_rps
     if good is not None and rate < good:
         return min(good, 2 * rate), config.step_s, "back to the rate that held"
+    if limit is None and state.relaxed:
+        return RELAXED_CLIMB * rate, config.step_s, "after the site relaxed"
     if limit is None:
         return 2 * rate, config.step_s, "no known limit"
     if rate > limit:
@@ -453,7 +497,9 @@ def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[f
         # Toward the limit in growing steps, at most halfway: a backoff left the rate just under the
         # site's limit, where a bisection over a stale limit costs a block per halving.
         step = min((limit - rate) / 2, rate * 2 * PROBE_STEP * 2**state.climbs)
-        return rate + step, config.recovery_s, "toward the limit"
+        # Right after a failed climb the refused rate is near: the next step is as dear as a probe.
+        wait_s = _probe_wait_s(state.failed_probes, rate, config) if state.reverted else config.recovery_s
+        return rate + step, wait_s, "toward the limit"
     probe = max(limit, rate) * (1 + PROBE_STEP)
     return probe, _probe_wait_s(state.failed_probes, rate, config), "probe"
 
@@ -483,7 +529,7 @@ def _set_rate(
     if action != "climb":
         concurrency = min(concurrency, state.concurrency)  # a decrease never raises P_d
     if (concurrency, delay) == (ceiling, config.base_delay_ms) and action == "climb":
-        changes.update(good_rps=None, limit_rps=None, failed_probes=0, probing=False)
+        changes.update(good_rps=None, limit_rps=None, failed_probes=0, probing=False, relaxed=False)
         rate_rps: float | None = None
     else:
         rate_rps = rate
@@ -545,7 +591,8 @@ def _effective_ceiling(
     if budget is None or priority != "low" or budget.used_fraction < config.budget_fraction:
         return config.ceiling, None
     note = (
-        f"daily request budget {budget.used_fraction:.0%} used ({budget.used} of {budget.daily_requests}); "
+        f"daily {budget.unit} budget {budget.used_fraction:.0%} used "
+        f"({budget.used:g} of {budget.daily_requests:g}); "
         "low-priority domain limited to concurrency 1"
     )
     return 1, note
@@ -553,6 +600,8 @@ def _effective_ceiling(
 
 def _changed(state: DomainState, now_s: float, **changes: Any) -> DomainState:
     """``state`` with ``changes`` made at ``now_s``: a change restarts the healthy streak."""
+    changes.setdefault("reverted", False)
+    changes.setdefault("relaxed", False)
     return replace(state, last_change_s=now_s, healthy_windows=0, healthy_since_s=None, **changes)
 
 
