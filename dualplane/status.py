@@ -42,6 +42,7 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
         "lag": lag,
         "throttled": _part(errors, "throttled", lambda: _throttled(settings), []),
         "quota": _part(errors, "throttled", lambda: quota_pause(settings, time.time()), None),
+        "credits": _part(errors, "throttled", lambda: credits_today(settings), None),
         "errors": errors,
     }
 
@@ -158,6 +159,17 @@ def quota_pause(settings: Settings, now_s: float) -> dict[str, Any] | None:
     if left_s <= 0:
         return None
     return {"paused_for_s": round(left_s, 1), "reason": str(quota.get("reason") or "")}
+
+
+def credits_today(settings: Settings) -> dict[str, Any] | None:
+    """The scraping API's credits today (UTC) as the throttle counted them: used, the daily budget
+    (``DUALPLANE_THROTTLE_DAILY_CREDITS``) and what is left; None when none were used and no budget is set."""
+    path = settings.throttle_snapshot_path
+    snapshot = read_snapshot(path) if path is not None and path.exists() else {}
+    credits = snapshot.get("credits") or {}
+    if not credits.get("used") and not credits.get("budget"):
+        return None
+    return dict(credits)
 
 
 def _throttled(settings: Settings) -> list[dict[str, Any]]:

@@ -163,6 +163,7 @@ def fetch_event(
         "attempt": task.attempt,
         "fetched_at": fetched_at,
         "retry_after_s": verdict.retry_after_s,
+        "api_credits": response.api_credits if response else 0.0,
         "detail": verdict.detail[:1000],
         "fetcher_id": fetcher_id,
         "conditional": task.validators is not None,

@@ -46,6 +46,11 @@ class ThrottleSettings(BaseSettings):
     pause_windows: int = Field(default=2, ge=1)
     pause_s: int = Field(default=600, ge=1)
     daily_budget: int = Field(default=0, ge=0)  # requests per UTC day over the worker's domains; 0: none
+    # Scraping-API credits per UTC day over the worker's domains (what the API charged, from each
+    # fetch event); spent: every domain pauses until the day ends or an operator clears '*'. 0: none.
+    # When set, the budget rule (low-priority domains at concurrency 1 past budget_fraction) counts
+    # credits instead of requests.
+    daily_credits: int = Field(default=0, ge=0)
     budget_fraction: float = Field(default=0.8, gt=0, le=1)
     probe_backoff_max: int = Field(default=4, ge=0, le=16)  # probe waits up to recovery_s * 2^this
     # Latency as a signal (Scrapy's AutoThrottle): a window this many times slower than the domain's

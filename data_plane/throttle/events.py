@@ -30,6 +30,7 @@ class FetchSample:
     latency_ms: int
     retry_after_s: float | None
     status: int | None = None
+    api_credits: float = 0.0  # what the scraping API charged for the attempt (0: direct, or v1/v2 data)
 
     @property
     def blocked(self) -> bool:
@@ -83,4 +84,5 @@ def _parse(value: bytes) -> FetchSample:
         latency_ms=max(0, int(record["latency_ms"])),
         retry_after_s=float(retry_after) if retry_after is not None and retry_after > 0 else None,
         status=int(record["status"]) if record.get("status") is not None else None,
+        api_credits=max(0.0, float(record.get("api_credits") or 0.0)),
     )

@@ -17,6 +17,7 @@ from faust.tables.wrappers import WindowWrapper
 from core.settings import Settings, ThrottleSettings
 from data_plane.throttle.buckets import BucketStore
 from data_plane.throttle.commands import ThrottleCommand
+from data_plane.throttle.credits import CreditBook, budget_pause, day_of
 from data_plane.throttle.events import FetchSample, parse_fetch_event
 from data_plane.throttle.exceptions import BadFetchEvent
 from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
@@ -28,8 +29,6 @@ from data_plane.throttle.snapshot import VERSION, write_snapshot
 from data_plane.throttle.windows import counts_of, span_s, summary, window_to_judge
 
 log = logging.getLogger(__name__)
-
-DAY_S = 86_400
 
 
 @dataclass
@@ -79,9 +78,11 @@ class ThrottleProcessor:
         ).tumbling(self.step_s, expires=self.expires_s)
         self.buckets = BucketStore(cast(WindowWrapper, tumbling), self.size_s, self.step_s)
         self.states = app.Table("states", default=dict, partitions=partitions)
-        # Requests per domain per UTC day, for the budget rule; no table (no changelog) without a budget.
-        self.daily = app.Table("daily", default=dict, partitions=partitions) if config.daily_budget else None
+        # Requests and credits per domain per UTC day, for the budgets; no table (no changelog) without one.
+        budgeted = config.daily_budget or config.daily_credits
+        self.daily = app.Table("daily", default=dict, partitions=partitions) if budgeted else None
         self.daily_used: dict[int, int] = {}  # UTC day -> requests counted by this worker
+        self.credits = CreditBook(config.daily_credits)  # the scraping API's, per UTC day
         self.views: dict[str, dict[str, Any]] = {}  # domain -> last evaluation, for the snapshot
         self.ready = False  # tables recovered for the current assignment
         # partition -> offset of the last fetch.events value handled: how far this worker has read
@@ -147,24 +148,31 @@ class ThrottleProcessor:
         if sample.quota_exhausted:
             await self._pause_for_quota(sample)
             return
+        day = day_of(sample.fetched_at_s)
+        if self.credits.newly_spent(day):
+            await self._pause_for_budget(day)
         await self._evaluate(sample.domain, sample.fetched_at_s, partition, offset, used)
 
     def _count_daily(self, sample: FetchSample, partition: int, offset: int) -> int:
+        """Count the event's request and credits on its UTC day, once per offset; the day's requests."""
+        day = day_of(sample.fetched_at_s)
         if self.daily is None:
+            self.credits.add(day, sample.api_credits)  # shown by status; without a budget, not durable
             return 0
-        day = int(sample.fetched_at_s // DAY_S)
         value = self.daily.get(sample.domain) or {}
         if value.get("day") != day:
-            value = {"day": day, "count": 0}
+            value = {"day": day, "count": 0, "credits": 0.0}
         elif value.get("partition") == partition and value.get("offset", -1) >= offset:
             return self.daily_used.get(day, 0)  # redelivered after a crash: counted already
         self.daily[sample.domain] = {
             **value,
             "count": value["count"] + 1,
+            "credits": float(value.get("credits", 0.0)) + sample.api_credits,
             "partition": partition,
             "offset": offset,
         }
         self.daily_used[day] = self.daily_used.get(day, 0) + 1
+        self.credits.add(day, sample.api_credits)
         return self.daily_used[day]
 
     async def _evaluate(self, domain: str, now_s: float, partition: int, offset: int, used: int) -> None:
@@ -176,7 +184,7 @@ class ThrottleProcessor:
         value = self.buckets.window_value(domain, window) if window is not None else {}
         span = span_s(window, now_s, self.step_s) if window is not None else 0.0
         counts = counts_of(value, span, self.step_s)
-        budget = Budget(self.config.daily_budget, used) if self.config.daily_budget else None
+        budget = self._budget(now_s, used)
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
                           priority=domain_priority(domain, self.config.low_priority))  # fmt: skip
         previous = self.views.get(domain, {}).get("window")
@@ -201,6 +209,22 @@ class ThrottleProcessor:
         }
         if command is not None:
             await self._issue(command)
+
+    def _budget(self, now_s: float, used: int) -> Budget | None:
+        """The budget rule's: the day's credits when a credit budget is set, else its requests."""
+        if self.config.daily_credits:
+            credits = self.credits.used.get(day_of(now_s), 0.0)
+            return Budget(self.config.daily_credits, credits, unit="credit")
+        return Budget(self.config.daily_budget, used) if self.config.daily_budget else None
+
+    async def _pause_for_budget(self, day: int) -> None:
+        """Pause every domain until the UTC day ends: its credit budget is spent. Once a day."""
+        self.credits.paused_day = day
+        used = self.credits.used.get(day, 0.0)
+        command = budget_pause(day, used, self.config.daily_credits, self.settings.limits)
+        self.quota_paused_until_s = command.issued_at.timestamp() + (command.ttl_s or 0)
+        self.quota = {"paused_until_s": self.quota_paused_until_s, "reason": command.reason}
+        await self._issue(command)
 
     async def _pause_for_quota(self, sample: FetchSample) -> None:
         """Pause every domain, once per pause: the fetches still in flight when it began say the same."""
@@ -242,9 +266,11 @@ class ThrottleProcessor:
                 "ceiling": self.policy.ceiling,
                 "pause_ratio": self.policy.pause_ratio,
                 "daily_budget": self.config.daily_budget,
+                "daily_credits": self.config.daily_credits,
             },
             "ready": self.ready,
             "quota": self.quota or None,
+            "credits": self.credits.view(time.time()),
             "partitions": owned,
             "offsets": {str(p): offset for p, offset in sorted(self.offsets.items()) if p in owned},
             "stats": {**vars(self.stats), "publisher": vars(publisher).copy()},
@@ -326,10 +352,14 @@ class ThrottleProcessor:
         if self.daily is None:
             return
         totals: dict[int, int] = {}
+        credits: dict[int, float] = {}
         for value in self.daily.values():
             if isinstance(value, dict) and "day" in value:
-                totals[value["day"]] = totals.get(value["day"], 0) + int(value.get("count", 0))
+                day = value["day"]
+                totals[day] = totals.get(day, 0) + int(value.get("count", 0))
+                credits[day] = credits.get(day, 0.0) + float(value.get("credits", 0.0))
         self.daily_used = totals
+        self.credits.used = credits
 
     async def _on_shutdown(self, sender: Any, *args: Any, **kwargs: Any) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.publisher.close)

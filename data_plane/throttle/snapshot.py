@@ -7,7 +7,9 @@ Shape (``version`` 1)::
      "ready": true,                         # tables recovered; false while a rebalance recovers
      "partitions": [0, 1, ...],            # fetch.events partitions this worker owns
      "offsets": {"0": 41, ...},            # per owned partition, the last offset this worker handled
-     "quota": {"paused_until_s": epoch, "reason": ""} | null,
+     "quota": {"paused_until_s": epoch, "reason": ""} | null,   # the last fleet-wide pause (quota, budget)
+     "credits": {"day": "2026-11-28", "used": 120.0, "budget": 5000 | null, "left": 4880.0 | null,
+                 "paused": false},     # the scraping API's credits today (UTC), as this worker counted
      "stats": {"events": n, "bad_events": n, "stale_events": n, "errors": n, "commands": n,
                "publisher": {"published": n, "failures": n, "pending": n, "last_error": ""}},
      "domains": {"example.com": {

@@ -130,6 +130,8 @@ def render(view: dict[str, Any]) -> Group:
         parts.append(monitors_table(view["monitors"]))
     parts.append(_queues_table(view, errors))
     parts.append(_lag_table(view["lag"], errors))
+    if view.get("credits"):
+        parts.append(_credits_line(view["credits"]))
     if view.get("quota"):
         parts.append(_quota_line(view["quota"]))
     if view["throttled"] or "throttled" in errors:
@@ -169,6 +171,17 @@ def _quota_line(quota: dict[str, Any]) -> Text:
         f"every domain paused for {quota['paused_for_s']:.0f} s more ({quota['reason']}); "
         "once the budget is raised: dualplane throttle clear '*'",
     )
+
+
+def _credits_line(credits: dict[str, Any]) -> Text:
+    used = f"{credits['used']:g} used"
+    if credits.get("budget"):
+        used += f" of {credits['budget']:g} ({credits['left']:g} left)"
+        if credits.get("paused"):
+            used += ": spent, every domain paused until the day ends"
+    else:
+        used += " (no daily budget: DUALPLANE_THROTTLE_DAILY_CREDITS)"
+    return Text.assemble(("scraping API credits ", "bold"), f"today ({credits['day']} UTC): {used}")
 
 
 def _throttled_table(throttled: list[dict[str, Any]], errors: dict[str, str]) -> Table:

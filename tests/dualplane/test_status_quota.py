@@ -1,4 +1,5 @@
-"""``status`` shows the fleet-wide pause a used-up scraping-API quota started, while it lasts."""
+"""``status`` shows the fleet-wide pause a used-up scraping-API quota started, while it lasts, and the
+day's credits against the budget."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rich.console import Console
 from core.settings import Settings
 from data_plane.throttle.snapshot import write_snapshot
 from dualplane.cli.status_cmd import render
-from dualplane.status import quota_pause
+from dualplane.status import credits_today, quota_pause
 
 pytestmark = pytest.mark.unit
 
@@ -52,3 +53,25 @@ def test_a_pause_in_force_is_shown_with_its_time_left_and_how_to_lift_it(tmp_pat
 def test_an_ended_pause_or_none_shows_nothing(tmp_path: Path) -> None:
     assert quota_pause(_settings(tmp_path, paused_until_s=1_000.0), now_s=1_000.5) is None
     assert quota_pause(_settings(tmp_path, paused_until_s=None), now_s=0.0) is None
+
+
+def test_the_days_credits_are_shown_with_the_budget_and_what_is_left(tmp_path: Path) -> None:
+    path = tmp_path / "snapshot.json"
+    credits = {"day": "2026-11-28", "used": 4880.0, "budget": 5000, "left": 120.0, "paused": False}
+    write_snapshot(path, {"version": 1, "credits": credits, "domains": {}})
+    base = Settings()
+    settings = base.model_copy(
+        update={"throttle": base.throttle.model_copy(update={"snapshot_path": str(path)})}
+    )
+
+    shown_credits = credits_today(settings)
+
+    assert shown_credits == credits
+    view = {"errors": {}, "jobs": [], "queues": [], "permit_queues": 0, "lag": [], "throttled": []}
+    console = Console(width=200, record=True)
+    console.print(render({**view, "credits": shown_credits}))
+    assert (
+        "scraping API credits today (2026-11-28 UTC): 4880 used of 5000 (120 left)" in console.export_text()
+    )
+    write_snapshot(path, {"version": 1, "credits": {**credits, "used": 0.0, "budget": None}, "domains": {}})
+    assert credits_today(settings) is None  # nothing used and no budget: nothing to show

@@ -49,6 +49,10 @@ def fetch_event_v2() -> dict[str, Any]:
     return {**fetch_event(), "outcome": "not_modified", "status": 304, "bytes": 0, "conditional": True}
 
 
+def fetch_event_v3() -> dict[str, Any]:
+    return {**fetch_event_v2(), "outcome": "ok", "status": 200, "api_credits": 10.0}
+
+
 def raw_page() -> dict[str, Any]:
     return {
         **IDS,
@@ -196,6 +200,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
     builders = {
         ("fetch_event", 1): fetch_event,
         ("fetch_event", 2): fetch_event_v2,
+        ("fetch_event", 3): fetch_event_v3,
         ("raw_page", 1): raw_page,
         ("raw_page", 2): raw_page_v2,
         ("raw_page", 3): raw_page_v3,

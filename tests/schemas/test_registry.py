@@ -42,6 +42,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
         ("dead_letter", 1),
         ("fetch_event", 1),
         ("fetch_event", 2),
+        ("fetch_event", 3),
         ("page_record", 1),
         ("page_record", 2),
         ("page_record", 3),

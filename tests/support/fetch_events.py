@@ -12,7 +12,12 @@ STATUS_OF_OUTCOME = {"ok": 200, "rate_limited": 429, "forbidden": 403}
 
 
 def synthetic_fetch_event(
-    domain: str, outcome: str, *, fetched_at: datetime, retry_after_s: float | None = None
+    domain: str,
+    outcome: str,
+    *,
+    fetched_at: datetime,
+    retry_after_s: float | None = None,
+    api_credits: float = 0.0,
 ) -> bytes:
     """An Avro ``fetch_event`` as a fetcher would write it, for driving the processor without fetchers
     (its tests and benchmarks)."""
@@ -32,5 +37,6 @@ def synthetic_fetch_event(
             "attempt": 1,
             "fetched_at": fetched_at,
             "retry_after_s": retry_after_s,
+            "api_credits": api_credits,
         },
     )

@@ -17,7 +17,7 @@ def fetch_event(page: Mapping[str, Any]) -> dict[str, Any]:
         "url": page["url"], "final_url": page["final_url"], "domain": page["domain"], "outcome": "ok",
         "status": page["status"], "latency_ms": 5, "bytes": len(page["body"]), "attempt": 1,
         "fetched_at": page["fetched_at"], "retry_after_s": None, "detail": "", "fetcher_id": "test",
-        "conditional": False,
+        "conditional": False, "api_credits": 0.0,
     }  # fmt: skip
 
 

@@ -68,6 +68,7 @@ class FetchResponse:
     - ``content_type``: the MIME type without parameters, lower case; None without the header.
     - ``charset``: the Python codec for ``body`` (header, BOM, meta, detection); None when the
       body is empty and the header names none.
+    - ``api_credits``: the credits a managed scraping API charged for the call (0 when direct).
     - ``truncated``: the body was cut at ``max_bytes``. Only error statuses are cut (their status
       is what matters); a 2xx that is too large raises :class:`TooLarge` instead.
     """
@@ -82,6 +83,7 @@ class FetchResponse:
     content_type: str | None
     charset: str | None
     truncated: bool = False
+    api_credits: float = 0.0  # what a paid scraping API charged for this answer; 0 for a direct fetch
 
 
 class FetchBackend(ABC):

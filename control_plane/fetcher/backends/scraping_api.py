@@ -3,7 +3,9 @@
 The call is ``GET {api_url}?url=<target>&x-api-key=<key>&browser=true|false[&extra params]``.
 The API answers 200 with the page as its body and the target's status in ``Ant-Page-Status-Code``;
 headers prefixed ``Ant-`` are forwarded to the target without the prefix (we send our User-Agent
-that way). Its own errors (docs.scrapingant.com/errors) are mapped as follows:
+that way). Each answered call carries what it cost in credits (``FetchResponse.api_credits``: the
+API's ``Ant-Credits-Cost`` header, else its documented price); the throttle sums them against the
+daily credit budget. Its own errors (docs.scrapingant.com/errors) are mapped as follows:
 
 =====  ==========================================  =========================================
 API    meaning                                     here
@@ -26,6 +28,7 @@ targets are sent. The API key is never put in an error message.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Mapping
@@ -48,6 +51,10 @@ from control_plane.fetcher.retry_policy import Outcome
 
 NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 STATUS_HEADER = "ant-page-status-code"
+CREDITS_HEADER = "ant-credits-cost"  # what the call cost, when the API says
+# Its documented price (docs.scrapingant.com, API credits usage) when it does not: a plain request
+# through its datacenter proxies, and one rendered by a headless browser. A refused call costs 0.
+PLAIN_CREDITS, BROWSER_CREDITS = 1.0, 10.0
 BLOCKED_STATUS = 403  # what a blocked fetch looks like when the API does not say the target's status
 ERROR_BODY_BYTES = 4096
 # API status -> (what it means, outcome); missing statuses are the API failing (connection_error).
@@ -151,7 +158,7 @@ class ScrapingApiBackend(FetchBackend):
     async def _answer(self, request: FetchRequest, response: httpx.Response, started: float) -> FetchResponse:
         api_status = response.status_code
         if 200 <= api_status < 300:
-            return await read_response(
+            answer = await read_response(
                 request,
                 response,
                 final_url=request.url,
@@ -160,6 +167,7 @@ class ScrapingApiBackend(FetchBackend):
                 started=started,
                 headers=_relayed_headers(response),
             )
+            return dataclasses.replace(answer, api_credits=self._credits(response))
         detail = await self._error_detail(response)
         if api_status == 423:
             return _blocked(request, response, detail, started)
@@ -188,6 +196,14 @@ class ScrapingApiBackend(FetchBackend):
         if isinstance(parsed, dict) and "detail" in parsed:
             text = str(parsed["detail"])
         return self._redact(text.strip()[:500]) or "no detail"
+
+    def _credits(self, response: httpx.Response) -> float:
+        """What the call cost: the API's own figure, else its documented price."""
+        try:
+            cost = float(response.headers[CREDITS_HEADER])
+        except (KeyError, ValueError):
+            return BROWSER_CREDITS if self.render_js else PLAIN_CREDITS
+        return cost if cost >= 0 else 0.0
 
     def _redact(self, text: str) -> str:
         return text.replace(self._api_key, "***")

@@ -78,6 +78,8 @@ class StandIn:
             "Ant-Credits-Cost": "10" if query["browser"] == "true" else "1",
             "Server": "cloudflare",  # the API's own CDN, not the target's
         }
+        if path == "/uncosted":  # an API that does not say what a call cost
+            del headers["Ant-Credits-Cost"]
         return web.Response(text=body, content_type="text/html", headers=headers)
 
 
@@ -113,6 +115,7 @@ async def test_a_page_comes_back_with_the_targets_status(api: tuple[StandIn, str
     assert response.body.decode(response.charset or "") == PAGE
     assert (response.content_type, response.charset) == ("text/html", "utf-8")
     assert response.headers["ant-credits-cost"] == "1"
+    assert response.api_credits == 1.0
     assert classify(response).outcome is Outcome.OK
     call = stand_in.calls[0]
     assert (call["url"], call["browser"], call["proxy_country"]) == ("https://shop.example/ok", "false", "DE")
@@ -125,6 +128,17 @@ async def test_render_js_asks_for_the_browser(api: tuple[StandIn, str]) -> None:
         response = await backend.fetch(request("/ok"))
     assert stand_in.calls[0]["browser"] == "true"
     assert response.headers["ant-credits-cost"] == "10"
+    assert response.api_credits == 10.0
+
+
+@pytest.mark.parametrize(("render_js", "credits"), [(False, 1.0), (True, 10.0)])
+async def test_without_the_apis_figure_a_call_costs_its_documented_price(
+    api: tuple[StandIn, str], render_js: bool, credits: float
+) -> None:
+    async with ScrapingApiBackend(api[1], KEY, render_js=render_js) as backend:
+        response = await backend.fetch(request("/uncosted"))
+    assert "ant-credits-cost" not in response.headers
+    assert response.api_credits == credits
 
 
 @pytest.mark.parametrize(
@@ -161,6 +175,7 @@ async def test_detection_by_the_targets_anti_bot_is_blocked_challenge(api: tuple
     verdict = classify(response)
     assert verdict.outcome is Outcome.BLOCKED_CHALLENGE
     assert "(upstream-marker)" in verdict.detail
+    assert response.api_credits == 0.0  # a call the API refused costs nothing
 
 
 async def test_a_wrong_key_fails_clearly_without_leaking_the_key(api: tuple[StandIn, str]) -> None:

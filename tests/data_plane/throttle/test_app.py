@@ -34,6 +34,7 @@ from core.settings import Settings
 from data_plane.throttle.commands import ThrottleCommand
 from data_plane.throttle.snapshot import read_snapshot
 from data_plane.throttle.view import ThrottleView, load_latest_state
+from dualplane.status import credits_today
 from tests.support.factories import ControlPlaneFactory, closing
 from tests.support.fetch_events import synthetic_fetch_event
 from tests.support.paths import REPO_ROOT
@@ -409,6 +410,33 @@ def the_latest_state_is_kept(scenario: Scenario, snapshot_path: Path) -> Throttl
 def _settled(worker: Worker) -> bool:
     snapshot = httpx.get(f"{worker.base_url}/throttle/", timeout=2).json()
     return bool(snapshot["stats"]["publisher"]["pending"] == 0)
+
+
+def test_a_spent_credit_budget_pauses_every_domain_once_and_status_shows_the_credits(
+    throttle_settings: Settings, listener: Listener, workers: Workers, tmp_path: Path
+) -> None:
+    """Fetches through the scraping API carry what each call cost; the day's budget spent, one
+    command pauses every domain (as the API's own "credits used up" does)."""
+    worker = workers.start(tmp_path, DUALPLANE_THROTTLE_DAILY_CREDITS="50")
+    warm_up(worker, throttle_settings)
+    producer = clients.producer(throttle_settings.kafka, **{"linger.ms": 0})
+    for _ in range(6):  # 10 credits each, a browser-rendered call: the fifth spends the budget
+        value = synthetic_fetch_event("paid.test", "ok", fetched_at=datetime.now(UTC), api_credits=10.0)
+        producer.produce(throttle_settings.topics.fetch_events, value, key=b"paid.test")
+    assert producer.flush(10) == 0
+
+    _, command = listener.wait_for(lambda c: c.domain == "*", timeout_s=30)
+    assert (command.paused, command.source) == (True, "quota")
+    assert command.reason.startswith("budget: 50 of 50 scraping-API credits used today"), command.reason
+    snapshot_path = tmp_path / "snap.json"
+    worker.wait_for("the sixth call counted", lambda: read_snapshot(snapshot_path)["credits"]["used"] == 60)
+    throttle = throttle_settings.throttle.model_copy(update={"snapshot_path": str(snapshot_path)})
+    shown = credits_today(throttle_settings.model_copy(update={"throttle": throttle}))
+    assert shown is not None and (shown["used"], shown["budget"], shown["left"], shown["paused"]) == (
+        60.0, 50, 0.0, True,
+    )  # fmt: skip
+    listener.poll()
+    assert [c.domain for _, c in listener.received].count("*") == 1, "one pause a day"
 
 
 def test_undecodable_values_are_counted_and_skipped(
