@@ -14,6 +14,7 @@ from core.limits import cooldown_s
 from core.settings import LimitSettings, ThrottleSettings
 from data_plane.throttle.policy import (
     BACKOFF,
+    NUDGE,
     PROBE_REQUESTS,
     Budget,
     Command,
@@ -208,6 +209,40 @@ def test_a_block_right_after_a_climb_undoes_it_at_once() -> None:
     assert decision.state.rate_rps == 2.0
     assert decision.state.limit_rps == 2.5, "the refused rate is the limit now"
     assert decision.state.failed_probes == 1
+
+
+def test_a_lone_block_at_a_held_rate_nudges_it_down_and_marks_the_limit() -> None:
+    """At 2 requests/s one block in a small window is 10-20%: a backoff to 90% of that window's pass
+    rate held R = 2 at 72% of it for 20 s. One block means the rate is just over the limit."""
+    state = throttled(2.0, latency_ms=0.0)
+    decision = decide(window(10, 1, span_s=5), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    assert decision.command is not None and decision.command.action == "nudge"
+    assert decision.state.rate_rps == pytest.approx(NUDGE * 2.0)
+    assert decision.state.limit_rps == 2.0
+    two = decide(window(30, 2, span_s=20), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    assert two.command is not None and two.command.action == "backoff"
+
+
+def test_a_failed_probes_echoes_are_no_new_signal_until_the_window_slid_past_it() -> None:
+    state = throttled(2.0, good_rps=2.0, held_rps=2.0, limit_rps=3.0)
+    state = replace(state, rate_rps=2.5, probing=True, last_change_s=100.0)
+    reverted = decide(window(3, 1, span_s=1), state, CONFIG, now_s=101.0, rng=random.Random(0)).state
+    assert reverted.reverted
+    # The site still counts the probe's requests: more blocks right after it change nothing...
+    for now_s, blocked in ((125.0, 1), (150.0, 3)):
+        echo = decide(window(30, blocked, span_s=20), reverted, CONFIG, now_s=now_s, rng=random.Random(0))
+        assert echo.command is None, echo.command
+    # ...but a block once the window holds only what followed the revert does.
+    later = decide(window(30, 1, span_s=60), reverted, CONFIG, now_s=175.0, rng=random.Random(0))
+    assert later.command is not None and later.command.action == "nudge"
+
+
+def test_once_a_probe_over_the_limit_held_the_climb_back_grows_fourfold() -> None:
+    state = throttled(0.5, limit_rps=0.4, latency_ms=0.0)  # held above the refused rate: relaxed
+    state, commands = run(every_second(1.0, 120, window(40, 0)), state)
+    relaxed = [c.reason for c in commands if c.action == "climb"]
+    assert "the site relaxed" in relaxed[0] and "after the site relaxed" in relaxed[1]
+    assert len(commands) <= 4 and state.rate_rps is None  # 0.5 -> 1 -> 4 -> unthrottled (8/s)
 
 
 def test_healthy_traffic_climbs_toward_the_limit_in_growing_steps_then_probes_it() -> None:
