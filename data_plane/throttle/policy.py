@@ -63,7 +63,7 @@ PROBE_STEP = 0.05  # a probe asks this much above the refused rate, or the rate 
 RELAXED = "the site relaxed"
 RELAXED_STEP = 2.0  # the first step up after a probe above the limit held
 RELAXED_CLIMB = 4.0  # the steps after it: back to the configured limits in seconds
-PROBE_REQUESTS = 60  # failed probes come at least this many requests apart
+PROBE_REQUESTS = 70  # failed probes come at least this many requests apart
 MIN_RATE_RPS = 1 / 600  # one request every 10 min: a backoff never goes below it
 
 
@@ -98,6 +98,7 @@ class DomainState:
     latency_ms: float | None = None  # the domain's own baseline latency
     hold_until_s: float | None = None  # no climbing before (Retry-After's cooldown)
     reverted: bool = False  # the last change undid a failed probe: its echoes are no new signal
+    last_block_s: float | None = None  # the last change for a block: probes come a budget of requests after
     relaxed: bool = False  # climbing back after a probe over the limit held: in bigger steps
 
     def to_dict(self) -> dict[str, Any]:
@@ -362,6 +363,7 @@ def _failed_probe(
         climbs=0,
         hold_until_s=_hold_until(counts, config, now_s, state.hold_until_s),
         reverted=True,
+        last_block_s=now_s,
     )
     reason = (
         f"probe_failed: {_ratio_text(counts)} at {refused:.2f} requests/s: back to {back:.2f}/s, "
@@ -464,10 +466,13 @@ def _climb(
     if state.hold_until_s is not None and now_s < state.hold_until_s:
         return None
     good, limit = max(state.good_rps or 0.0, rate), state.limit_rps
-    target, wait_s, kind = _next_step(rate, state, config)
+    target, wait_s, block_wait_s, kind = _next_step(rate, state, config)
     if kind == "probe":
-        wait_s *= 1 + config.jitter * (rng.random() - 0.5)
-    if now_s - state.healthy_since_s < wait_s:
+        block_wait_s *= 1 + config.jitter * (rng.random() - 0.5)
+    # The block budget counts from the last block, not from the last change: a climb that held
+    # cost nothing, and the probe after it need not wait for a whole probe period again.
+    last_block_s = state.last_block_s if state.last_block_s is not None else state.healthy_since_s
+    if now_s - state.healthy_since_s < wait_s or now_s - last_block_s < block_wait_s:
         return None
     failed = state.failed_probes
     relaxed = state.relaxed and limit is None
@@ -482,26 +487,27 @@ def _climb(
     )  # fmt: skip
 
 
-def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[float, float, str]:
-    """Where the next climb goes, the healthy period it needs first, and what kind of step it is."""
+def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[float, float, float, str]:
+    """Where the next climb goes, the healthy period it needs first, the time since the last block
+    it needs (the block budget), and what kind of step it is."""
     good, limit = state.good_rps, state.limit_rps
     if good is not None and rate < good:
-        return min(good, 2 * rate), config.step_s, "back to the rate that held"
+        return min(good, 2 * rate), config.step_s, 0.0, "back to the rate that held"
     if limit is None and state.relaxed:
-        return RELAXED_CLIMB * rate, config.step_s, "after the site relaxed"
+        return RELAXED_CLIMB * rate, config.step_s, 0.0, "after the site relaxed"
     if limit is None:
-        return 2 * rate, config.step_s, "no known limit"
+        return 2 * rate, config.step_s, 0.0, "no known limit"
     if rate > limit:
-        return RELAXED_STEP * rate, config.recovery_s, RELAXED
+        return RELAXED_STEP * rate, config.recovery_s, 0.0, RELAXED
     if rate * (1 + 2 * PROBE_STEP) < limit:
         # Toward the limit in growing steps, at most halfway: a backoff left the rate just under the
         # site's limit, where a bisection over a stale limit costs a block per halving.
         step = min((limit - rate) / 2, rate * 2 * PROBE_STEP * 2**state.climbs)
         # Right after a failed climb the refused rate is near: the next step is as dear as a probe.
-        wait_s = _probe_wait_s(state.failed_probes, rate, config) if state.reverted else config.recovery_s
-        return rate + step, wait_s, "toward the limit"
+        block_wait_s = _probe_wait_s(state.failed_probes, rate, config) if state.reverted else 0.0
+        return rate + step, config.recovery_s, block_wait_s, "toward the limit"
     probe = max(limit, rate) * (1 + PROBE_STEP)
-    return probe, _probe_wait_s(state.failed_probes, rate, config), "probe"
+    return probe, config.recovery_s, _probe_wait_s(state.failed_probes, rate, config), "probe"
 
 
 def _probe_wait_s(failed: int, rate_rps: float, config: PolicyConfig) -> float:
@@ -572,6 +578,7 @@ def _tightened(
         "limit_rps": refused,
         "probing": False,
         "hold_until_s": _hold_until(counts, config, now_s, state.hold_until_s),
+        "last_block_s": now_s if counts.pushback > 0 else state.last_block_s,
     }
 
 

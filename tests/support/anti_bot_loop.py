@@ -74,7 +74,11 @@ class LoopSpec:
                 "min_samples": self.min_samples,
                 "recovery_min_samples": 3,
                 "recovery_s": 4.0,
-                "cooldown_base_ms": 250,
+                # After a captcha (no Retry-After) a fetcher leaves the site alone this long. The site
+                # counts a blocked request in its 1 s window: back after 250 ms, the fleet was blocked
+                # again, and each failed probe cost two blocks. 1 s, as a 429's Retry-After: 1 (the
+                # production default is 2 s).
+                "cooldown_base_ms": 1000,
                 "cooldown_cap_ms": 2000,
                 "pause_ratio": 0.98,  # this loop is about finding the limit, not pausing
                 "probe_backoff_max": 2,  # probes onto the limit at most 16 s apart: quick to see it relax

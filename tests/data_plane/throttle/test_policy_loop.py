@@ -18,7 +18,7 @@ from tests.support.throttle_sim import SimResult, SimSite, simulate
 
 pytestmark = pytest.mark.unit
 
-BLOCKING_S, DURATION_S = 90, 135
+BLOCKING_S, DURATION_S = 90, 150
 CONFIG = replace(
     PolicyConfig.from_settings(
         ThrottleSettings(
@@ -28,7 +28,7 @@ CONFIG = replace(
             min_samples=5,
             recovery_min_samples=3,
             recovery_s=4.0,
-            cooldown_base_ms=250,
+            cooldown_base_ms=1000,
             cooldown_cap_ms=2000,
             pause_ratio=0.98,
             probe_backoff_max=2,
@@ -50,19 +50,20 @@ def figures(result: SimResult, max_rps: float) -> tuple[float, float, int | None
 
 
 @pytest.mark.parametrize(
-    ("max_rps", "retry_after_s", "max_blocked"),
-    [(5, 1.0, 0.02), (5, None, 0.02), (20, 1.0, 0.02), (20, None, 0.02), (2, 1.0, 0.035)],
-    ids=["5-429", "5-captcha", "20-429", "20-captcha", "2-429"],
+    ("max_rps", "retry_after_s", "max_back_s"),
+    [(5, 1.0, 30), (5, None, 30), (20, 1.0, 30), (20, None, 30), (2, 1.0, 50), (2, None, 50)],
+    ids=["5-429", "5-captcha", "20-429", "20-captcha", "2-429", "2-captcha"],
 )
 def test_the_fleet_holds_near_the_limit_and_recovers_when_the_site_relaxes(
-    max_rps: float, retry_after_s: float | None, max_blocked: float
+    max_rps: float, retry_after_s: float | None, max_back_s: int
 ) -> None:
-    """At 2 requests/s each failed probe (one block) is a large share: probes 40 requests apart
-    hold it near 3%, and spacing them further would delay the recovery past 40 s."""
+    """At 2 requests/s each failed probe (one block) is 1% of a minute's requests: under 2% blocked
+    allows a probe every 70 requests (~39 s), and the site relaxing just after one is seen only at
+    the next, so the recovery takes 9 to ~50 s there, by the phase of the probes."""
     site = SimSite(max_rps, relax_at_s=BLOCKING_S, retry_after_s=retry_after_s)
     result = simulate(site, CONFIG, duration_s=DURATION_S, window_s=6, jitter=CONFIG.hold_jitter)
     held, blocked, recovered = figures(result, max_rps)
     summary = f"held {held:.0%} of R, {blocked:.1%} blocked, back {recovered} s after relaxing"
     assert held >= 0.8, summary
-    assert blocked < max_blocked, summary
-    assert recovered is not None and recovered <= 40, summary
+    assert blocked < 0.02, summary
+    assert recovered is not None and recovered <= max_back_s, summary
