@@ -57,14 +57,14 @@ from confluent_kafka import KafkaException
 from crawl_sites import Site
 from real_sites import DEFAULT_CACHE_DIR, DEFAULT_MIRROR_ROOT
 
-from brokers.amqp.messages import JobSpec
-from brokers.kafka.reader import read_to_end
-from connectors.storage import s3
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.jobs import FinishRule
-from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import default_scope
-from core.settings import Settings
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.connectors.storage import s3
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.jobs import FinishRule
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.stack import LocalStack
 

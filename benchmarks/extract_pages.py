@@ -79,8 +79,8 @@ def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
     """
     if page.get("kind") == "prices":
         return _price_string(page)
-    from data_plane.extract.offline import raw_page  # noqa: PLC0415 (the package under test comes from PYTHONPATH)
-    from data_plane.extract.record import extract_record  # noqa: PLC0415
+    from dualplane.data_plane.extract.offline import raw_page  # noqa: PLC0415 (the package under test comes from PYTHONPATH)
+    from dualplane.data_plane.extract.record import extract_record  # noqa: PLC0415
 
     # As `dualplane extract` reads a saved file: no header, so the charset is found from the bytes. The
     # pages are stored decoded and written here as UTF-8 under their <meta> as published; given
@@ -99,7 +99,7 @@ def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
 
 
 def _price_string(item: dict[str, Any]) -> dict[str, Any]:
-    from data_plane.extract.prices import parse_price  # noqa: PLC0415
+    from dualplane.data_plane.extract.prices import parse_price  # noqa: PLC0415
 
     started = time.perf_counter()
     price = parse_price(item["text"])

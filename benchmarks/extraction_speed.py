@@ -41,7 +41,7 @@ TRAFILATURA = "trafilatura"
 
 def pages_of(name: str) -> dict[str, dict[str, Any]]:
     """Raw pages of set ``name`` by id: ``dev``/``test`` real pages, or the ``sample-site``'s pages."""
-    from data_plane.extract.offline import raw_page  # noqa: PLC0415 (the tree's own package)
+    from dualplane.data_plane.extract.offline import raw_page  # noqa: PLC0415 (the tree's own package)
 
     if name == "sample-site":
         import sample_site_quality  # noqa: PLC0415
@@ -73,8 +73,8 @@ def work(pages_file: Path, out_file: Path, keep_records: bool, system: str) -> N
     if system == TRAFILATURA:
         work_trafilatura(pages_file, out_file)
         return
-    from data_plane.extract.exceptions import ExtractionFailed  # noqa: PLC0415
-    from data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415
+    from dualplane.data_plane.extract.exceptions import ExtractionFailed  # noqa: PLC0415
+    from dualplane.data_plane.extract.record import extract_record, warm_up  # noqa: PLC0415
 
     pages: dict[str, dict[str, Any]] = pickle.loads(pages_file.read_bytes())
     warm_up()

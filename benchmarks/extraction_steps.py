@@ -22,17 +22,17 @@ from typing import Any
 from extraction_speed import SETS, pages_of
 from selectolax.lexbor import LexborHTMLParser
 
-from data_plane.extract.article import extract_article
-from data_plane.extract.language import detect_language
-from data_plane.extract.links import extract_links
-from data_plane.extract.markup import Markup
-from data_plane.extract.page_meta import description_of, language_of, title_of
-from data_plane.extract.product import extract_product
-from data_plane.extract.record import warm_up
-from data_plane.extract.source import nesting_depth, read_source
-from data_plane.extract.structured import read_structured
-from data_plane.extract.text import link_texts, main_text
-from data_plane.extract.text_route import documentation_page, main_element, text_route
+from dualplane.data_plane.extract.article import extract_article
+from dualplane.data_plane.extract.language import detect_language
+from dualplane.data_plane.extract.links import extract_links
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.page_meta import description_of, language_of, title_of
+from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.record import warm_up
+from dualplane.data_plane.extract.source import nesting_depth, read_source
+from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.text import link_texts, main_text
+from dualplane.data_plane.extract.text_route import documentation_page, main_element, text_route
 
 
 class Laps:

@@ -27,13 +27,13 @@ import time
 import uuid
 from pathlib import Path
 
-from brokers.amqp.messages import JobSpec
-from brokers.kafka.reader import read_to_end
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.jobs import FinishRule
-from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import default_scope
-from core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.jobs import FinishRule
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
 

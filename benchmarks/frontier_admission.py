@@ -34,14 +34,14 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from brokers import amqp
-from brokers.amqp.discovery import discovery_batches
-from brokers.amqp.messages import DiscoveredUrl, JobSpec, new_id
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
-from core.settings import LimitSettings, Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.discovery import discovery_batches
+from dualplane.brokers.amqp.messages import DiscoveredUrl, JobSpec, new_id
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier.submit import submit_job
+from dualplane.core.settings import LimitSettings, Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 
 COUNTED = ("discovered", "duplicates", "out_of_scope", "invalid", "disallowed", "over_limit")

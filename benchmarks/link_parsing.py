@@ -22,7 +22,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from core.web import links
+from dualplane.core.web import links
 
 DATA = Path(__file__).resolve().parent / "data"
 

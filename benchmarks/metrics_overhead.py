@@ -24,14 +24,14 @@ from typing import Any
 
 from prometheus_client import REGISTRY, generate_latest
 
-from control_plane.fetcher import metrics as fetcher_metrics
-from control_plane.fetcher.retry_policy import Outcome
-from control_plane.frontier import metrics as frontier_metrics
-from core import metrics
-from core.logs import bind_page, page_context, page_of
-from data_plane.extractor import metrics as extractor_metrics
+from dualplane.control_plane.fetcher import metrics as fetcher_metrics
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.frontier import metrics as frontier_metrics
+from dualplane.core import metrics
+from dualplane.core.logs import bind_page, page_context, page_of
+from dualplane.data_plane.extractor import metrics as extractor_metrics
 
-log = logging.getLogger("control_plane.fetcher.worker")
+log = logging.getLogger("dualplane.control_plane.fetcher.worker")
 
 
 class Report:

@@ -31,16 +31,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from brokers.amqp.messages import JobSpec, MonitorSpec
-from control_plane.frontier.admission import Admission, Batch
-from control_plane.frontier.monitors import Monitors
-from control_plane.frontier.robots import RobotsCache
-from control_plane.frontier.schedule import COLUMNS, schedule_id
-from control_plane.frontier.seen import SeenSet
-from control_plane.frontier.store import FrontierState
-from core.web.domains import shard_bucket
-from core.web.ssrf import SsrfGuard
-from core.web.urls import url_key
+from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec
+from dualplane.control_plane.frontier.admission import Admission, Batch
+from dualplane.control_plane.frontier.monitors import Monitors
+from dualplane.control_plane.frontier.robots import RobotsCache
+from dualplane.control_plane.frontier.schedule import COLUMNS, schedule_id
+from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.store import FrontierState
+from dualplane.core.web.domains import shard_bucket
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import url_key
 
 SITES = 1000
 WORDS = ("alpine", "canvas", "walnut", "merino", "ceramic", "sneakers", "pendant", "speaker", "board")

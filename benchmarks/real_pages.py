@@ -42,7 +42,7 @@ from extract_pages import DATASETS, dataset, extract_one
 from sample_site_quality import extruct_only
 from scoring import Score, mean_prf, shingle_prf, token_prf
 
-from data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.offline import raw_page
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")

@@ -43,11 +43,11 @@ def extract_file(path: str) -> dict[str, Any]:
     """Worker: one file's outcome (``record``, ``dead-letter`` or ``crash``), its CPU time and charset."""
     from w3lib.encoding import html_body_declared_encoding  # noqa: PLC0415
 
-    import schemas  # noqa: PLC0415
-    from core.web.charset import detect_charset  # noqa: PLC0415
-    from data_plane.extract.exceptions import ExtractionFailed  # noqa: PLC0415
-    from data_plane.extract.offline import saved_page  # noqa: PLC0415
-    from data_plane.extract.record import extract_record  # noqa: PLC0415
+    from dualplane import schemas  # noqa: PLC0415
+    from dualplane.core.web.charset import detect_charset  # noqa: PLC0415
+    from dualplane.data_plane.extract.exceptions import ExtractionFailed  # noqa: PLC0415
+    from dualplane.data_plane.extract.offline import saved_page  # noqa: PLC0415
+    from dualplane.data_plane.extract.record import extract_record  # noqa: PLC0415
 
     signal.alarm(PAGE_ALARM_S)
     started = time.process_time()

@@ -21,8 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from control_plane.frontier.seen import SeenSet
-from core.web.urls import url_key
+from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.core.web.urls import url_key
 
 LIMIT_BYTES = 200 * 1000 * 1000
 BATCH = 10_000

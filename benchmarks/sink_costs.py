@@ -25,18 +25,18 @@ from typing import Any
 
 from confluent_kafka import Message
 
-import schemas
-from connectors.sink.avro import AvroFile, AvroSink
-from connectors.sink.avro_check import DatumCheck
-from connectors.sink.base import FileStart
-from connectors.sink.compression import deflate_block, gzip_member
-from connectors.sink.service import S3_ATTEMPTS, S3_TIMEOUT_S
-from connectors.sink.upload import ArchiveStore
-from connectors.sink.warc import WarcSink
-from connectors.sink.warc_records import http_response_head, response_member
-from connectors.storage import s3
-from connectors.storage.claim_check import ClaimCheckStore
-from core.settings import Settings
+from dualplane import schemas
+from dualplane.connectors.sink.avro import AvroFile, AvroSink
+from dualplane.connectors.sink.avro_check import DatumCheck
+from dualplane.connectors.sink.base import FileStart
+from dualplane.connectors.sink.compression import deflate_block, gzip_member
+from dualplane.connectors.sink.service import S3_ATTEMPTS, S3_TIMEOUT_S
+from dualplane.connectors.sink.upload import ArchiveStore
+from dualplane.connectors.sink.warc import WarcSink
+from dualplane.connectors.sink.warc_records import http_response_head, response_member
+from dualplane.connectors.storage import s3
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.core.settings import Settings
 
 MB = 1_000_000
 MIN_MB = 20.0  # each step runs over at least this much, so one measurement takes 10-200 ms

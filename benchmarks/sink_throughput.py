@@ -61,17 +61,17 @@ from confluent_kafka import KafkaException, TopicPartition
 from real_sites import DEFAULT_CACHE_DIR, SITES
 from sink_costs import PutMeter, avro_costs, warc_costs
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from connectors.sink import S3Sink
-from connectors.sink.prepare import Preparer
-from connectors.sink.service import SESSION_TIMEOUT_MS
-from connectors.sink.session import BATCH, POLL_S, Session
-from connectors.storage import s3
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.connectors.sink import S3Sink
+from dualplane.connectors.sink.prepare import Preparer
+from dualplane.connectors.sink.service import SESSION_TIMEOUT_MS
+from dualplane.connectors.sink.session import BATCH, POLL_S, Session
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 from dualplane.stack.manager import LocalStack

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 from lxml import etree  # type: ignore[import-untyped]
 
-from core.web.sitemaps import SitemapParser
+from dualplane.core.web.sitemaps import SitemapParser
 
 HEAD = (
     b'<?xml version="1.0" encoding="UTF-8"?>\n<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'

@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings, StackSettings
+from dualplane.core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings, StackSettings
 from dualplane.stack import LocalStack
 
 WARM_GOAL_S = 30.0

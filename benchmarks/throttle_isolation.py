@@ -61,16 +61,16 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics, raw_page_max_message_bytes
-from control_plane.fetcher.outputs import LOCAL_QUEUE_KBYTES
-from core.limits import Limits
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.publisher import CommandPublisher
-from data_plane.throttle.view import ThrottleView
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics, raw_page_max_message_bytes
+from dualplane.control_plane.fetcher.outputs import LOCAL_QUEUE_KBYTES
+from dualplane.core.limits import Limits
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.publisher import CommandPublisher
+from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.namespaces import drop_namespace, private_namespace
 
 GOAL_RATIO = 1.5

@@ -27,7 +27,7 @@ matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt
 from matplotlib import ticker
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace
 
 # Test harnesses live in the checkout's tests/support, not in the installed package.

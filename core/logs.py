@@ -20,7 +20,7 @@ from collections.abc import Mapping
 
 from pythonjsonlogger.json import JsonFormatter
 
-from core.settings import LogFormat
+from dualplane.core.settings import LogFormat
 
 PAGE_FIELDS = ("trace_id", "job_id", "domain", "url")
 NOISY_LOGGERS = ("pika", "httpx", "httpcore")  # one line per request or per AMQP frame

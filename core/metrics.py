@@ -27,7 +27,7 @@ from typing import Literal
 from prometheus_client import REGISTRY, Counter, disable_created_metrics, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from core.settings import MetricsSettings
+from dualplane.core.settings import MetricsSettings
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 
-from core.exceptions import DualplaneError
+from dualplane.core.exceptions import DualplaneError
 
 LOCAL = "local"
 

@@ -13,13 +13,13 @@ import re
 from contextlib import suppress
 from pathlib import Path
 
-from brokers import amqp
-from brokers.amqp.management import queue_stats
-from brokers.amqp.messages import PRIORITIES
-from brokers.amqp.topology import Topology
-from brokers.kafka import clients
-from brokers.kafka.topics import topic_configs
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.management import queue_stats
+from dualplane.brokers.amqp.messages import PRIORITIES
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import topic_configs
+from dualplane.core.settings import Settings
 
 NAMESPACED_TOPICS = (
     "pages_raw",

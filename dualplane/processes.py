@@ -89,7 +89,7 @@ def run_processes(
     names: list[str], processes: int, shards: list[int] | None, log_level: str, heartbeat: Path | None = None
 ) -> int:
     """``names`` in ``processes`` children (frontier shards divided among them): :func:`run_children`."""
-    from core.settings import Settings  # noqa: PLC0415 (the parent needs only the shard count)
+    from dualplane.core.settings import Settings  # noqa: PLC0415 (the parent needs only the shard count)
 
     if "frontier" in names and shards is None:
         shards = list(range(Settings.from_env().queues.frontier_shards))

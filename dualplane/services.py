@@ -19,22 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from brokers.amqp import metrics as amqp_metrics
-from brokers.kafka.topics import prepare_data_plane
-from connectors.sink import S3Sink
-from connectors.sink import metrics as sink_metrics
-from control_plane.fetcher import metrics as fetcher_metrics
-from control_plane.fetcher.runner import TaskRunner
-from control_plane.fetcher.worker import Fetcher
-from control_plane.frontier import Frontier
-from control_plane.frontier import metrics as frontier_metrics
-from control_plane.frontier.cancels import CancelledJobsView
-from core import metrics
-from core.settings import Settings
-from data_plane.extractor import metrics as extractor_metrics
-from data_plane.extractor.service import Extractor
-from data_plane.throttle import metrics as throttle_metrics
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers.amqp import metrics as amqp_metrics
+from dualplane.brokers.kafka.topics import prepare_data_plane
+from dualplane.connectors.sink import S3Sink
+from dualplane.connectors.sink import metrics as sink_metrics
+from dualplane.control_plane.fetcher import metrics as fetcher_metrics
+from dualplane.control_plane.fetcher.runner import TaskRunner
+from dualplane.control_plane.fetcher.worker import Fetcher
+from dualplane.control_plane.frontier import Frontier
+from dualplane.control_plane.frontier import metrics as frontier_metrics
+from dualplane.control_plane.frontier.cancels import CancelledJobsView
+from dualplane.core import metrics
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor import metrics as extractor_metrics
+from dualplane.data_plane.extractor.service import Extractor
+from dualplane.data_plane.throttle import metrics as throttle_metrics
+from dualplane.data_plane.throttle.view import ThrottleView
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ class ThrottleService:
     def run(self) -> None:
         datadir = self.settings.stack.data_dir / "throttle" / "faust"
         datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust makes only the last level itself
-        app = ["-m", "faust", "-A", "data_plane.throttle.worker", "--datadir", str(datadir)]
+        app = ["-m", "faust", "-A", "dualplane.data_plane.throttle.worker", "--datadir", str(datadir)]
         # The worker command starts Faust's web server unless told not to, whatever the app says:
         # two processors on one machine would then fight over port 6066 and one would die.
         port = self.settings.throttle.web_port

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from brokers.amqp.management import queue_stats
-from brokers.amqp.topology import Topology
-from brokers.kafka.lag import consumer_lag, extractor_lag
-from connectors.sink.lag import sink_lag
-from control_plane.frontier.jobs import FinishRule, Verdict, eta_s, finished_count, remaining
-from control_plane.frontier.progress import ProgressReader
-from core.settings import Settings
-from data_plane.throttle.snapshot import read_snapshot
+from dualplane.brokers.amqp.management import queue_stats
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.kafka.lag import consumer_lag, extractor_lag
+from dualplane.connectors.sink.lag import sink_lag
+from dualplane.control_plane.frontier.jobs import FinishRule, Verdict, eta_s, finished_count, remaining
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.snapshot import read_snapshot
 
 MAX_THROTTLED = 20
 

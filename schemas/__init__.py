@@ -8,9 +8,9 @@ encoding by default, the Confluent Schema Registry's when ``DUALPLANE_SCHEMA_REG
 
 from __future__ import annotations
 
-from schemas.codec import Decoded, ResolveId, decode, encode
-from schemas.registry import RegisteredSchema, SchemaRegistry, default_registry
-from schemas.serde import Codec, codec_for
+from dualplane.schemas.codec import Decoded, ResolveId, decode, encode
+from dualplane.schemas.registry import RegisteredSchema, SchemaRegistry, default_registry
+from dualplane.schemas.serde import Codec, codec_for
 
 __all__ = [
     "Codec",

@@ -8,15 +8,15 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Any
 
-from core.settings import TopicSettings
-from schemas.exceptions import ManifestError, UnknownSchema
+from dualplane.core.settings import TopicSettings
+from dualplane.schemas.exceptions import ManifestError, UnknownSchema
 
 MANIFEST = "manifest.json"
 
 
 def package_root() -> Traversable:
     """The ``avro`` folder shipped inside the ``schemas`` package."""
-    return files("schemas") / "avro"
+    return files("dualplane.schemas") / "avro"
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from fastavro import schemaless_reader, schemaless_writer
 from fastavro.read import SchemaResolutionError
 from fastavro.validation import ValidationError, validate
 
-from schemas.exceptions import CorruptRecord, IncompatibleSchema, InvalidRecord, UnknownSchema
-from schemas.registry import RegisteredSchema, SchemaRegistry, build_schema, or_default
-from schemas.wire import Frame, split
+from dualplane.schemas.exceptions import CorruptRecord, IncompatibleSchema, InvalidRecord, UnknownSchema
+from dualplane.schemas.registry import RegisteredSchema, SchemaRegistry, build_schema, or_default
+from dualplane.schemas.wire import Frame, split
 
 ResolveId = Callable[[int], str]
 """Maps a Confluent schema registry id to that schema's JSON text (the caller caches and fetches)."""
@@ -150,7 +150,7 @@ def _confluent_writer(known: SchemaRegistry, schema_id: int, resolve_id: Resolve
         raise UnknownSchema(
             f"message is in the Confluent wire format (schema id {schema_id}) and this reader has no schema "
             "registry: set DUALPLANE_SCHEMA_REGISTRY_URL to the producers' registry (readers decode through "
-            "schemas.serde.codec_for(settings)), or pass resolve_id"
+            "dualplane.schemas.serde.codec_for(settings)), or pass resolve_id"
         )
     foreign = _parse_foreign(resolve_id(schema_id))
     schema = known.find(foreign.fingerprint)

@@ -32,9 +32,9 @@ from confluent_kafka.schema_registry import SchemaRegistryClient, SchemaRegistry
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from core.settings import SchemaRegistrySettings, mask_url_password
-from schemas.codec import describe_invalid
-from schemas.exceptions import (
+from dualplane.core.settings import SchemaRegistrySettings, mask_url_password
+from dualplane.schemas.codec import describe_invalid
+from dualplane.schemas.exceptions import (
     InvalidRecord,
     RegistryError,
     RegistryUnavailable,
@@ -42,7 +42,7 @@ from schemas.exceptions import (
     SchemaRejected,
     UnknownSchema,
 )
-from schemas.registry import RegisteredSchema
+from dualplane.schemas.registry import RegisteredSchema
 
 log = logging.getLogger(__name__)
 

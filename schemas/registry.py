@@ -13,10 +13,10 @@ from typing import Any
 from fastavro import parse_schema
 from fastavro.schema import SchemaParseException
 
-from schemas.canonical import canonical_form, crc64_avro, fingerprint_hex
-from schemas.catalog import load_manifest, read_schema
-from schemas.exceptions import SchemaConflict, SchemaError, UnknownSchema
-from schemas.wire import single_object_header
+from dualplane.schemas.canonical import canonical_form, crc64_avro, fingerprint_hex
+from dualplane.schemas.catalog import load_manifest, read_schema
+from dualplane.schemas.exceptions import SchemaConflict, SchemaError, UnknownSchema
+from dualplane.schemas.wire import single_object_header
 
 
 @dataclass(frozen=True, repr=False)
@@ -127,7 +127,7 @@ class SchemaRegistry:
                 f"writer schema fingerprint 0x{fingerprint:016x} is not known to this process; publish "
                 "schemas with brokers.kafka.schema_topic.publish_schemas (to the topic "
                 "DUALPLANE_TOPIC_SCHEMAS names) and load them here with "
-                "brokers.kafka.schema_topic.load_schemas_from_topic, or upgrade this consumer",
+                "dualplane.brokers.kafka.schema_topic.load_schemas_from_topic, or upgrade this consumer",
                 fingerprint=fingerprint,
             )
         return schema

@@ -21,13 +21,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.settings import Settings, TopicSettings
-from schemas.catalog import Manifest, load_manifest
-from schemas.codec import Decoded, ResolveId, decode, encode, set_default_resolver
-from schemas.registry import default_registry
+from dualplane.core.settings import Settings, TopicSettings
+from dualplane.schemas.catalog import Manifest, load_manifest
+from dualplane.schemas.codec import Decoded, ResolveId, decode, encode, set_default_resolver
+from dualplane.schemas.registry import default_registry
 
 if TYPE_CHECKING:  # imported on use: the registry client pulls in an HTTP stack default mode never needs
-    from schemas.confluent import ConfluentRegistry
+    from dualplane.schemas.confluent import ConfluentRegistry
 
 WireFormat = Literal["single-object", "confluent"]
 
@@ -89,7 +89,7 @@ def codec_for(settings: Settings) -> Codec:
     """
     if not settings.schema_registry.url:
         return Codec(settings.topics)
-    from schemas.confluent import ConfluentRegistry  # noqa: PLC0415 (see the TYPE_CHECKING import)
+    from dualplane.schemas.confluent import ConfluentRegistry  # noqa: PLC0415 (see the TYPE_CHECKING import)
 
     return Codec(settings.topics, ConfluentRegistry.from_settings(settings.schema_registry))
 

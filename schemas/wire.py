@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from schemas.canonical import fingerprint_from_wire, fingerprint_to_wire
-from schemas.exceptions import CorruptRecord
+from dualplane.schemas.canonical import fingerprint_from_wire, fingerprint_to_wire
+from dualplane.schemas.exceptions import CorruptRecord
 
 SINGLE_OBJECT_MARKER = b"\xc3\x01"
 SINGLE_OBJECT_HEADER_BYTES = 10

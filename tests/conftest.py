@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from tests.support.brokers import BrokerSession, BrokersUnavailable, open_brokers
 from tests.support.factories import (
     AmqpQueueFactory,

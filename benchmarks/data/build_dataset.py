@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 import lxml.html
 
-from core.web.charset import detect_charset
+from dualplane.core.web.charset import detect_charset
 
 HERE = Path(__file__).resolve().parent
 TEST_SHARE = 4  # of 10 hash buckets: about 40% of the sites are test sites

@@ -3,6 +3,6 @@
 The connection helpers are re-exported here, so callers write ``amqp.connect(settings.amqp)``.
 """
 
-from brokers.amqp.connection import answers, connect, connection_parameters, persistent
+from dualplane.brokers.amqp.connection import answers, connect, connection_parameters, persistent
 
 __all__ = ["answers", "connect", "connection_parameters", "persistent"]

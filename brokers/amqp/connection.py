@@ -7,7 +7,7 @@ import logging
 import pika
 from pika.adapters.utils.connection_workflow import AMQPConnectorException
 
-from core.settings import AmqpSettings
+from dualplane.core.settings import AmqpSettings
 
 
 class _ClosedIsAWarning(logging.Filter):

@@ -32,16 +32,16 @@ from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import AMQPError
 from pika.spec import Basic
 
-from brokers import amqp
-from brokers.amqp.dead_letters import dead_letter
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import ControlMessage, decode
-from brokers.amqp.publisher import publish
-from brokers.amqp.topology import Topology
-from brokers.amqp.transactions import TxChannel
-from core import metrics
-from core.logs import page_context, page_of
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.dead_letters import dead_letter
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import ControlMessage, decode
+from dualplane.brokers.amqp.publisher import publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.amqp.transactions import TxChannel
+from dualplane.core import metrics
+from dualplane.core.logs import page_context, page_of
+from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -17,9 +17,9 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.publisher import publish
-from brokers.amqp.topology import Topology
-from core.json_bounds import loads_bounded
+from dualplane.brokers.amqp.publisher import publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.json_bounds import loads_bounded
 
 REASON = "x-dualplane-reason"
 SOURCE_QUEUE = "x-dualplane-source-queue"

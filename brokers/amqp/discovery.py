@@ -13,10 +13,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 
-from brokers.amqp.messages import MAX_BATCH_URLS, MAX_URL_CHARS, DiscoveredBatch, Priority, new_id
-from brokers.amqp.topology import Topology
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
+from dualplane.brokers.amqp.messages import MAX_BATCH_URLS, MAX_URL_CHARS, DiscoveredBatch, Priority, new_id
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 

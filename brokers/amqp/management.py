@@ -8,9 +8,9 @@ from urllib.parse import quote
 
 import httpx
 
-from brokers import amqp
-from brokers.amqp.exceptions import ControlPlaneError
-from core.settings import AmqpSettings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.exceptions import ControlPlaneError
+from dualplane.core.settings import AmqpSettings
 
 
 @dataclass(frozen=True)

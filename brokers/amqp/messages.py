@@ -24,10 +24,10 @@ from pydantic import (
     model_validator,
 )
 
-from brokers.amqp import lanes
-from brokers.amqp.exceptions import MessageRejected
-from core.clock import utc_now
-from core.json_bounds import JsonTooDeep, loads_bounded
+from dualplane.brokers.amqp import lanes
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.core.clock import utc_now
+from dualplane.core.json_bounds import JsonTooDeep, loads_bounded
 
 Priority = lanes.Priority  # defined apart for the topology (see lanes.py); named here as before
 PRIORITIES = lanes.PRIORITIES

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 
-from brokers.amqp.management import queue_stats
-from brokers.amqp.topology import Topology
-from core import metrics
-from core.settings import Settings
+from dualplane.brokers.amqp.management import queue_stats
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core import metrics
+from dualplane.core.settings import Settings
 
 QUEUE_TTL_S = 5.0  # the management API refreshes its figures every 5 s anyway
 

@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import ChannelClosedByBroker
 
-from brokers.amqp.publisher import publish
-from brokers.amqp.topology import Topology
+from dualplane.brokers.amqp.publisher import publish
+from dualplane.brokers.amqp.topology import Topology
 
 log = logging.getLogger(__name__)
 

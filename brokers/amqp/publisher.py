@@ -8,7 +8,7 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.messages import CONTENT_TYPE, ControlMessage
+from dualplane.brokers.amqp.messages import CONTENT_TYPE, ControlMessage
 
 
 def confirmed_channel(connection: pika.BlockingConnection) -> BlockingChannel:

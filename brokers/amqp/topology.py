@@ -29,9 +29,9 @@ from typing import Any
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.lanes import PRIORITIES, Priority
-from core.settings import QueueSettings
-from core.web.domains import shard_of
+from dualplane.brokers.amqp.lanes import PRIORITIES, Priority
+from dualplane.core.settings import QueueSettings
+from dualplane.core.web.domains import shard_of
 
 
 class Topology:

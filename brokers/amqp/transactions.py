@@ -30,8 +30,8 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.messages import ControlMessage
-from brokers.amqp.publisher import encoded
+from dualplane.brokers.amqp.messages import ControlMessage
+from dualplane.brokers.amqp.publisher import encoded
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
-from brokers.kafka.logs import KAFKA_LOG, LIBRDKAFKA_LOG_LEVEL
-from core.settings import KafkaSettings
+from dualplane.brokers.kafka.logs import KAFKA_LOG, LIBRDKAFKA_LOG_LEVEL
+from dualplane.core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

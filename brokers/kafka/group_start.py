@@ -13,8 +13,8 @@ import logging
 
 from confluent_kafka import KafkaException, TopicPartition
 
-from brokers.kafka import clients
-from core.settings import KafkaSettings
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

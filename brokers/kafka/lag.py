@@ -11,8 +11,8 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from brokers.kafka import clients
-from core.settings import KafkaSettings, Settings
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import KafkaSettings, Settings
 
 
 def consumer_lag(kafka: KafkaSettings, group_id: str, topic: str, *, timeout_s: float = 10.0) -> int:

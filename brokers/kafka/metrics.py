@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import threading
 
-from brokers.kafka.lag import consumer_lag
-from core import metrics
-from core.settings import KafkaSettings
+from dualplane.brokers.kafka.lag import consumer_lag
+from dualplane.core import metrics
+from dualplane.core.settings import KafkaSettings
 
 LAG_TTL_S = 10.0  # each read opens a consumer and asks for offsets: not on every scrape
 

@@ -11,8 +11,8 @@ from collections.abc import Collection, Iterator
 
 from confluent_kafka import KafkaError, Message, TopicPartition
 
-from brokers.kafka import clients
-from core.settings import KafkaSettings
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import KafkaSettings
 
 
 def read_to_end(

@@ -17,11 +17,11 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]  # re-exported, not in __all__
 
-from brokers.kafka import clients
-from core.settings import KafkaSettings
-from schemas.canonical import fingerprint_hex, schema_fingerprint
-from schemas.exceptions import SchemaError, SchemaTopicError
-from schemas.registry import RegisteredSchema, SchemaRegistry, or_default
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import KafkaSettings
+from dualplane.schemas.canonical import fingerprint_hex, schema_fingerprint
+from dualplane.schemas.exceptions import SchemaError, SchemaTopicError
+from dualplane.schemas.registry import RegisteredSchema, SchemaRegistry, or_default
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
-from brokers.kafka import clients
-from brokers.kafka.schema_topic import publish_schemas
-from core.settings import KafkaSettings, Settings
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.schema_topic import publish_schemas
+from dualplane.core.settings import KafkaSettings, Settings
 
 WEEK_MS = str(7 * 86_400_000)
 ENVELOPE_HEADROOM_BYTES = 64 * 1024

@@ -7,11 +7,11 @@ valid URLs, in flat memory, while it counts lines, bytes read and bad lines.
 
 from __future__ import annotations
 
-from connectors.seeds.base import SeedSource
-from connectors.seeds.lines import BadLine, SeedList
-from connectors.seeds.local import LocalSeedSource
-from connectors.seeds.s3 import S3SeedSource
-from core.settings import Settings
+from dualplane.connectors.seeds.base import SeedSource
+from dualplane.connectors.seeds.lines import BadLine, SeedList
+from dualplane.connectors.seeds.local import LocalSeedSource
+from dualplane.connectors.seeds.s3 import S3SeedSource
+from dualplane.core.settings import Settings
 
 __all__ = [
     "BadLine",

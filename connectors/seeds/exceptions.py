@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.exceptions import DualplaneError
+from dualplane.core.exceptions import DualplaneError
 
 
 class SeedListError(DualplaneError):

@@ -16,11 +16,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, BinaryIO, cast
 
-from connectors.seeds.base import SeedSource
-from connectors.seeds.exceptions import SeedListError
-from core.settings import SeedSettings
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
+from dualplane.connectors.seeds.base import SeedSource
+from dualplane.connectors.seeds.exceptions import SeedListError
+from dualplane.core.settings import SeedSettings
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 GZIP_MAGIC = b"\x1f\x8b"
 EXAMPLES_KEPT = 5

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import BinaryIO
 
-from connectors.seeds.base import SeedSource
-from connectors.seeds.exceptions import SeedListError
+from dualplane.connectors.seeds.base import SeedSource
+from dualplane.connectors.seeds.exceptions import SeedListError
 
 
 class LocalSeedSource(SeedSource):

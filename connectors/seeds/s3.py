@@ -7,10 +7,10 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from connectors.seeds.base import SeedSource
-from connectors.seeds.exceptions import SeedListError
-from connectors.storage import s3
-from core.settings import S3Settings
+from dualplane.connectors.seeds.base import SeedSource
+from dualplane.connectors.seeds.exceptions import SeedListError
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import S3Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

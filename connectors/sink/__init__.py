@@ -12,14 +12,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from connectors.sink.service import S3Sink
+    from dualplane.connectors.sink.service import S3Sink
 
 __all__ = ["S3Sink"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "S3Sink":
-        from connectors.sink.service import S3Sink  # noqa: PLC0415 (loaded on first use)
+        from dualplane.connectors.sink.service import S3Sink  # noqa: PLC0415 (loaded on first use)
 
         return S3Sink
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

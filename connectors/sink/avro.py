@@ -28,13 +28,13 @@ from confluent_kafka import Message
 from fastavro import parse_schema, schemaless_writer
 from fastavro.write import Writer
 
-import schemas
-from connectors.sink.avro_check import DatumCheck
-from connectors.sink.base import FileStart, Item, Sink, SinkFile
-from connectors.sink.compression import Deflate
-from connectors.sink.exceptions import SinkUnavailable, Unwritable
-from schemas.exceptions import CorruptRecord, RegistryError
-from schemas.wire import Frame, split
+from dualplane import schemas
+from dualplane.connectors.sink.avro_check import DatumCheck
+from dualplane.connectors.sink.base import FileStart, Item, Sink, SinkFile
+from dualplane.connectors.sink.compression import Deflate
+from dualplane.connectors.sink.exceptions import SinkUnavailable, Unwritable
+from dualplane.schemas.exceptions import CorruptRecord, RegistryError
+from dualplane.schemas.wire import Frame, split
 
 log = logging.getLogger(__name__)
 

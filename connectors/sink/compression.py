@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from isal import igzip_lib
 
-from core.settings import SinkSettings
+from dualplane.core.settings import SinkSettings
 
 GzipMember = Callable[[bytes], bytes]
 """Compresses one whole record into one gzip member."""

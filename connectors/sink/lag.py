@@ -7,8 +7,8 @@ not archived yet (including the open files' records, which idle flushing writes 
 
 from __future__ import annotations
 
-from brokers.kafka.lag import consumer_lag
-from core.settings import Settings
+from dualplane.brokers.kafka.lag import consumer_lag
+from dualplane.core.settings import Settings
 
 
 def sink_topics(settings: Settings) -> list[str]:

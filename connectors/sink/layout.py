@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import quote
 
-from connectors.sink.base import Item
-from core.settings import SinkSettings
-from core.settings.connectors import PartitionField
+from dualplane.connectors.sink.base import Item
+from dualplane.core.settings import SinkSettings
+from dualplane.core.settings.connectors import PartitionField
 
 Group = tuple[str, ...]
 

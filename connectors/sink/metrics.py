@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from brokers.kafka.metrics import watch_lag
-from connectors.sink.lag import sink_topics
-from core import metrics
+from dualplane.brokers.kafka.metrics import watch_lag
+from dualplane.connectors.sink.lag import sink_topics
+from dualplane.core import metrics
 
 if TYPE_CHECKING:
-    from connectors.sink.service import S3Sink
+    from dualplane.connectors.sink.service import S3Sink
 
 ARCHIVED = ("files", "records", "bytes", "dead_letters")
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Message
 
-from connectors.sink.base import Item, Sink
-from connectors.sink.exceptions import Unwritable
+from dualplane.connectors.sink.base import Item, Sink
+from dualplane.connectors.sink.exceptions import Unwritable
 
 Outcome = Item | Unwritable
 CHUNK_MESSAGES = 16  # a worker takes this many consecutive messages: one future each, not one a message

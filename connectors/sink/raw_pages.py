@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import schemas
-from schemas.wire import split
+from dualplane import schemas
+from dualplane.schemas.wire import split
 
 try:
     import cavro

@@ -16,20 +16,24 @@ import threading
 from collections import Counter
 from datetime import timedelta
 
-from brokers.kafka import clients
-from brokers.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
-from connectors.sink.avro import AvroSink
-from connectors.sink.base import Sink
-from connectors.sink.compression import deflate_block, gzip_member
-from connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
-from connectors.sink.layout import Layout
-from connectors.sink.session import Session, StartOver
-from connectors.sink.upload import ArchiveStore
-from connectors.sink.warc import WarcSink
-from connectors.storage import s3
-from connectors.storage.claim_check import ClaimCheckStore
-from core.settings import Settings
-from schemas import codec_for
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import (
+    ENVELOPE_HEADROOM_BYTES,
+    prepare_data_plane,
+    raw_page_max_message_bytes,
+)
+from dualplane.connectors.sink.avro import AvroSink
+from dualplane.connectors.sink.base import Sink
+from dualplane.connectors.sink.compression import deflate_block, gzip_member
+from dualplane.connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
+from dualplane.connectors.sink.layout import Layout
+from dualplane.connectors.sink.session import Session, StartOver
+from dualplane.connectors.sink.upload import ArchiveStore
+from dualplane.connectors.sink.warc import WarcSink
+from dualplane.connectors.storage import s3
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.core.settings import Settings
+from dualplane.schemas import codec_for
 
 log = logging.getLogger(__name__)
 

@@ -37,15 +37,15 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-import schemas
-from connectors.sink.base import FileStart, Sink
-from connectors.sink.exceptions import KeyTaken, SinkUnavailable, Unwritable
-from connectors.sink.layout import Layout
-from connectors.sink.prepare import Outcome, Preparer
-from connectors.sink.spool import OpenFile
-from connectors.sink.upload import ArchiveStore
-from connectors.sink.uploads import Partition, Uploads
-from core.settings import Settings
+from dualplane import schemas
+from dualplane.connectors.sink.base import FileStart, Sink
+from dualplane.connectors.sink.exceptions import KeyTaken, SinkUnavailable, Unwritable
+from dualplane.connectors.sink.layout import Layout
+from dualplane.connectors.sink.prepare import Outcome, Preparer
+from dualplane.connectors.sink.spool import OpenFile
+from dualplane.connectors.sink.upload import ArchiveStore
+from dualplane.connectors.sink.uploads import Partition, Uploads
+from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

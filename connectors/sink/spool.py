@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from connectors.sink.base import FileStart, Item, Sink, SinkFile
-from connectors.sink.layout import Group
+from dualplane.connectors.sink.base import FileStart, Item, Sink, SinkFile
+from dualplane.connectors.sink.layout import Group
 
 SPOOL_IN_MEMORY_BYTES = 8 * 1024 * 1024  # files beyond this go to disk: memory stays flat for 256 MiB files
 

@@ -22,8 +22,8 @@ from typing import IO, TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from connectors.sink.exceptions import KeyTaken, SinkMisconfigured, SinkUnavailable
-from connectors.storage import s3
+from dualplane.connectors.sink.exceptions import KeyTaken, SinkMisconfigured, SinkUnavailable
+from dualplane.connectors.storage import s3
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from connectors.sink.spool import OpenFile
-from connectors.sink.upload import ArchiveStore
+from dualplane.connectors.sink.spool import OpenFile
+from dualplane.connectors.sink.upload import ArchiveStore
 
 Partition = tuple[str, int]
 

@@ -32,12 +32,12 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-import schemas
-from connectors.sink.base import FileStart, Item, Sink, SinkFile
-from connectors.sink.compression import GzipMember
-from connectors.sink.exceptions import SinkUnavailable, Unwritable
-from connectors.sink.raw_pages import RawPageDecoder
-from connectors.sink.warc_records import (
+from dualplane import schemas
+from dualplane.connectors.sink.base import FileStart, Item, Sink, SinkFile
+from dualplane.connectors.sink.compression import GzipMember
+from dualplane.connectors.sink.exceptions import SinkUnavailable, Unwritable
+from dualplane.connectors.sink.raw_pages import RawPageDecoder
+from dualplane.connectors.sink.warc_records import (
     WARC_VERSION,
     archived_uri,
     request_member,
@@ -45,10 +45,10 @@ from connectors.sink.warc_records import (
     sha1,
     sha256,
 )
-from connectors.sink.warc_revisit import is_revisit, revisit_member
-from connectors.storage.claim_check import ClaimCheckStore
-from connectors.storage.exceptions import ClaimCheckError, ClaimCheckUnavailable
-from schemas.exceptions import RegistryError
+from dualplane.connectors.sink.warc_revisit import is_revisit, revisit_member
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.connectors.storage.exceptions import ClaimCheckError, ClaimCheckUnavailable
+from dualplane.schemas.exceptions import RegistryError
 
 ID_NAMESPACE = uuid.UUID("8a3c0a64-6f7e-4f55-9d0b-3f1e2b9c7d10")  # ours: record ids are uuid5 in it
 _NAMESPACE_BYTES = ID_NAMESPACE.bytes

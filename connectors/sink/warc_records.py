@@ -29,7 +29,7 @@ from urllib.parse import quote, urlsplit
 from w3lib.url import safe_url_string
 from warcio.statusandheaders import StatusAndHeaders
 
-from connectors.sink.compression import GzipMember
+from dualplane.connectors.sink.compression import GzipMember
 
 WARC_VERSION = "WARC/1.0"
 RENAMED = frozenset({"content-encoding", "transfer-encoding", "content-length"})

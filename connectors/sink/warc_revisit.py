@@ -19,8 +19,8 @@ from urllib.parse import quote
 from warcio.recordbuilder import RecordBuilder
 from warcio.warcwriter import WARCWriter
 
-from connectors.sink.compression import GzipMember
-from connectors.sink.warc_records import CONTROL, WARC_VERSION, http_response_head
+from dualplane.connectors.sink.compression import GzipMember
+from dualplane.connectors.sink.warc_records import CONTROL, WARC_VERSION, http_response_head
 
 SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.0/revisit/server-not-modified"
 NOT_MODIFIED = 304

@@ -31,13 +31,13 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 
-from connectors.storage.exceptions import (
+from dualplane.connectors.storage.exceptions import (
     ClaimCheckInvalid,
     ClaimCheckMissing,
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from core.settings import S3Settings
+from dualplane.core.settings import S3Settings
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -78,12 +78,12 @@ class ClaimCheckStore:
         """A store on the configured endpoint and bucket; nothing is contacted until first use."""
 
         def make_client() -> S3Client:
-            from connectors.storage import s3  # noqa: PLC0415 (boto3 loads slowly; pages under the limit never need it)
+            from dualplane.connectors.storage import s3  # noqa: PLC0415 (boto3 loads slowly; pages under the limit never need it)
 
             return s3.client(s3_settings)
 
         def ensure_bucket() -> None:
-            from connectors.storage import s3  # noqa: PLC0415
+            from dualplane.connectors.storage import s3  # noqa: PLC0415
 
             s3.ensure_bucket(s3_settings)
 

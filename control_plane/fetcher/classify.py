@@ -28,9 +28,9 @@ from collections.abc import Container
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from control_plane.fetcher.backends.base import FetchResponse
-from control_plane.fetcher.challenges import find_challenge
-from control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.backends.base import FetchResponse
+from dualplane.control_plane.fetcher.challenges import find_challenge
+from dualplane.control_plane.fetcher.retry_policy import Outcome
 
 # A Retry-After beyond a day is a misconfiguration or a ban; the retry policy caps it further.
 MAX_RETRY_AFTER_S = 86_400.0

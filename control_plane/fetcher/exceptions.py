@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from control_plane.fetcher.retry_policy import Outcome
-from core.exceptions import DualplaneError
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.exceptions import DualplaneError
 
 
 class FetcherError(DualplaneError):

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser
 
-from control_plane.fetcher import metrics
-from control_plane.fetcher.backends.base import FetchResponse
-from control_plane.fetcher.fingerprint import text_fingerprint
-from core.settings import FetchSettings
-from core.web.html import MAX_NESTING, is_html, too_deep
-from core.web.links import page_links
+from dualplane.control_plane.fetcher import metrics
+from dualplane.control_plane.fetcher.backends.base import FetchResponse
+from dualplane.control_plane.fetcher.fingerprint import text_fingerprint
+from dualplane.core.settings import FetchSettings
+from dualplane.core.web.html import MAX_NESTING, is_html, too_deep
+from dualplane.core.web.links import page_links
 
 log = logging.getLogger(__name__)
 

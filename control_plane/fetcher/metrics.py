@@ -12,9 +12,9 @@ from typing import Protocol
 
 from prometheus_client import Counter, Histogram
 
-from brokers.amqp.messages import Priority
-from control_plane.fetcher.retry_policy import Outcome
-from core import metrics
+from dualplane.brokers.amqp.messages import Priority
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core import metrics
 
 
 class Watched(Protocol):

@@ -44,15 +44,15 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.topics import raw_page_max_message_bytes
-from connectors.storage.claim_check import ClaimCheckStore
-from connectors.storage.exceptions import ClaimCheckUnavailable
-from control_plane.fetcher.runner import HandOffFailed
-from core import metrics
-from core.settings import Settings
-from schemas.exceptions import RegistryUnavailable
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import raw_page_max_message_bytes
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.connectors.storage.exceptions import ClaimCheckUnavailable
+from dualplane.control_plane.fetcher.runner import HandOffFailed
+from dualplane.core import metrics
+from dualplane.core.settings import Settings
+from dualplane.schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)
 

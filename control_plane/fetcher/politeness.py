@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Literal
 
-from core.limits import cooldown_s
+from dualplane.core.limits import cooldown_s
 
 MAX_PERMIT_WAIT_S = 60.0
 

@@ -56,11 +56,11 @@ from datetime import UTC, datetime, timedelta
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp import permits
-from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
-from brokers.amqp.dead_letters import dead_letter
-from brokers.amqp.discovery import discovery_batches
-from brokers.amqp.messages import (
+from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
+from dualplane.brokers.amqp.dead_letters import dead_letter
+from dualplane.brokers.amqp.discovery import discovery_batches
+from dualplane.brokers.amqp.messages import (
     MAX_BATCH_REPORTS,
     PRIORITIES,
     CrawlTask,
@@ -71,16 +71,16 @@ from brokers.amqp.messages import (
     Validators,
     new_id,
 )
-from brokers.amqp.topology import Topology
-from control_plane.fetcher import metrics, politeness
-from control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
-from core import metrics as core_metrics
-from core.jobs import CancelledJobs, NoCancels
-from core.limits import Limits, LimitsSource
-from core.logs import bind_page, page_context
-from core.settings import Settings
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.fetcher import metrics, politeness
+from dualplane.control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
+from dualplane.core import metrics as core_metrics
+from dualplane.core.jobs import CancelledJobs, NoCancels
+from dualplane.core.limits import Limits, LimitsSource
+from dualplane.core.logs import bind_page, page_context
+from dualplane.core.settings import Settings
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 

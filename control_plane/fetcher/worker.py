@@ -19,20 +19,20 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urljoin
 
-from brokers.amqp.messages import CrawlTask, Validators
-from control_plane.fetcher import metrics
-from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.backends.proxies import ProxyPool
-from control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
-from control_plane.fetcher.classify import Classification, classify
-from control_plane.fetcher.exceptions import FetchFailed
-from control_plane.fetcher.links import NO_LINKS, links_of
-from control_plane.fetcher.outputs import KafkaOutputs
-from control_plane.fetcher.retry_policy import Outcome
-from control_plane.fetcher.runner import FetchResult, HandOffFailed
-from core.settings import Settings
-from core.web.ssrf import SsrfGuard
+from dualplane.brokers.amqp.messages import CrawlTask, Validators
+from dualplane.control_plane.fetcher import metrics
+from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.backends.proxies import ProxyPool
+from dualplane.control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
+from dualplane.control_plane.fetcher.classify import Classification, classify
+from dualplane.control_plane.fetcher.exceptions import FetchFailed
+from dualplane.control_plane.fetcher.links import NO_LINKS, links_of
+from dualplane.control_plane.fetcher.outputs import KafkaOutputs
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.runner import FetchResult, HandOffFailed
+from dualplane.core.settings import Settings
+from dualplane.core.web.ssrf import SsrfGuard
 
 log = logging.getLogger(__name__)
 

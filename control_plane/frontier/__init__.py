@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from control_plane.frontier.service import Frontier
+    from dualplane.control_plane.frontier.service import Frontier
 
 __all__ = ["Frontier"]
 
 
 def __getattr__(name: str) -> Any:
     if name == "Frontier":
-        from control_plane.frontier.service import Frontier  # noqa: PLC0415 (loaded on first use)
+        from dualplane.control_plane.frontier.service import Frontier  # noqa: PLC0415 (loaded on first use)
 
         return Frontier
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

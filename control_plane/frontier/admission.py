@@ -15,16 +15,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from brokers.amqp.messages import CrawlTask, JobSpec, Priority, new_id
-from control_plane.frontier.exceptions import RobotsPending
-from control_plane.frontier.robots import RobotsCache
-from control_plane.frontier.scope import ScopeRules
-from control_plane.frontier.seen import SeenSet
-from control_plane.frontier.store import FrontierState
-from core.web.domains import shard_bucket
-from core.web.exceptions import InvalidUrl
-from core.web.ssrf import SsrfGuard
-from core.web.urls import canonicalize, domain_of, url_key
+from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, Priority, new_id
+from dualplane.control_plane.frontier.exceptions import RobotsPending
+from dualplane.control_plane.frontier.robots import RobotsCache
+from dualplane.control_plane.frontier.scope import ScopeRules
+from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.store import FrontierState
+from dualplane.core.web.domains import shard_bucket
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import canonicalize, domain_of, url_key
 
 SAFE_HOST_TTL_S = 600.0  # how long an SSRF verdict on a host is trusted (it resolves DNS)
 # Links repeat (menus, listings: about two in three on the sample site): a link already known to be

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from control_plane.frontier.progress import ProgressReader
-from core.settings import Settings
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

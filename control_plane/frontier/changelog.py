@@ -30,9 +30,9 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
-from brokers.kafka import clients
-from control_plane.frontier.exceptions import ChangelogUnavailable
-from core.settings import KafkaSettings
+from dualplane.brokers.kafka import clients
+from dualplane.control_plane.frontier.exceptions import ChangelogUnavailable
+from dualplane.core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
 

@@ -16,16 +16,16 @@ import pika.exceptions
 from confluent_kafka import KafkaException
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers import amqp
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
-from control_plane.frontier.jobs import FinishRule, Verdict
-from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.sitemap_seeds import seed_from_sitemaps
-from control_plane.frontier.sitemaps import SitemapProblem, SitemapStats
-from control_plane.frontier.submit import cancel_job, submit_job
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.publisher import confirmed_channel
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier.sitemap_seeds import seed_from_sitemaps
+from dualplane.control_plane.frontier.sitemaps import SitemapProblem, SitemapStats
+from dualplane.control_plane.frontier.submit import cancel_job, submit_job
+from dualplane.core.settings import Settings
 
 # A look that fails for these is retried with a fresh reader: a broker restarting is expected.
 BROKER_ERRORS = (pika.exceptions.AMQPError, KafkaException, OSError)

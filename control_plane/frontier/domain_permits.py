@@ -21,10 +21,10 @@ import time
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp import permits
-from brokers.amqp.topology import Topology
-from control_plane.frontier.store import FrontierState
-from core.limits import Limits, LimitsSource
+from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.store import FrontierState
+from dualplane.core.limits import Limits, LimitsSource
 
 log = logging.getLogger(__name__)
 

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from brokers.kafka import clients
-from brokers.kafka.lag import extractor_lag
-from control_plane.frontier.changelog import ensure_changelog
-from core.settings import Settings
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.lag import extractor_lag
+from dualplane.control_plane.frontier.changelog import ensure_changelog
+from dualplane.core.settings import Settings
 
 if TYPE_CHECKING:  # readers of progress (`dualplane status`) need no frontier store
-    from control_plane.frontier.store import FrontierState
+    from dualplane.control_plane.frontier.store import FrontierState
 
 RATE_WINDOW_S = 30.0
 # A job not finished whose counters have not moved for this long is stalled: something is broken (its

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from prometheus_client import Counter
 
-from core import metrics
+from dualplane.core import metrics
 
 
 class Outstanding(Protocol):

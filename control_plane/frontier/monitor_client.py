@@ -13,8 +13,8 @@ from typing import Any
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers import amqp
-from brokers.amqp.messages import (
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.messages import (
     ControlMessage,
     JobSpec,
     MonitorAction,
@@ -23,12 +23,12 @@ from brokers.amqp.messages import (
     new_id,
     visit_job_id,
 )
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from control_plane.frontier.exceptions import UnknownMonitor
-from control_plane.frontier.progress import ProgressReader
-from control_plane.frontier.submit import submit_job
-from core.settings import Settings
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.exceptions import UnknownMonitor
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier.submit import submit_job
+from dualplane.core.settings import Settings
 
 MoreVisitSeeds = Callable[[JobSpec], int]
 """Submits seeds of a later visit's job (the monitor's sitemaps read again, e.g. with

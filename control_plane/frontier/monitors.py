@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from brokers.amqp.messages import (
+from dualplane.brokers.amqp.messages import (
     CrawlTask,
     MonitorCommand,
     MonitorSpec,
@@ -34,15 +34,15 @@ from brokers.amqp.messages import (
     new_id,
     visit_job_id,
 )
-from control_plane.frontier.jobs import SideRecord
-from control_plane.frontier.progress import SNAPSHOT_KEY_PREFIX
-from control_plane.frontier.schedule import (
+from dualplane.control_plane.frontier.jobs import SideRecord
+from dualplane.control_plane.frontier.progress import SNAPSHOT_KEY_PREFIX
+from dualplane.control_plane.frontier.schedule import (
     MONITOR_COUNTERS,
     ScheduledUrl,
     judge,
     next_interval_s,
 )
-from control_plane.frontier.store import FrontierState
+from dualplane.control_plane.frontier.store import FrontierState
 
 # A due URL not taken within this long (no room in its domain or the shard, its monitor's budget
 # spent, its robots.txt awaited) is overdue: status shows how many, and the oldest's age.

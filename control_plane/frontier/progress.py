@@ -12,10 +12,10 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
 
-from brokers.kafka import clients
-from control_plane.frontier.jobs import ensure_progress_topic
-from control_plane.frontier.schedule import MONITOR_COUNTERS
-from core.settings import KafkaSettings, Settings
+from dualplane.brokers.kafka import clients
+from dualplane.control_plane.frontier.jobs import ensure_progress_topic
+from dualplane.control_plane.frontier.schedule import MONITOR_COUNTERS
+from dualplane.core.settings import KafkaSettings, Settings
 
 # Monitors publish their snapshots to the same topic, keyed by this prefix and their id (see
 # control_plane.frontier.monitors); jobs() leaves them out, monitors() reads them.

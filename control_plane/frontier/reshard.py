@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 
 import pika
 
-from brokers import amqp
-from brokers.amqp.discovery import discovery_batches, shard_of_url
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import (
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.discovery import discovery_batches, shard_of_url
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import (
     DiscoveredBatch,
     DiscoveredUrl,
     JobSpec,
@@ -43,13 +43,13 @@ from brokers.amqp.messages import (
     TaskReports,
     decode,
 )
-from brokers.amqp.topology import Topology
-from brokers.amqp.transactions import TxChannel
-from brokers.kafka import clients
-from control_plane.frontier.changelog import Changelog, ensure_changelog
-from control_plane.frontier.exceptions import ReshardRefused
-from control_plane.frontier.reshard_plan import Partition, Plan, handled_ids, job_rules, plan
-from core.settings import Settings
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.amqp.transactions import TxChannel
+from dualplane.brokers.kafka import clients
+from dualplane.control_plane.frontier.changelog import Changelog, ensure_changelog
+from dualplane.control_plane.frontier.exceptions import ReshardRefused
+from dualplane.control_plane.frontier.reshard_plan import Partition, Plan, handled_ids, job_rules, plan
+from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

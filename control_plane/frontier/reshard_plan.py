@@ -27,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from control_plane.frontier.changelog import SEEN_PREFIX, Record
-from control_plane.frontier.store import FUNNEL
-from core.web.domains import shard_of
+from dualplane.control_plane.frontier.changelog import SEEN_PREFIX, Record
+from dualplane.control_plane.frontier.store import FUNNEL
+from dualplane.core.web.domains import shard_of
 
 SITE_TABLES = ("domains", "tasks", "backlog")
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from control_plane.frontier.changelog import SEEN_PREFIX, Changelog
-from control_plane.frontier.seen import SeenSet
-from control_plane.frontier.store import FrontierState
-from core.web.urls import KEY_BYTES
+from dualplane.control_plane.frontier.changelog import SEEN_PREFIX, Changelog
+from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.store import FrontierState
+from dualplane.core.web.urls import KEY_BYTES
 
 log = logging.getLogger(__name__)
 

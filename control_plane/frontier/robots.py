@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 
 from protego import Protego
 
-from core.web.client import GuardedClient, HttpAnswer
-from core.web.client_thread import ClientThread
-from core.web.exceptions import OutboundFailed, UnsafeUrl
-from core.web.ssrf import SsrfGuard
-from core.web.urls import domain_of
+from dualplane.core.web.client import GuardedClient, HttpAnswer
+from dualplane.core.web.client_thread import ClientThread
+from dualplane.core.web.exceptions import OutboundFailed, UnsafeUrl
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import domain_of
 
 MAX_ROBOTS_BYTES = 500 * 1024
 """RFC 9309 asks parsers to read at least 500 KiB; we read that much, up to its last whole line."""

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from core.web.urls import domain_of
+from dualplane.core.web.urls import domain_of
 
 Verdict = Literal["changed", "unchanged", "first", "failed"]
 GROWTH = 1.5

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 
 @dataclass(frozen=True)

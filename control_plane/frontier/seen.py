@@ -11,8 +11,8 @@ from typing import Literal
 
 from rbloom import Bloom
 
-from control_plane.frontier.exceptions import SeenSetCorrupt
-from core.web.urls import KEY_BYTES
+from dualplane.control_plane.frontier.exceptions import SeenSetCorrupt
+from dualplane.core.web.urls import KEY_BYTES
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS seen (key BLOB PRIMARY KEY) WITHOUT ROWID;

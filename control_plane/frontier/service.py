@@ -36,10 +36,10 @@ import time
 from collections import Counter
 from contextlib import AbstractContextManager
 
-from brokers.amqp import permits
-from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import (
+from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import (
     CrawlTask,
     DiscoveredBatch,
     DiscoveredUrl,
@@ -53,23 +53,23 @@ from brokers.amqp.messages import (
     new_id,
     visit_of,
 )
-from brokers.amqp.topology import Topology
-from control_plane.frontier import metrics
-from control_plane.frontier.admission import Admission, Batch
-from control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
-from control_plane.frontier.domain_permits import DomainPermits
-from control_plane.frontier.exceptions import ChangelogUnavailable, RobotsPending
-from control_plane.frontier.jobs import JobSnapshots, SideRecord, ensure_progress_topic
-from control_plane.frontier.monitors import Monitors
-from control_plane.frontier.restore import catch_up
-from control_plane.frontier.robots import RobotsCache
-from control_plane.frontier.seen import SeenSet
-from control_plane.frontier.store import FrontierState
-from core.limits import Limits, LimitsSource
-from core.logs import page_context, page_of
-from core.settings import Settings
-from core.web.ssrf import SsrfGuard
-from core.web.urls import DEFAULT_TRACKING_PARAMS
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier import metrics
+from dualplane.control_plane.frontier.admission import Admission, Batch
+from dualplane.control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
+from dualplane.control_plane.frontier.domain_permits import DomainPermits
+from dualplane.control_plane.frontier.exceptions import ChangelogUnavailable, RobotsPending
+from dualplane.control_plane.frontier.jobs import JobSnapshots, SideRecord, ensure_progress_topic
+from dualplane.control_plane.frontier.monitors import Monitors
+from dualplane.control_plane.frontier.restore import catch_up
+from dualplane.control_plane.frontier.robots import RobotsCache
+from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.store import FrontierState
+from dualplane.core.limits import Limits, LimitsSource
+from dualplane.core.logs import page_context, page_of
+from dualplane.core.settings import Settings
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS
 
 log = logging.getLogger(__name__)
 

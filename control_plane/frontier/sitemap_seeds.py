@@ -14,18 +14,18 @@ from collections.abc import Callable, Iterable, Iterator
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.dead_letters import dead_letter
-from brokers.amqp.messages import CONTENT_TYPE, DiscoveredBatch, JobSpec, new_id
-from brokers.amqp.publisher import publish
-from brokers.amqp.topology import Topology
-from control_plane.frontier.robots import RobotsCache
-from control_plane.frontier.sitemaps import SitemapProblem, SitemapReader, SitemapStats
-from control_plane.frontier.submit import SEED_BATCH
-from core.settings import FetchSettings
-from core.web.client import GuardedClient
-from core.web.client_thread import ClientThread
-from core.web.sitemaps import SitemapEntry
-from core.web.ssrf import SsrfGuard
+from dualplane.brokers.amqp.dead_letters import dead_letter
+from dualplane.brokers.amqp.messages import CONTENT_TYPE, DiscoveredBatch, JobSpec, new_id
+from dualplane.brokers.amqp.publisher import publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.robots import RobotsCache
+from dualplane.control_plane.frontier.sitemaps import SitemapProblem, SitemapReader, SitemapStats
+from dualplane.control_plane.frontier.submit import SEED_BATCH
+from dualplane.core.settings import FetchSettings
+from dualplane.core.web.client import GuardedClient
+from dualplane.core.web.client_thread import ClientThread
+from dualplane.core.web.sitemaps import SitemapEntry
+from dualplane.core.web.ssrf import SsrfGuard
 
 SOURCE = "sitemaps"  # the dead letter's "from": no queue, the reading at submit time
 

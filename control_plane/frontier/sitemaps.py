@@ -24,11 +24,11 @@ from typing import IO
 
 from protego import Protego
 
-from control_plane.frontier.robots import MAX_REDIRECTS, MAX_ROBOTS_BYTES, RobotsCache
-from core.web.client_thread import ClientThread
-from core.web.exceptions import InvalidUrl, OutboundFailed, SitemapInvalid, UnsafeUrl
-from core.web.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, SitemapParser
-from core.web.urls import domain_of
+from dualplane.control_plane.frontier.robots import MAX_REDIRECTS, MAX_ROBOTS_BYTES, RobotsCache
+from dualplane.core.web.client_thread import ClientThread
+from dualplane.core.web.exceptions import InvalidUrl, OutboundFailed, SitemapInvalid, UnsafeUrl
+from dualplane.core.web.sitemaps import MAX_SITEMAP_BYTES, SitemapEntry, SitemapParser
+from dualplane.core.web.urls import domain_of
 
 SPOOL_BYTES = 1024 * 1024
 MAX_INDEX_DEPTH = 2

@@ -20,9 +20,9 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.permits import PermitLedger
-from control_plane.frontier import schedule
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.permits import PermitLedger
+from dualplane.control_plane.frontier import schedule
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (

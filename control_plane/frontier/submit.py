@@ -14,13 +14,13 @@ from collections.abc import Callable, Iterable
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers.amqp.discovery import ShardBatches
-from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobCancel, JobSpec, new_id
-from brokers.amqp.publisher import publish
-from brokers.amqp.topology import Topology
-from control_plane.frontier.exceptions import ScopeTooWide
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
+from dualplane.brokers.amqp.discovery import ShardBatches
+from dualplane.brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobCancel, JobSpec, new_id
+from dualplane.brokers.amqp.publisher import publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.exceptions import ScopeTooWide
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings
 
-from core.settings.base import ENV_PREFIX, MASK, mask_url_password
-from core.settings.brokers import (
+from dualplane.core.settings.base import ENV_PREFIX, MASK, mask_url_password
+from dualplane.core.settings.brokers import (
     AmqpSettings,
     KafkaSettings,
     QueueSettings,
@@ -29,16 +29,16 @@ from core.settings.brokers import (
     SchemaRegistrySettings,
     TopicSettings,
 )
-from core.settings.connectors import SeedSettings, SinkSettings
-from core.settings.operations import LogFormat, LogSettings, MetricsSettings
-from core.settings.stages import (
+from dualplane.core.settings.connectors import SeedSettings, SinkSettings
+from dualplane.core.settings.operations import LogFormat, LogSettings, MetricsSettings
+from dualplane.core.settings.stages import (
     ExtractSettings,
     FetchSettings,
     FrontierSettings,
     LimitSettings,
     StackSettings,
 )
-from core.settings.throttle import ThrottleSettings
+from dualplane.core.settings.throttle import ThrottleSettings
 
 __all__ = [
     "ENV_PREFIX",

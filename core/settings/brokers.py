@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings
 
-from core.settings import checks
-from core.settings.base import section
+from dualplane.core.settings import checks
+from dualplane.core.settings.base import section
 
 
 class KafkaSettings(BaseSettings):

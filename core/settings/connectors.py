@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings
 
-from core.settings.base import section
+from dualplane.core.settings.base import section
 
 MIB = 1024 * 1024
 SinkStream = Literal["warc", "avro"]

@@ -19,7 +19,7 @@ from typing import Literal
 from pydantic import Field
 from pydantic_settings import BaseSettings
 
-from core.settings.base import section
+from dualplane.core.settings.base import section
 
 LogFormat = Literal["text", "json"]
 

@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode
 
-from core.settings import checks
-from core.settings.base import section
+from dualplane.core.settings import checks
+from dualplane.core.settings.base import section
 
 
 def _default_data_dir() -> Path:

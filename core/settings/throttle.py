@@ -14,7 +14,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings
 
-from core.settings.base import ENV_PREFIX, section
+from dualplane.core.settings.base import ENV_PREFIX, section
 
 
 class ThrottleSettings(BaseSettings):

@@ -22,10 +22,10 @@ from typing import IO
 
 import aiohttp
 
-from core.web.exceptions import OutboundFailed, OutboundTimeout
-from core.web.hops import allowed_hop, redirect_target
-from core.web.pinned import pinned_connector
-from core.web.ssrf import SsrfGuard
+from dualplane.core.web.exceptions import OutboundFailed, OutboundTimeout
+from dualplane.core.web.hops import allowed_hop, redirect_target
+from dualplane.core.web.pinned import pinned_connector
+from dualplane.core.web.ssrf import SsrfGuard
 
 MAX_HEAD_LINE_BYTES = 64 * 1024  # as the direct backend: some real sites send long CSP headers
 MAX_HEADERS = 128

@@ -12,7 +12,7 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
-from core.web.client import GuardedClient, HttpAnswer
+from dualplane.core.web.client import GuardedClient, HttpAnswer
 
 
 class ClientThread:

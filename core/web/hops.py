@@ -14,9 +14,9 @@ from urllib.parse import urldefrag, urljoin
 
 from yarl import URL
 
-from core.web.pinned import check_ip_host
-from core.web.request_url import request_url
-from core.web.ssrf import SsrfGuard
+from dualplane.core.web.pinned import check_ip_host
+from dualplane.core.web.request_url import request_url
+from dualplane.core.web.ssrf import SsrfGuard
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 

@@ -28,7 +28,7 @@ from urllib.parse import urldefrag, urljoin, urlparse, urlsplit, urlunparse
 
 from selectolax.lexbor import LexborHTMLParser
 
-from core.web.urls import without_credentials
+from dualplane.core.web.urls import without_credentials
 
 CRAWLABLE_SCHEMES = frozenset({"http", "https"})
 NOFOLLOW_RELS = frozenset({"nofollow", "ugc", "sponsored"})

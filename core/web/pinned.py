@@ -30,7 +30,7 @@ from aiohttp.helpers import is_ip_address  # aiohttp's test before it skips its 
 from aiohttp.tracing import Trace
 from yarl import URL
 
-from core.web.ssrf import SsrfGuard
+from dualplane.core.web.ssrf import SsrfGuard
 
 KEEPALIVE_S = 5.0  # how long an idle connection is kept for reuse (httpx's default)
 

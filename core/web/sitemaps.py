@@ -19,8 +19,8 @@ from typing import IO, Literal, Protocol, cast
 
 from lxml import etree  # type: ignore[import-untyped]
 
-from core.web.exceptions import InvalidUrl, SitemapInvalid, SitemapTooLarge
-from core.web.urls import domain_of
+from dualplane.core.web.exceptions import InvalidUrl, SitemapInvalid, SitemapTooLarge
+from dualplane.core.web.urls import domain_of
 
 MAX_SITEMAP_BYTES = 50 * 1024 * 1024
 """The protocol's limit on one sitemap file, uncompressed (50 MiB)."""

@@ -21,7 +21,7 @@ import socket
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
-from core.web.exceptions import UnsafeUrl
+from dualplane.core.web.exceptions import UnsafeUrl
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

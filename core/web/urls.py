@@ -9,7 +9,7 @@ from urllib.parse import SplitResult, unquote_plus, urlsplit, urlunsplit
 
 from w3lib.url import canonicalize_url
 
-from core.web.exceptions import InvalidUrl
+from dualplane.core.web.exceptions import InvalidUrl
 
 KEY_BYTES = 16
 """Length of :func:`url_key` digests: 128 bits keep collisions negligible at billions of URLs."""

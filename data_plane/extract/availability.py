@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from data_plane.extract.availability_phrases import ANSWERED, LOOSE, STRONG
+from dualplane.data_plane.extract.availability_phrases import ANSWERED, LOOSE, STRONG
 
 Availability = Literal["in_stock", "out_of_stock", "limited", "preorder"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from data_plane.extract.availability import Availability
+from dualplane.data_plane.extract.availability import Availability
 
 ButtonState = Literal["enabled", "disabled"]
 IN_STOCK_LIKE = frozenset({"in_stock", "limited", "preorder"})

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborHTMLParser
 
-from core.web.links import CRAWLABLE_SCHEMES, MAX_TEXT_CHARS, Link, page_links
-from data_plane.extract import metrics
+from dualplane.core.web.links import CRAWLABLE_SCHEMES, MAX_TEXT_CHARS, Link, page_links
+from dualplane.data_plane.extract import metrics
 
 __all__ = ["CRAWLABLE_SCHEMES", "MAX_TEXT_CHARS", "Link", "extract_links"]
 

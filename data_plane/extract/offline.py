@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
-from data_plane.extract.exceptions import ExtractionFailed
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.extract.exceptions import ExtractionFailed
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_FILE_BYTES = 64 * 1024 * 1024

@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping
 from urllib.parse import urljoin, urlsplit
 
-from core.web.exceptions import InvalidUrl
-from core.web.urls import canonicalize
-from data_plane.extract.markup import Markup, line
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import canonicalize
+from dualplane.data_plane.extract.markup import Markup, line
 
 MAX_TITLE_CHARS = 1000
 MAX_DESCRIPTION_CHARS = 5000

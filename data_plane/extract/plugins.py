@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 from selectolax.lexbor import LexborHTMLParser
 
-from data_plane.extract.exceptions import ExtractError, ExtractionFailed
+from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
 
 ENTRY_POINT_GROUP = "dualplane.extractors"
 

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from data_plane.extract.availability_decision import decide
-from data_plane.extract.embedded_state import embedded_product
-from data_plane.extract.fields import ProductFields
-from data_plane.extract.markup import Markup
-from data_plane.extract.product_markup import MarkupProduct, markup_product
-from data_plane.extract.product_tracking import tracked_sku
-from data_plane.extract.schema_org import structured_product
-from data_plane.extract.structured import Structured
+from dualplane.data_plane.extract.availability_decision import decide
+from dualplane.data_plane.extract.embedded_state import embedded_product
+from dualplane.data_plane.extract.fields import ProductFields
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.product_markup import MarkupProduct, markup_product
+from dualplane.data_plane.extract.product_tracking import tracked_sku
+from dualplane.data_plane.extract.schema_org import structured_product
+from dualplane.data_plane.extract.structured import Structured
 
 LISTED_PRODUCTS = 3
 """Structured data naming this many different products, none of them the page's heading, is a listing's."""

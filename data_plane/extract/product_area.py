@@ -14,8 +14,8 @@ import re
 
 from selectolax.lexbor import LexborNode
 
-from data_plane.extract.markup import ancestors, innermost, line, words
-from data_plane.extract.prices import Price, amount_of, find_currency, parse_price
+from dualplane.data_plane.extract.markup import ancestors, innermost, line, words
+from dualplane.data_plane.extract.prices import Price, amount_of, find_currency, parse_price
 
 AREA_LEVELS = 6
 SCAN_CHARS = 20_000

@@ -13,14 +13,19 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborNode
 
-from data_plane.extract.availability import Availability, availability_in, availability_of
-from data_plane.extract.availability_decision import IN_STOCK_LIKE, ButtonState, StockSignals, decide
-from data_plane.extract.fields import ProductFields
-from data_plane.extract.identifiers import gtin_of, sku_of
-from data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
-from data_plane.extract.prices import currency_code, find_currency
-from data_plane.extract.product_area import area_and_price, elsewhere, own_text, unseen_within
-from data_plane.extract.product_labels import (
+from dualplane.data_plane.extract.availability import Availability, availability_in, availability_of
+from dualplane.data_plane.extract.availability_decision import (
+    IN_STOCK_LIKE,
+    ButtonState,
+    StockSignals,
+    decide,
+)
+from dualplane.data_plane.extract.fields import ProductFields
+from dualplane.data_plane.extract.identifiers import gtin_of, sku_of
+from dualplane.data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
+from dualplane.data_plane.extract.prices import currency_code, find_currency
+from dualplane.data_plane.extract.product_area import area_and_price, elsewhere, own_text, unseen_within
+from dualplane.data_plane.extract.product_labels import (
     clean,
     labelled_brand,
     labelled_gtin,
@@ -28,7 +33,7 @@ from data_plane.extract.product_labels import (
     labelled_skus,
     lines_of,
 )
-from data_plane.extract.schema_org import absolute_urls
+from dualplane.data_plane.extract.schema_org import absolute_urls
 
 STOCK_WORDS = frozenset({"stock", "availability", "inventory", "instock", "outofstock", "stockstatus"})
 _STOCK_CANDIDATES = ", ".join(

@@ -24,21 +24,21 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from core.web.urls import without_credentials
-from data_plane.extract import metrics
-from data_plane.extract.article import extract_article
-from data_plane.extract.exceptions import ExtractError, ExtractionFailed
-from data_plane.extract.fields import ArticleFields, ProductFields
-from data_plane.extract.language import detect_language
-from data_plane.extract.links import extract_links
-from data_plane.extract.markup import Markup
-from data_plane.extract.page_meta import canonical_url, description_of, language_of, title_of
-from data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
-from data_plane.extract.product import extract_product
-from data_plane.extract.source import nesting_depth, read_source
-from data_plane.extract.structured import read_structured
-from data_plane.extract.text import clip_text, link_texts, main_text
-from data_plane.extract.text_route import documentation_page, main_element, text_route
+from dualplane.core.web.urls import without_credentials
+from dualplane.data_plane.extract import metrics
+from dualplane.data_plane.extract.article import extract_article
+from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
+from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
+from dualplane.data_plane.extract.language import detect_language
+from dualplane.data_plane.extract.links import extract_links
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.page_meta import canonical_url, description_of, language_of, title_of
+from dualplane.data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
+from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.source import nesting_depth, read_source
+from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.text import clip_text, link_texts, main_text
+from dualplane.data_plane.extract.text_route import documentation_page, main_element, text_route
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"

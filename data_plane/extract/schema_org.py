@@ -14,13 +14,13 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from data_plane.extract.availability import availability_of
-from data_plane.extract.dates import parse_datetime
-from data_plane.extract.fields import ArticleFields, ProductFields
-from data_plane.extract.identifiers import gtin_of, sku_of
-from data_plane.extract.prices import amount_of, currency_code
-from data_plane.extract.structured import SOURCE_KEY, Node, Structured
-from data_plane.extract.text import clip_text
+from dualplane.data_plane.extract.availability import availability_of
+from dualplane.data_plane.extract.dates import parse_datetime
+from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
+from dualplane.data_plane.extract.identifiers import gtin_of, sku_of
+from dualplane.data_plane.extract.prices import amount_of, currency_code
+from dualplane.data_plane.extract.structured import SOURCE_KEY, Node, Structured
+from dualplane.data_plane.extract.text import clip_text
 
 _TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
 _BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|blockquote|pre|tr|figcaption)\s*>|<br\s*/?>", re.I)

@@ -27,10 +27,10 @@ import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from data_plane.extract.boilerplate import trim_boilerplate
-from data_plane.extract.markup import Markup
-from data_plane.extract.markup import line as line_of
-from data_plane.extract.text_route import TextRoute, text_route
+from dualplane.data_plane.extract.boilerplate import trim_boilerplate
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.markup import line as line_of
+from dualplane.data_plane.extract.text_route import TextRoute, text_route
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a

@@ -27,7 +27,7 @@ from typing import Literal
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from data_plane.extract.markup import ancestors, unique
+from dualplane.data_plane.extract.markup import ancestors, unique
 
 RouteName = Literal["docs", "shop", "element", "page"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from connectors.storage.exceptions import ClaimCheckInvalid, ClaimCheckMissing, ClaimCheckTooLarge
-from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from dualplane.connectors.storage.exceptions import ClaimCheckInvalid, ClaimCheckMissing, ClaimCheckTooLarge
+from dualplane.data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
 
 MIB = 1024 * 1024
 LIMIT_SETTING = "DUALPLANE_EXTRACT_MAX_HTML_BYTES"

@@ -1,6 +1,6 @@
 """Reading ``records.latest`` (one current record per URL) and ``records.changes`` (change events).
 
-    from data_plane.extractor.change_reader import latest_records, iter_changes
+    from dualplane.data_plane.extractor.change_reader import latest_records, iter_changes
 
     for url, record in latest_records(settings).items():
         print(url, record.product.price if record.product else None)
@@ -20,10 +20,10 @@ from decimal import Decimal
 
 from pydantic import BaseModel, ConfigDict
 
-import schemas
-from brokers.kafka.reader import committed_values, read_to_end
-from core.settings import Settings
-from data_plane.extractor.records import PageRecord, decode_record
+from dualplane import schemas
+from dualplane.brokers.kafka.reader import committed_values, read_to_end
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor.records import PageRecord, decode_record
 
 
 class ChangeEvent(BaseModel):

@@ -36,9 +36,9 @@ from collections.abc import Iterable
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from core.settings import Settings
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.core.settings import Settings
 
 log = logging.getLogger(__name__)
 

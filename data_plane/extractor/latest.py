@@ -30,11 +30,11 @@ from typing import Any
 
 from confluent_kafka import Producer
 
-import schemas
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import copartition
-from core.settings import Settings
-from data_plane.extractor.changes import Snapshot, change_event
+from dualplane import schemas
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import copartition
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor.changes import Snapshot, change_event
 
 log = logging.getLogger(__name__)
 

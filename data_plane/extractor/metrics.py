@@ -11,9 +11,9 @@ from typing import Protocol
 
 from prometheus_client import Gauge, Histogram
 
-from brokers.kafka.metrics import watch_lag
-from core import metrics
-from core.settings import Settings
+from dualplane.brokers.kafka.metrics import watch_lag
+from dualplane.core import metrics
+from dualplane.core.settings import Settings
 
 
 class Watched(Protocol):

@@ -17,10 +17,10 @@ from multiprocessing import process, spawn
 
 import confluent_kafka  # noqa: F401 (loaded here so forked workers share it)
 
-import connectors.storage.s3  # noqa: F401 (boto3, for pages whose body is claim-checked)
-import schemas
-from data_plane.extract.record import warm_up
-from data_plane.extractor.replay import MAIN_PATH_ENV
+import dualplane.connectors.storage.s3  # noqa: F401 (boto3, for pages whose body is claim-checked)
+from dualplane import schemas
+from dualplane.data_plane.extract.record import warm_up
+from dualplane.data_plane.extractor.replay import MAIN_PATH_ENV
 
 if main_path := os.environ.get(MAIN_PATH_ENV):
     # What the fork server means to do for "__main__": import it as __mp_main__ (its `if __name__ ==

@@ -1,7 +1,7 @@
 """Reading the ``records`` topic from Python: typed page records, exactly once per page.
 
-    from data_plane.extractor.records import iter_records
-    from core.settings import Settings
+    from dualplane.data_plane.extractor.records import iter_records
+    from dualplane.core.settings import Settings
 
     for record in iter_records(Settings.from_env(), from_beginning=True, follow=False):
         print(record.canonical_url, record.product.price if record.product else None)
@@ -24,9 +24,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import schemas
-from brokers.kafka.reader import committed_values
-from core.settings import Settings
+from dualplane import schemas
+from dualplane.brokers.kafka.reader import committed_values
+from dualplane.core.settings import Settings
 
 
 class Link(BaseModel):

@@ -33,11 +33,11 @@ from typing import Any
 
 from confluent_kafka import TopicPartition
 
-import schemas
-from brokers.kafka import clients
-from core.settings import Settings
-from data_plane.extractor import metrics
-from data_plane.extractor.replay_worker import (
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor import metrics
+from dualplane.data_plane.extractor.replay_worker import (
     PartitionRange,
     ProgressCallback,
     ReplayError,
@@ -49,7 +49,7 @@ from data_plane.extractor.replay_worker import (
 
 __all__ = ["PartitionRange", "ReplayError", "ReplayResult", "plan", "replay"]
 
-PRELOAD = ["data_plane.extractor.preload"]
+PRELOAD = ["dualplane.data_plane.extractor.preload"]
 MAIN_PATH_ENV = "_DUALPLANE_FORKSERVER_MAIN_PATH"  # read by data_plane.extractor.preload
 
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from confluent_kafka import Message, TopicPartition
 
-import schemas
-from brokers.kafka import clients
-from core.exceptions import DualplaneError
-from core.settings import Settings
-from schemas.exceptions import RegistryError
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
+from dualplane.schemas.exceptions import RegistryError
 
 ProgressCallback = Callable[[int], None]
 
@@ -66,9 +66,9 @@ class ReplayWorker:
     """Reads ranges of ``pages.raw``, extracts, produces: one consumer and one producer throughout."""
 
     def __init__(self, settings: Settings, progress: ProgressCallback) -> None:
-        from connectors.storage.claim_check import ClaimCheckStore  # noqa: PLC0415 (preloaded by the fork server)
-        from data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy: loaded on use)
-        from data_plane.extract.record import Extraction  # noqa: PLC0415
+        from dualplane.connectors.storage.claim_check import ClaimCheckStore  # noqa: PLC0415 (preloaded by the fork server)
+        from dualplane.data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy: loaded on use)
+        from dualplane.data_plane.extract.record import Extraction  # noqa: PLC0415
 
         self.settings = settings
         self.progress = progress
@@ -152,8 +152,8 @@ class ReplayWorker:
 
     def _resolved(self, page: dict[str, Any], message: Message) -> Mapping[str, Any]:
         """``page`` with its body inline, retrying S3 a few times; :class:`ReplayError` when S3 is down."""
-        from connectors.storage.exceptions import ClaimCheckUnavailable  # noqa: PLC0415
-        from data_plane.extractor.body import resolve_body  # noqa: PLC0415
+        from dualplane.connectors.storage.exceptions import ClaimCheckUnavailable  # noqa: PLC0415
+        from dualplane.data_plane.extractor.body import resolve_body  # noqa: PLC0415
 
         for attempt in range(1, STORE_ATTEMPTS + 1):
             try:

@@ -49,20 +49,24 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.topics import ENVELOPE_HEADROOM_BYTES, prepare_data_plane, raw_page_max_message_bytes
-from connectors.storage.claim_check import ClaimCheckStore
-from connectors.storage.exceptions import ClaimCheckUnavailable
-from core import metrics as core_metrics
-from core.logs import page_context
-from core.settings import ExtractSettings, Settings
-from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
-from data_plane.extractor import metrics
-from data_plane.extractor.body import BodyStore, resolve_body
-from data_plane.extractor.handled import HandledPages, page_key
-from data_plane.extractor.latest import LatestState
-from schemas.exceptions import RegistryError, RegistryUnavailable
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import (
+    ENVELOPE_HEADROOM_BYTES,
+    prepare_data_plane,
+    raw_page_max_message_bytes,
+)
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.connectors.storage.exceptions import ClaimCheckUnavailable
+from dualplane.core import metrics as core_metrics
+from dualplane.core.logs import page_context
+from dualplane.core.settings import ExtractSettings, Settings
+from dualplane.data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from dualplane.data_plane.extractor import metrics
+from dualplane.data_plane.extractor.body import BodyStore, resolve_body
+from dualplane.data_plane.extractor.handled import HandledPages, page_key
+from dualplane.data_plane.extractor.latest import LatestState
+from dualplane.schemas.exceptions import RegistryError, RegistryUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +96,8 @@ ExtractFunction = Callable[..., dict[str, Any]]
 def default_extract(settings: ExtractSettings | None = None) -> ExtractFunction:
     """:func:`~data_plane.extract.record.extract_record` with the plugin each page's job or domain chose
     (:class:`~data_plane.extract.record.Extraction`), loaded and warmed (so batch one does not stall)."""
-    from data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy, loaded on use)
-    from data_plane.extract.record import Extraction, warm_up  # noqa: PLC0415
+    from dualplane.data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy, loaded on use)
+    from dualplane.data_plane.extract.record import Extraction, warm_up  # noqa: PLC0415
 
     warm_up()
     return Extraction(ExtractorChoice(settings.extractor_by_domain if settings else None))

@@ -85,15 +85,15 @@ from typing import Any
 import faust
 from mode.utils.times import want_seconds
 
-from brokers.kafka import clients
-from brokers.kafka.group_start import pin_group_start
-from brokers.kafka.topics import topic_configs
-from core import logs
-from core.settings import KafkaSettings, Settings, ThrottleSettings
-from data_plane.throttle.exceptions import InvalidThrottleConfig
-from data_plane.throttle.processor import ThrottleProcessor
-from data_plane.throttle.producer import ThrottleApp
-from data_plane.throttle.publisher import CommandPublisher
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.group_start import pin_group_start
+from dualplane.brokers.kafka.topics import topic_configs
+from dualplane.core import logs
+from dualplane.core.settings import KafkaSettings, Settings, ThrottleSettings
+from dualplane.data_plane.throttle.exceptions import InvalidThrottleConfig
+from dualplane.data_plane.throttle.processor import ThrottleProcessor
+from dualplane.data_plane.throttle.producer import ThrottleApp
+from dualplane.data_plane.throttle.publisher import CommandPublisher
 
 
 class ThrottleWorker(faust.Worker):

@@ -23,8 +23,8 @@ from typing import Any
 
 from faust.tables.wrappers import WindowWrapper
 
-from data_plane.throttle.events import FetchSample
-from data_plane.throttle.windows import WindowRange, add_sample, bucket_ranges, merged
+from dualplane.data_plane.throttle.events import FetchSample
+from dualplane.data_plane.throttle.windows import WindowRange, add_sample, bucket_ranges, merged
 
 BucketKey = tuple[str, WindowRange]
 

@@ -15,14 +15,14 @@ from typing import Any, ClassVar
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator
 
-import schemas
-from brokers.amqp.messages import ControlMessage
-from core.clock import utc_now
-from data_plane.throttle.exceptions import BadThrottleCommand
-from data_plane.throttle.policy import Command
-from data_plane.throttle.rates import INT32_MAX
-from data_plane.throttle.signals import WindowCounts
-from schemas.exceptions import SchemaError
+from dualplane import schemas
+from dualplane.brokers.amqp.messages import ControlMessage
+from dualplane.core.clock import utc_now
+from dualplane.data_plane.throttle.exceptions import BadThrottleCommand
+from dualplane.data_plane.throttle.policy import Command
+from dualplane.data_plane.throttle.rates import INT32_MAX
+from dualplane.data_plane.throttle.signals import WindowCounts
+from dualplane.schemas.exceptions import SchemaError
 
 AVRO_NAME = "throttle_command"
 AUTO = "auto"

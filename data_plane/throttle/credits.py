@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from core.clock import utc_now
-from core.settings import LimitSettings
-from data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
-from data_plane.throttle.quota import QUOTA
+from dualplane.core.clock import utc_now
+from dualplane.core.settings import LimitSettings
+from dualplane.data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
+from dualplane.data_plane.throttle.quota import QUOTA
 
 DAY_S = 86_400
 

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import schemas
-from data_plane.throttle.exceptions import BadFetchEvent
-from schemas.exceptions import SchemaError
+from dualplane import schemas
+from dualplane.data_plane.throttle.exceptions import BadFetchEvent
+from dualplane.schemas.exceptions import SchemaError
 
 FETCH_EVENT = "fetch_event"
 # What the anti-bot defences of a site look like from the fetcher: these count toward the block ratio.

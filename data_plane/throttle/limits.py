@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.limits import Limits
-from data_plane.throttle.commands import ALL_DOMAINS, AUTO, ThrottleCommand
+from dualplane.core.limits import Limits
+from dualplane.data_plane.throttle.commands import ALL_DOMAINS, AUTO, ThrottleCommand
 
 
 class LimitsBook:

@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from core import metrics
-from data_plane.throttle.exceptions import ThrottleError
-from data_plane.throttle.snapshot import read_snapshot
+from dualplane.core import metrics
+from dualplane.data_plane.throttle.exceptions import ThrottleError
+from dualplane.data_plane.throttle.snapshot import read_snapshot
 
 SNAPSHOT_TTL_S = 1.0
 

@@ -18,15 +18,15 @@ from datetime import datetime
 from confluent_kafka import KafkaError, KafkaException, Message
 from pika.exceptions import AMQPError
 
-from brokers import amqp
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.kafka import clients
-from brokers.kafka.topics import topic_configs
-from core.clock import utc_now
-from core.settings import Settings
-from data_plane.throttle.commands import AUTO, OPERATOR, ThrottleCommand
-from data_plane.throttle.exceptions import ThrottleError
-from data_plane.throttle.view import read_latest_commands
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import topic_configs
+from dualplane.core.clock import utc_now
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.commands import AUTO, OPERATOR, ThrottleCommand
+from dualplane.data_plane.throttle.exceptions import ThrottleError
+from dualplane.data_plane.throttle.view import read_latest_commands
 
 TIMEOUT_S = 15.0
 

@@ -46,10 +46,10 @@ import random
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
-from core.limits import cooldown_s
-from core.settings import FetchSettings, LimitSettings, ThrottleSettings
-from data_plane.throttle.rates import Pace
-from data_plane.throttle.signals import WindowCounts
+from dualplane.core.limits import cooldown_s
+from dualplane.core.settings import FetchSettings, LimitSettings, ThrottleSettings
+from dualplane.data_plane.throttle.rates import Pace
+from dualplane.data_plane.throttle.signals import WindowCounts
 
 Priority = Literal["low", "normal"]
 Action = Literal["backoff", "nudge", "probe_failed", "slow", "pause", "resume", "climb", "budget", "ceiling"]

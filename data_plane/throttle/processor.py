@@ -14,19 +14,19 @@ from typing import Any, cast
 
 from faust.tables.wrappers import WindowWrapper
 
-from core.settings import Settings, ThrottleSettings
-from data_plane.throttle.buckets import BucketStore
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.credits import CreditBook, budget_pause, day_of
-from data_plane.throttle.events import FetchSample, parse_fetch_event
-from data_plane.throttle.exceptions import BadFetchEvent
-from data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
-from data_plane.throttle.producer import ThrottleApp
-from data_plane.throttle.publisher import CommandPublisher
-from data_plane.throttle.quota import quota_pause
-from data_plane.throttle.rewind import rewind_uncommitted
-from data_plane.throttle.snapshot import VERSION, write_snapshot
-from data_plane.throttle.windows import counts_of, span_s, summary, window_to_judge
+from dualplane.core.settings import Settings, ThrottleSettings
+from dualplane.data_plane.throttle.buckets import BucketStore
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.credits import CreditBook, budget_pause, day_of
+from dualplane.data_plane.throttle.events import FetchSample, parse_fetch_event
+from dualplane.data_plane.throttle.exceptions import BadFetchEvent
+from dualplane.data_plane.throttle.policy import Budget, DomainState, PolicyConfig, decide, domain_priority
+from dualplane.data_plane.throttle.producer import ThrottleApp
+from dualplane.data_plane.throttle.publisher import CommandPublisher
+from dualplane.data_plane.throttle.quota import quota_pause
+from dualplane.data_plane.throttle.rewind import rewind_uncommitted
+from dualplane.data_plane.throttle.snapshot import VERSION, write_snapshot
+from dualplane.data_plane.throttle.windows import counts_of, span_s, summary, window_to_judge
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,8 @@ import faust
 from faust.transport.drivers.aiokafka import Producer as AIOKafkaProducer
 from faust.types import FutureMessage, ProducerT
 
-from core.settings import LogFormat
-from data_plane.throttle.exceptions import ChangelogWriteFailed
+from dualplane.core.settings import LogFormat
+from dualplane.data_plane.throttle.exceptions import ChangelogWriteFailed
 
 log = logging.getLogger(__name__)
 

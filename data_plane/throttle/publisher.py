@@ -24,10 +24,10 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.exceptions import AMQPError
 
-from brokers import amqp
-from brokers.amqp.publisher import confirmed_channel, publish
-from core.settings import AmqpSettings
-from data_plane.throttle.commands import ThrottleCommand
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.core.settings import AmqpSettings
+from dualplane.data_plane.throttle.commands import ThrottleCommand
 
 log = logging.getLogger(__name__)
 

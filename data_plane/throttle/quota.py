@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.clock import utc_now
-from core.settings import LimitSettings
-from data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
-from data_plane.throttle.events import FetchSample
+from dualplane.core.clock import utc_now
+from dualplane.core.settings import LimitSettings
+from dualplane.data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
+from dualplane.data_plane.throttle.events import FetchSample
 
 QUOTA = "quota"  # the source of the fleet-wide pause
 

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from data_plane.throttle.exceptions import ThrottleError
+from dualplane.data_plane.throttle.exceptions import ThrottleError
 
 VERSION = 1
 

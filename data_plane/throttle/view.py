@@ -22,14 +22,14 @@ from typing import Any
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
-from brokers import amqp
-from brokers.kafka.reader import read_to_end
-from core.clock import utc_now
-from core.limits import Limits, OnChange
-from core.settings import KafkaSettings, Settings
-from data_plane.throttle.commands import AUTO, ThrottleCommand
-from data_plane.throttle.exceptions import BadThrottleCommand, ThrottleError
-from data_plane.throttle.limits import LimitsBook
+from dualplane.brokers import amqp
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.core.clock import utc_now
+from dualplane.core.limits import Limits, OnChange
+from dualplane.core.settings import KafkaSettings, Settings
+from dualplane.data_plane.throttle.commands import AUTO, ThrottleCommand
+from dualplane.data_plane.throttle.exceptions import BadThrottleCommand, ThrottleError
+from dualplane.data_plane.throttle.limits import LimitsBook
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,8 @@ from typing import Any
 
 from faust.types.windows import WindowRange_from_start
 
-from data_plane.throttle.events import FetchSample
-from data_plane.throttle.signals import WindowCounts
+from dualplane.data_plane.throttle.events import FetchSample
+from dualplane.data_plane.throttle.signals import WindowCounts
 
 WindowRange = tuple[float, float]
 COUNTERS = ("total", "blocked", "timeouts", "server_errors", "overloaded", "resets", "latency_ms_sum")

@@ -6,9 +6,9 @@ Reads ``DUALPLANE_*`` (brokers, topic and exchange names, ``DUALPLANE_LIMIT_DOMA
 
 from __future__ import annotations
 
-from core.settings import Settings
-from data_plane.throttle.app import build_app
-from schemas.serde import install
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.app import build_app
+from dualplane.schemas.serde import install
 
 settings = Settings.from_env()
 install(settings)  # fetch events written in Schema Registry mode decode too (DUALPLANE_SCHEMA_REGISTRY_URL)

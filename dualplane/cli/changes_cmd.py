@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from core.settings import Settings
-from data_plane.extractor.change_reader import ChangeEvent, iter_changes
 from dualplane.cli.output import JsonOption, stdout
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor.change_reader import ChangeEvent, iter_changes
 
 app = typer.Typer(help="Change events: what changed on a page since its previous record.")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from core.settings import ENV_PREFIX, Settings
 from dualplane.cli.output import JsonOption, print_json, stdout, table
+from dualplane.core.settings import ENV_PREFIX, Settings
 
 app = typer.Typer(help="Inspect the effective settings (DUALPLANE_* environment variables).")
 

@@ -13,8 +13,8 @@ from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import seeding_progress
 
 if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` starts fast
-    from brokers.amqp.messages import JobSpec, Priority
-    from control_plane.frontier.jobs import Verdict
+    from dualplane.brokers.amqp.messages import JobSpec, Priority
+    from dualplane.control_plane.frontier.jobs import Verdict
 
 EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
 
@@ -57,13 +57,13 @@ def crawl(
     as_json: JsonOption = False,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
-    from brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
-    from connectors.seeds import open_seed_list
-    from control_plane.frontier.client import JobClient
-    from control_plane.frontier.submit import default_scope
-    from core.settings import Settings
+    from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
+    from dualplane.connectors.seeds import open_seed_list
+    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier.submit import default_scope
+    from dualplane.core.settings import Settings
 
     settings = Settings.from_env()
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
@@ -162,9 +162,9 @@ def _patterns(values: list[str] | None, option: str) -> tuple[str, ...]:
 
 def _read_seeds(seeds: list[str], seeds_file: str | None, sitemaps: bool = False) -> list[str]:
     """The ``--seed`` URLs, checked; a ``--seeds-file`` is streamed later, never read whole."""
-    from brokers.amqp.messages import MAX_URL_CHARS
-    from core.web.exceptions import InvalidUrl
-    from core.web.urls import domain_of
+    from dualplane.brokers.amqp.messages import MAX_URL_CHARS
+    from dualplane.core.web.exceptions import InvalidUrl
+    from dualplane.core.web.urls import domain_of
 
     urls = list(seeds)
     if not urls and not seeds_file and not sitemaps:

@@ -16,7 +16,6 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from core.settings import Settings
 from dualplane.cli.output import (
     JsonOption,
     configure_logging,
@@ -27,6 +26,7 @@ from dualplane.cli.output import (
     stdout,
     table,
 )
+from dualplane.core.settings import Settings
 from dualplane.demo.crawl import DEMO_NAMESPACE, CrawlSummary, crawl_sample_site
 from dualplane.demo.live import LiveView
 from dualplane.demo.roundtrip import run_demo

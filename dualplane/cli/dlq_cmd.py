@@ -6,12 +6,12 @@ from typing import Annotated
 
 import typer
 
-from brokers import amqp
-from brokers.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
+from dualplane.brokers.amqp.publisher import confirmed_channel
+from dualplane.brokers.amqp.topology import Topology
 from dualplane.cli.output import JsonOption, print_json, stdout, table
+from dualplane.core.settings import Settings
 
 app = typer.Typer(help="Dead letters: messages that could not be handled, with the reason.")
 

@@ -11,7 +11,7 @@ import os
 import pika.exceptions
 from confluent_kafka import KafkaError, KafkaException
 
-from core.settings import mask_url_password
+from dualplane.core.settings import mask_url_password
 
 STACK_HINT = "is it running? (`dualplane stack status` shows the local stack)"
 REFUSED = (pika.exceptions.ProbableAuthenticationError, pika.exceptions.ProbableAccessDeniedError)

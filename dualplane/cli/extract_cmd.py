@@ -19,13 +19,13 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-import schemas
-from core.exceptions import DualplaneError
-from data_plane.extract.exceptions import ExtractError
-from data_plane.extract.offline import saved_page
-from data_plane.extract.plugins import Extractor, load_extractor
-from data_plane.extract.record import SCHEMA_VERSIONS, extract_record
+from dualplane import schemas
 from dualplane.cli.output import JsonOption, stderr
+from dualplane.core.exceptions import DualplaneError
+from dualplane.data_plane.extract.exceptions import ExtractError
+from dualplane.data_plane.extract.offline import saved_page
+from dualplane.data_plane.extract.plugins import Extractor, load_extractor
+from dualplane.data_plane.extract.record import SCHEMA_VERSIONS, extract_record
 
 FilesArgument = Annotated[
     list[Path], typer.Argument(help="Saved pages: HTML, plain or gzipped.", show_default=False)

@@ -12,10 +12,10 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from control_plane.frontier.client import JobClient, Look
-from control_plane.frontier.jobs import Verdict, finished_count, remaining
-from core.settings import Settings
 from dualplane.cli.output import stderr
+from dualplane.control_plane.frontier.client import JobClient, Look
+from dualplane.control_plane.frontier.jobs import Verdict, finished_count, remaining
+from dualplane.core.settings import Settings
 
 LOOK_EVERY_S = 1.0
 

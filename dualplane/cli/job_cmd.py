@@ -18,9 +18,9 @@ def cancel(
 ) -> None:
     """Cancel a job: its frontiers admit none of its URLs from now on and drop its backlog, and
     fetchers drop its queued tasks unfetched. Pages already fetched keep their records."""
-    from brokers.amqp.messages import check_job_id
-    from control_plane.frontier.client import JobClient
-    from core.settings import Settings
+    from dualplane.brokers.amqp.messages import check_job_id
+    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.core.settings import Settings
 
     try:
         check_job_id(job_id)

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from core.exceptions import DualplaneError
-from core.settings import Settings
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
 from dualplane.stack.kafka_tools import TOOLS, run_tool
 
 

@@ -13,9 +13,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from core.exceptions import DualplaneError
 from dualplane.cli.lazy import LazyCommand, LazyGroup
 from dualplane.cli.output import stderr
+from dualplane.core.exceptions import DualplaneError
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -96,7 +96,7 @@ def warn_unknown_settings() -> None:
     """Name the ``DUALPLANE_*`` variables no setting reads (misspelt?), once a command runs."""
     if not any(name.startswith(ENV_PREFIX) for name in os.environ):
         return
-    from core import settings as settings_module
+    from dualplane.core import settings as settings_module
 
     for name in settings_module.unknown_env_names(os.environ):
         warning = f"{name} is not a dualplane setting and is ignored (misspelt?)"
@@ -142,7 +142,7 @@ def configuration_problem(error: ValidationError) -> str:
     """A settings section's validation error in terms of the environment variables a user sets."""
     from pydantic_settings import BaseSettings
 
-    from core import settings as settings_module
+    from dualplane.core import settings as settings_module
 
     section = getattr(settings_module, error.title, None)
     is_section = isinstance(section, type) and issubclass(section, BaseSettings)

@@ -18,7 +18,7 @@ from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 
 if TYPE_CHECKING:
-    from control_plane.frontier.monitor_client import MonitorClient
+    from dualplane.control_plane.frontier.monitor_client import MonitorClient
 
 app = typer.Typer(help="Monitors: crawl jobs that come back, revisiting each page when it is due.")
 
@@ -68,13 +68,13 @@ def create(
     namespace: NamespaceOption = None,
 ) -> None:
     """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due."""
-    from brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
-    from connectors.seeds import open_seed_list
-    from control_plane.frontier.client import JobClient
-    from control_plane.frontier.monitor_client import MonitorClient
-    from control_plane.frontier.submit import default_scope
+    from dualplane.brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
     from dualplane.cli.crawl_cmd import _lane, _read_seeds
     from dualplane.cli.sitemap_seeding import submit_sitemaps
+    from dualplane.connectors.seeds import open_seed_list
+    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier.monitor_client import MonitorClient
+    from dualplane.control_plane.frontier.submit import default_scope
 
     settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
@@ -199,8 +199,8 @@ def delete(monitor: MonitorArg, as_json: JsonOption = False, namespace: Namespac
 def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Visit now: every scheduled page due at once, as the monitor's next visit job (its sitemaps are read
     again first: a page whose lastmod is not newer than its last visit is skipped)."""
-    from control_plane.frontier.client import JobClient
     from dualplane.cli.sitemap_seeding import submit_sitemaps
+    from dualplane.control_plane.frontier.client import JobClient
 
     settings = settings_in(namespace)
     client = _client(namespace)
@@ -219,13 +219,13 @@ def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: Namespace
 
 
 def _client(namespace: str | None) -> MonitorClient:
-    from control_plane.frontier.monitor_client import MonitorClient
+    from dualplane.control_plane.frontier.monitor_client import MonitorClient
 
     return MonitorClient(settings_in(namespace))
 
 
 def _found(namespace: str | None, monitor: str, client: MonitorClient | None = None) -> dict[str, Any]:
-    from control_plane.frontier.exceptions import UnknownMonitor
+    from dualplane.control_plane.frontier.exceptions import UnknownMonitor
 
     try:
         return (client or _client(namespace)).monitor(monitor)

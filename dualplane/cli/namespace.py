@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:  # imported when a command runs, so that `--help` starts fast
-    from core.settings import Settings
+    from dualplane.core.settings import Settings
 
 NamespaceOption = Annotated[
     str | None,
@@ -25,7 +25,7 @@ NamespaceOption = Annotated[
 
 def settings_in(namespace: str | None) -> Settings:
     """The settings from the environment, moved into ``namespace`` when one is given."""
-    from core.settings import Settings
+    from dualplane.core.settings import Settings
     from dualplane.namespaces import named_namespace
 
     settings = Settings.from_env()

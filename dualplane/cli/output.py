@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 if TYPE_CHECKING:
-    from core.settings import LogFormat
+    from dualplane.core.settings import LogFormat
 
 stdout = Console()
 stderr = Console(stderr=True)
@@ -31,7 +31,7 @@ def configure_logging(level: str, log_format: LogFormat = "text") -> None:
     lines come through here too (``brokers.kafka.logs``), at the same level."""
     from rich.logging import RichHandler
 
-    from core import logs
+    from dualplane.core import logs
 
     handler: logging.Handler | None = None
     if log_format == "text" and stderr.is_terminal:

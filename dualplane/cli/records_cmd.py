@@ -13,13 +13,13 @@ import typer
 from fastavro import writer as avro_writer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-import schemas
-from core.exceptions import DualplaneError
-from core.settings import Settings
-from data_plane.extractor.change_reader import latest_records
-from data_plane.extractor.records import PageRecord, iter_records
+from dualplane import schemas
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, stderr, stdout, table
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor.change_reader import latest_records
+from dualplane.data_plane.extractor.records import PageRecord, iter_records
 
 app = typer.Typer(help="Read extracted page records (the records topic, committed records only).")
 

@@ -15,11 +15,11 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-import schemas
-from core import metrics
-from data_plane.extractor.replay import plan, replay
+from dualplane import schemas
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
+from dualplane.core import metrics
+from dualplane.data_plane.extractor.replay import plan, replay
 
 
 def replay_command(

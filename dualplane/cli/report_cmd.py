@@ -7,9 +7,9 @@ from typing import Annotated
 
 import typer
 
-from core.exceptions import DualplaneError
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, progress, stdout
+from dualplane.core.exceptions import DualplaneError
 from dualplane.report import read_job, write_report
 
 

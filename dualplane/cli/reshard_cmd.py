@@ -6,9 +6,9 @@ from typing import Annotated
 
 import typer
 
-from control_plane.frontier.reshard import reshard
-from core.settings import Settings
 from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
+from dualplane.control_plane.frontier.reshard import reshard
+from dualplane.core.settings import Settings
 
 
 def reshard_command(

@@ -14,7 +14,7 @@ import typer
 from dualplane.cli.output import configure_logging, stderr
 
 if TYPE_CHECKING:  # imported when the command runs, so that `run --help` starts fast
-    from core.settings import Settings
+    from dualplane.core.settings import Settings
 
 # As dualplane.services.SERVICE_NAMES (checked by a test): importing it loads every service.
 SERVICE_NAMES = ("frontier", "fetcher", "extractor", "throttle", "s3-sink")
@@ -50,7 +50,7 @@ def run(
 
     Without --processes, the extractor runs in one child process per usable core and `pages.raw` is
     given at least that many partitions."""
-    from core.settings import Settings
+    from dualplane.core.settings import Settings
     from dualplane.processes import per_core_commands, run_children, run_processes, usable_cores
 
     names = list(SERVICE_NAMES) if "all" in services else services
@@ -78,7 +78,7 @@ def run(
 
 def _partitions_for(settings: Settings, extractors: int) -> None:
     """Give ``pages.raw`` a partition per extractor process (Kafka shares partitions, not messages)."""
-    from brokers.kafka.topics import ensure_data_plane_topics
+    from dualplane.brokers.kafka.topics import ensure_data_plane_topics
 
     grown = ensure_data_plane_topics(settings, pages_raw_partitions=extractors)
     if grown:

@@ -19,7 +19,7 @@ from rich.progress import (
 from dualplane.cli.output import stderr
 
 if TYPE_CHECKING:  # crawl imports this module before it knows whether S3 (boto3) is needed
-    from connectors.seeds import SeedList
+    from dualplane.connectors.seeds import SeedList
 
 UPDATE_EVERY = 1000  # seeds between redraws: a redraw per seed would cost more than the seed
 

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 from dualplane.cli.output import stderr
 
 if TYPE_CHECKING:
-    from brokers.amqp.messages import JobSpec
-    from control_plane.frontier.client import JobClient
-    from control_plane.frontier.sitemaps import SitemapProblem
+    from dualplane.brokers.amqp.messages import JobSpec
+    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier.sitemaps import SitemapProblem
 
 
 def submit_sitemaps(jobs: JobClient, spec: JobSpec, sitemaps: list[str], robots_of: list[str]) -> int:

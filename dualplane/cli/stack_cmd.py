@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from core.settings import Settings
 from dualplane.cli.output import JsonOption, mark, print_json, progress, stdout, table
+from dualplane.core.settings import Settings
 from dualplane.stack import LocalStack, ServiceStatus
 from dualplane.stack.exceptions import PrerequisiteMissing
 from dualplane.stack.kafka_dist import KafkaDistribution

@@ -11,13 +11,13 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from core.exceptions import DualplaneError
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
+from dualplane.core.exceptions import DualplaneError
 
 if TYPE_CHECKING:  # imported when the command runs, so that `status --help` starts fast
-    from control_plane.frontier.progress import ProgressReader
-    from core.settings import Settings
+    from dualplane.control_plane.frontier.progress import ProgressReader
+    from dualplane.core.settings import Settings
 
 BROKER_PARTS = ("jobs", "queues", "lag")  # the parts read from Kafka and RabbitMQ
 KAFKA_PROBE_S = 8.0  # a metadata answer takes milliseconds; 8 s leaves room for a loaded broker
@@ -32,7 +32,7 @@ def status(
     namespace: NamespaceOption = None,
 ) -> None:
     """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
-    from control_plane.frontier.progress import ProgressReader
+    from dualplane.control_plane.frontier.progress import ProgressReader
 
     settings = settings_in(namespace)
     reader = _open_reader(settings)
@@ -66,8 +66,8 @@ def _open_reader(settings: Settings) -> ProgressReader | Exception:
     Kafka is asked once, for its metadata, within ``KAFKA_PROBE_S``: opening the reader on a cluster
     that does not answer waited out the topic admin's 30 s, and each lag read 10 s more (42 s before
     `status` said Kafka was away)."""
-    from brokers.kafka.clients import answers
-    from control_plane.frontier.progress import ProgressReader
+    from dualplane.brokers.kafka.clients import answers
+    from dualplane.control_plane.frontier.progress import ProgressReader
 
     if not answers(settings.kafka, timeout_s=KAFKA_PROBE_S):
         servers = settings.kafka.bootstrap_servers

@@ -11,16 +11,16 @@ from typing import Annotated, Any
 
 import typer
 
-from core.clock import utc_now
-from core.exceptions import DualplaneError
-from core.settings import Settings
-from core.web.exceptions import InvalidUrl
-from core.web.urls import domain_of
-from data_plane.throttle import overrides
-from data_plane.throttle.commands import ALL_DOMAINS, OPERATOR, ThrottleCommand
-from data_plane.throttle.exceptions import ThrottleError
-from data_plane.throttle.snapshot import read_snapshot
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
+from dualplane.core.clock import utc_now
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import Settings
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.throttle import overrides
+from dualplane.data_plane.throttle.commands import ALL_DOMAINS, OPERATOR, ThrottleCommand
+from dualplane.data_plane.throttle.exceptions import ThrottleError
+from dualplane.data_plane.throttle.snapshot import read_snapshot
 
 app = typer.Typer(help="Adaptive throttling: what the block-ratio processor decided per domain, and why.")
 

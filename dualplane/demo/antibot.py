@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from core.settings import ThrottleSettings
-from data_plane.throttle.view import ThrottleView
+from dualplane.core.settings import ThrottleSettings
+from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.sample_site import AntiBot, SampleSite
 
 PROTECTED_HOST = 0

@@ -15,14 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from brokers.amqp.messages import JobSpec
-from control_plane.frontier.client import JobClient, Look
-from control_plane.frontier.submit import default_scope
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
-from data_plane.extractor.records import PageRecord, iter_records
-from data_plane.extractor.replay import ReplayResult, plan, replay
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.control_plane.frontier.client import JobClient, Look
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
+from dualplane.data_plane.extractor.records import PageRecord, iter_records
+from dualplane.data_plane.extractor.replay import ReplayResult, plan, replay
+from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.demo.antibot import ANTI_BOT, PROTECTED_HOST, ThrottleWatch, throttle_tuning
 from dualplane.demo.live import LiveView
 from dualplane.namespaces import named_namespace

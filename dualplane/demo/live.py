@@ -13,8 +13,8 @@ from prometheus_client import REGISTRY
 from rich.console import Group
 from rich.table import Table
 
-from core.web.urls import domain_of
-from data_plane.throttle.view import ThrottleView
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.sample_site import SampleSite
 
 COUNTERS = (

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from brokers import amqp
-from brokers.kafka import clients
-from connectors.storage import s3
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.kafka import clients
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import Settings
 
 DEMO_TOPIC = "dualplane.demo"
 DEMO_QUEUE = "dualplane.demo"

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-import schemas
-from brokers.amqp.messages import visit_of
-from brokers.kafka.reader import read_to_end
-from control_plane.frontier.jobs import FinishRule, Verdict
-from control_plane.frontier.progress import ProgressReader
-from core.settings import Settings
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.exceptions import BadThrottleCommand
+from dualplane import schemas
+from dualplane.brokers.amqp.messages import visit_of
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.exceptions import BadThrottleCommand
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ matplotlib.use("Agg")  # no display: figures are written, never shown
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from data_plane.throttle.events import BLOCKED_OUTCOMES
+from dualplane.data_plane.throttle.events import BLOCKED_OUTCOMES
 
 COLORS = {"ok": "#2b8a3e", "not_found": "#868e96", "redirect": "#1c7ed6", "timeout": "#e67700"}
 MAX_DOMAINS = 4  # throttle timelines drawn: the domains with the most blocks

@@ -15,8 +15,8 @@ from typing import Any
 
 from jinja2 import Environment
 
-from control_plane.fetcher.retry_policy import is_success
-from core.settings import Settings
+from dualplane.control_plane.fetcher.retry_policy import is_success
+from dualplane.core.settings import Settings
 from dualplane.report import figures
 from dualplane.report.data import JobData
 

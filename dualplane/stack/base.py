@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import ClassVar, Literal
 from urllib.parse import urlsplit
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.process import terminate
 

@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import uuid
 
-from brokers.kafka import clients
-from core.settings import Settings
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import Settings
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import PrerequisiteMissing, StackError
 from dualplane.stack.kafka_dist import JAVA_FIX, KafkaDistribution, template

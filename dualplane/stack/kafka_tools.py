@@ -11,7 +11,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.stack.kafka_dist import KafkaDistribution, template
 
 # tool name -> (main class, how it takes the cluster address)

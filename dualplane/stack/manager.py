@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.stack.base import LocalService, Ownership, ServiceStatus
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker

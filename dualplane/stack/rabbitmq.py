@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from brokers import amqp
+from dualplane.brokers import amqp
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import PrerequisiteMissing
 from dualplane.stack.process import spawn_detached, terminate

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from connectors.storage import s3
+from dualplane.connectors.storage import s3
 from dualplane.extras import require
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import StackError

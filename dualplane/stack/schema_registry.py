@@ -35,7 +35,7 @@ from pathlib import Path
 
 import httpx
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import PrerequisiteMissing, StackError
 from dualplane.stack.kafka_dist import cache_root

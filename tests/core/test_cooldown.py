@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from control_plane.fetcher import politeness
-from core.limits import cooldown_s
-from core.settings import LimitSettings, ThrottleSettings
-from data_plane.throttle.policy import PolicyConfig, decide
-from data_plane.throttle.signals import WindowCounts
+from dualplane.control_plane.fetcher import politeness
+from dualplane.core.limits import cooldown_s
+from dualplane.core.settings import LimitSettings, ThrottleSettings
+from dualplane.data_plane.throttle.policy import PolicyConfig, decide
+from dualplane.data_plane.throttle.signals import WindowCounts
 
 pytestmark = pytest.mark.unit
 

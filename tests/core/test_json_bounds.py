@@ -7,10 +7,10 @@ import json
 import pika
 import pytest
 
-from brokers.amqp.dead_letters import DeadLetter
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import DiscoveredBatch, decode
-from core.json_bounds import JsonTooDeep, loads_bounded, nesting_depth
+from dualplane.brokers.amqp.dead_letters import DeadLetter
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import DiscoveredBatch, decode
+from dualplane.core.json_bounds import JsonTooDeep, loads_bounded, nesting_depth
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from core import logs
+from dualplane.core import logs
 
 pytestmark = pytest.mark.unit
 

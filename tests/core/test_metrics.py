@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY, generate_latest
 
-from core import metrics
+from dualplane.core import metrics
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ import os
 import pytest
 from pydantic import ValidationError
 
-from core.settings import KafkaSettings, LimitSettings, Settings, env_names, mask_url_password
 from dualplane.cli.main import configuration_problem
+from dualplane.core.settings import KafkaSettings, LimitSettings, Settings, env_names, mask_url_password
 
 pytestmark = pytest.mark.unit
 

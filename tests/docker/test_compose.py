@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from core.settings import ENV_PREFIX, Settings, env_names
+from dualplane.core.settings import ENV_PREFIX, Settings, env_names
 from dualplane.services import SERVICE_NAMES
 from tests.support.compose import COMPOSE_FILES, README_COMMANDS
 from tests.support.paths import REPO_ROOT

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.extras import ExtraMissing
 from dualplane.stack.s3 import S3Endpoint
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from dualplane.demo.crawl import DEMO_NAMESPACE, demo_settings
 from dualplane.namespaces import named_namespace
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import Settings
 from dualplane import services
+from dualplane.core.settings import Settings
 from dualplane.services import ConsumerService, run_services
 
 pytestmark = pytest.mark.unit

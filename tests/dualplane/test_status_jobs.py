@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.frontier.jobs import STALLED_AFTER_S
-from core.settings import Settings
+from dualplane.control_plane.frontier.jobs import STALLED_AFTER_S
+from dualplane.core.settings import Settings
 from dualplane.status import job_detail
 
 pytestmark = pytest.mark.unit

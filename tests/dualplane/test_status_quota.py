@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from core.settings import Settings
-from data_plane.throttle.snapshot import write_snapshot
 from dualplane.cli.status_cmd import render
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.snapshot import write_snapshot
 from dualplane.status import credits_today, quota_pause
 
 pytestmark = pytest.mark.unit

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.messages import CrawlTask, JobSpec, Validators
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, Validators
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
-import schemas
-from brokers import amqp
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import LimitSettings, Settings
-from data_plane.extract.offline import raw_page
+from dualplane import schemas
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import LimitSettings, Settings
+from dualplane.data_plane.extract.offline import raw_page
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession
 from tests.support.cli import run_cli

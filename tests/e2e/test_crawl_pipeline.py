@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import JobSpec
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from brokers.amqp.messages import JobSpec
-from control_plane.frontier.jobs import FinishRule
-from control_plane.frontier.progress import ProgressReader
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.control_plane.frontier.jobs import FinishRule
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.messages import JobSpec
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
-from data_plane.extractor.records import iter_records
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.extractor.records import iter_records
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import FetchSettings, LimitSettings, Settings
-from data_plane.extractor.records import PageRecord, iter_records
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.data_plane.extractor.records import PageRecord, iter_records
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory

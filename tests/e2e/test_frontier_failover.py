@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.topology import Topology
-from control_plane.frontier.progress import ProgressReader
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

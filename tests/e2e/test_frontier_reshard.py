@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.topology import Topology
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory

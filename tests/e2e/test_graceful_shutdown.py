@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.messages import JobSpec
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.archive import all_avro_rows
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

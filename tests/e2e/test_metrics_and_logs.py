@@ -19,9 +19,9 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from brokers.amqp.messages import JobSpec
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

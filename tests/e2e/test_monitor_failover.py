@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
-from brokers.amqp.topology import Topology
-from control_plane.frontier.monitor_client import MonitorClient
-from control_plane.frontier.submit import default_scope
-from core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.monitor_client import MonitorClient
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe

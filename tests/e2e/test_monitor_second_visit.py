@@ -21,14 +21,14 @@ from typing import Any
 
 import pytest
 
-from brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
-from brokers.kafka.reader import read_to_end
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.monitor_client import MonitorClient
-from control_plane.frontier.submit import default_scope
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize
-from data_plane.extractor.change_reader import decode_change
+from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.monitor_client import MonitorClient
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize
+from dualplane.data_plane.extractor.change_reader import decode_change
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
 from tests.support.pipeline import Pipeline, read_topic

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import ConsumerGroupState
 
-from brokers.kafka import clients
-from core.settings import Settings
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.pipeline import Pipeline
 

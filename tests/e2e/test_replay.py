@@ -17,16 +17,16 @@ from urllib.parse import urlsplit
 import fastavro
 import pytest
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from connectors.storage.claim_check import KEY_PREFIX
-from core.settings import ExtractSettings, Settings
-from core.web.urls import canonicalize
-from data_plane.extract.offline import raw_page
-from data_plane.extractor.records import iter_records
-from data_plane.extractor.replay import plan, replay
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.connectors.storage.claim_check import KEY_PREFIX
+from dualplane.core.settings import ExtractSettings, Settings
+from dualplane.core.web.urls import canonicalize
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extractor.records import iter_records
+from dualplane.data_plane.extractor.replay import plan, replay
 from dualplane.sample_site import SampleSite, SiteModel, SiteSpec, reachable_urls
 from tests.support.cli import interruptible, run_cli
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.messages import JobSpec
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory

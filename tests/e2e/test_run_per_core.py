@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import Settings
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
 from dualplane.processes import usable_cores
 from tests.support.factories import ControlPlaneFactory
 from tests.support.paths import REPO_ROOT

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-import schemas
-from brokers.amqp.messages import JobSpec
-from brokers.kafka.lag import extractor_lag
-from brokers.kafka.reader import read_to_end
-from connectors.sink.lag import sink_lag
-from connectors.storage import s3
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
-from data_plane.extractor.replay import plan, replay
+from dualplane import schemas
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.kafka.lag import extractor_lag
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.connectors.sink.lag import sink_lag
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.extractor.replay import plan, replay
 from dualplane.sample_site import SampleSite, SiteSpec
 from tests.support.archive import avro_rows, get, list_keys, warc_entries
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from connectors.storage import s3
-from core.settings import Settings
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.paths import REPO_ROOT
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory

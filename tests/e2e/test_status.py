@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.management import queue_stats
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.publisher import confirmed_channel
-from brokers.amqp.topology import Topology
-from control_plane.frontier.submit import submit_job
-from core.settings import LimitSettings, Settings
-from core.web.urls import domain_of
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.management import queue_stats
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.publisher import confirmed_channel
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.submit import submit_job
+from dualplane.core.settings import LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from tests.support.cli import CliResult, interruptible, run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.paths import REPO_ROOT

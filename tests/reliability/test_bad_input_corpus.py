@@ -16,13 +16,13 @@ import pytest
 from aiohttp.test_utils import TestServer
 from prometheus_client import REGISTRY
 
-from control_plane.fetcher.backends.base import FetchRequest
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.classify import classify
-from control_plane.fetcher.exceptions import FetchFailed
-from core.web.ssrf import SsrfGuard
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
+from dualplane.control_plane.fetcher.backends.base import FetchRequest
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.classify import classify
+from dualplane.control_plane.fetcher.exceptions import FetchFailed
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
 from tests.support.bad_input import CASES, Case, make_app, markdown_table
 from tests.support.paths import REPO_ROOT
 

@@ -32,12 +32,12 @@ from pathlib import Path
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.dead_letters import list_dead_letters
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.topology import Topology
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import canonicalize, domain_of
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.dead_letters import list_dead_letters
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.stack import LocalStack
 from tests.support.brokers import BrokerSession

@@ -23,12 +23,12 @@ from datetime import UTC, datetime
 import pytest
 from confluent_kafka import TopicPartition
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.paths import REPO_ROOT
 

@@ -21,23 +21,23 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp import permits
-from brokers.amqp.messages import CrawlTask
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from brokers.kafka.topics import prepare_data_plane
-from connectors.storage.claim_check import ClaimCheckStore
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.outputs import KafkaOutputs
-from control_plane.fetcher.runner import TaskRunner
-from control_plane.fetcher.worker import Fetcher
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.ssrf import SsrfGuard
-from core.web.urls import domain_of
-from data_plane.extractor.records import iter_records
-from data_plane.extractor.service import Extractor
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp.messages import CrawlTask
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.kafka.topics import prepare_data_plane
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.outputs import KafkaOutputs
+from dualplane.control_plane.fetcher.runner import TaskRunner
+from dualplane.control_plane.fetcher.worker import Fetcher
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.extractor.records import iter_records
+from dualplane.data_plane.extractor.service import Extractor
+from dualplane.data_plane.throttle.view import ThrottleView
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.frontier import JobProbe
 from tests.support.kafka_relay import KafkaRelay

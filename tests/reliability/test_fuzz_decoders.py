@@ -20,24 +20,24 @@ from hypothesis import strategies as st
 from protego import Protego
 from warcio.archiveiterator import ArchiveIterator
 
-import schemas
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import MESSAGE_TYPES, ControlMessage, decode
-from connectors.sink.compression import gzip_member
-from connectors.sink.warc import WarcSink
-from control_plane.frontier.robots import _Policy
-from core.json_bounds import loads_bounded
-from core.settings import Settings, SinkSettings
-from core.web.charset import detect_charset
-from core.web.exceptions import InvalidUrl
-from core.web.urls import canonicalize, domain_of
-from data_plane.extract.exceptions import ExtractionFailed
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
-from data_plane.extract.source import read_source
-from data_plane.extractor.service import Extractor
-from schemas.exceptions import SchemaError
-from schemas.registry import or_default
+from dualplane import schemas
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import MESSAGE_TYPES, ControlMessage, decode
+from dualplane.connectors.sink.compression import gzip_member
+from dualplane.connectors.sink.warc import WarcSink
+from dualplane.control_plane.frontier.robots import _Policy
+from dualplane.core.json_bounds import loads_bounded
+from dualplane.core.settings import Settings, SinkSettings
+from dualplane.core.web.charset import detect_charset
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import canonicalize, domain_of
+from dualplane.data_plane.extract.exceptions import ExtractionFailed
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.source import read_source
+from dualplane.data_plane.extractor.service import Extractor
+from dualplane.schemas.exceptions import SchemaError
+from dualplane.schemas.registry import or_default
 
 pytestmark = pytest.mark.unit
 

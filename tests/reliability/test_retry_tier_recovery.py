@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.messages import CrawlTask
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.messages import CrawlTask
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 

@@ -8,9 +8,9 @@ from typing import Any
 import avro.schema as avro_schema
 import pytest
 
-import schemas
-from schemas.canonical import canonical_form, crc64_avro, fingerprint_hex, schema_fingerprint
-from schemas.registry import build_schema
+from dualplane import schemas
+from dualplane.schemas.canonical import canonical_form, crc64_avro, fingerprint_hex, schema_fingerprint
+from dualplane.schemas.registry import build_schema
 
 pytestmark = pytest.mark.unit
 

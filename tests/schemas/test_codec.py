@@ -14,10 +14,10 @@ import avro.schema as avro_schema
 import pytest
 from fastavro import schemaless_writer
 
-import schemas
-from schemas import Decoded, SchemaRegistry, decode, encode
-from schemas.exceptions import CorruptRecord, IncompatibleSchema, InvalidRecord, UnknownSchema
-from schemas.wire import confluent_header
+from dualplane import schemas
+from dualplane.schemas import Decoded, SchemaRegistry, decode, encode
+from dualplane.schemas.exceptions import CorruptRecord, IncompatibleSchema, InvalidRecord, UnknownSchema
+from dualplane.schemas.wire import confluent_header
 
 pytestmark = pytest.mark.unit
 

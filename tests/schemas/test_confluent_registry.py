@@ -26,20 +26,20 @@ from confluent_kafka.schema_registry import SchemaRegistryClient
 from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import SchemaRegistrySettings, Settings
-from data_plane.extract.offline import raw_page
-from data_plane.extractor.records import iter_records
-from data_plane.extractor.service import STORE_RETRY_S, Extractor
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import SchemaRegistrySettings, Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extractor.records import iter_records
+from dualplane.data_plane.extractor.service import STORE_RETRY_S, Extractor
+from dualplane.schemas.confluent import subject_for
+from dualplane.schemas.exceptions import RegistryUnavailable, SchemaRejected
+from dualplane.schemas.registry import build_schema
+from dualplane.schemas.wire import CONFLUENT_MAGIC, split
 from dualplane.stack import LocalStack
 from dualplane.stack.schema_registry import SchemaRegistryServer
-from schemas.confluent import subject_for
-from schemas.exceptions import RegistryUnavailable, SchemaRejected
-from schemas.registry import build_schema
-from schemas.wire import CONFLUENT_MAGIC, split
 from tests.schemas.test_codec import page_record
 from tests.support.brokers import BrokerSession
 from tests.support.factories import (

@@ -12,10 +12,10 @@ import pytest
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 from fastavro.read import SchemaResolutionError
 
-from core.settings import TopicSettings
-from schemas.catalog import BreakingVersion, ManifestEntry, load_manifest, schema_path, schema_paths
-from schemas.compatibility import check_backward
-from schemas.registry import default_registry
+from dualplane.core.settings import TopicSettings
+from dualplane.schemas.catalog import BreakingVersion, ManifestEntry, load_manifest, schema_path, schema_paths
+from dualplane.schemas.compatibility import check_backward
+from dualplane.schemas.registry import default_registry
 
 pytestmark = pytest.mark.unit
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-import schemas
-from core.exceptions import DualplaneError
-from core.settings import TopicSettings
-from schemas.catalog import Manifest, load_manifest
-from schemas.exceptions import ManifestError, SchemaConflict, SchemaError, UnknownSchema
-from schemas.registry import SchemaRegistry
+from dualplane import schemas
+from dualplane.core.exceptions import DualplaneError
+from dualplane.core.settings import TopicSettings
+from dualplane.schemas.catalog import Manifest, load_manifest
+from dualplane.schemas.exceptions import ManifestError, SchemaConflict, SchemaError, UnknownSchema
+from dualplane.schemas.registry import SchemaRegistry
 
 pytestmark = pytest.mark.unit
 

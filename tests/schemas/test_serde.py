@@ -11,12 +11,12 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from fastavro import schemaless_writer
 
-import schemas
-from core.settings import SchemaRegistrySettings, Settings
+from dualplane import schemas
+from dualplane.core.settings import SchemaRegistrySettings, Settings
 from dualplane.namespaces import private_namespace
-from schemas.codec import set_default_resolver
-from schemas.confluent import ConfluentRegistry, subject_for
-from schemas.exceptions import (
+from dualplane.schemas.codec import set_default_resolver
+from dualplane.schemas.confluent import ConfluentRegistry, subject_for
+from dualplane.schemas.exceptions import (
     CorruptRecord,
     IncompatibleSchema,
     RegistryError,
@@ -25,8 +25,8 @@ from schemas.exceptions import (
     SchemaRejected,
     UnknownSchema,
 )
-from schemas.serde import codec_for, install
-from schemas.wire import CONFLUENT_HEADER_BYTES, confluent_header, split
+from dualplane.schemas.serde import codec_for, install
+from dualplane.schemas.wire import CONFLUENT_HEADER_BYTES, confluent_header, split
 from tests.schemas.test_codec import page_record, throttle_command
 
 pytestmark = pytest.mark.unit

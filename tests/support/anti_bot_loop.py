@@ -22,13 +22,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from brokers.amqp.messages import JobSpec
-from brokers.kafka.topics import prepare_data_plane
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.submit import default_scope
-from core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
-from core.web.urls import domain_of
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.kafka.topics import prepare_data_plane
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.namespaces import private_namespace
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 from dualplane.services import ServiceGroup

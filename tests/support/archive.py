@@ -11,8 +11,8 @@ from avro.datafile import DataFileReader
 from avro.io import DatumReader
 from warcio.archiveiterator import ArchiveIterator
 
-from connectors.storage import s3
-from core.settings import Settings
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import Settings
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,10 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from brokers import amqp
-from brokers.kafka import clients
-from connectors.storage import s3
-from core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.kafka import clients
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import AmqpSettings, KafkaSettings, S3Settings, Settings
 from dualplane.stack import LocalStack
 from tests.support.containers import ContainersUnavailable, start_containers, wait_until
 

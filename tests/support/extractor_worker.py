@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from brokers.kafka import clients
-from core.settings import Settings
-from data_plane.extractor.service import Extractor
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extractor.service import Extractor
 
 HOLD_ENV = "HOLD_TRANSACTION"
 T = TypeVar("T")

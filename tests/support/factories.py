@@ -12,10 +12,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brokers import amqp
-from brokers.kafka import clients
-from connectors.storage import s3
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.kafka import clients
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-import schemas
-from data_plane.throttle.events import FETCH_EVENT
+from dualplane import schemas
+from dualplane.data_plane.throttle.events import FETCH_EVENT
 
 STATUS_OF_OUTCOME = {"ok": 200, "rate_limited": 429, "forbidden": 403}
 

@@ -6,15 +6,15 @@ import threading
 
 import pika
 
-from brokers import amqp
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import JobSpec
-from brokers.amqp.topology import Topology
-from control_plane.frontier import Frontier
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.progress import ProgressReader
-from core.settings import Settings
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier import Frontier
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.view import ThrottleView
 
 
 class JobProbe:

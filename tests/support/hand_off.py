@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from control_plane.fetcher.outputs import KafkaOutputs
-from core.settings import Settings
+from dualplane.control_plane.fetcher.outputs import KafkaOutputs
+from dualplane.core.settings import Settings
 
 
 def fetch_event(page: Mapping[str, Any]) -> dict[str, Any]:

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import schemas
-from brokers.kafka.reader import read_to_end
-from core.settings import Settings
+from dualplane import schemas
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.core.settings import Settings
 from tests.support.paths import REPO_ROOT
 
 ROOT = REPO_ROOT

@@ -9,13 +9,13 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from connectors.sink import S3Sink
-from connectors.sink.lag import sink_lag
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.connectors.sink import S3Sink
+from dualplane.connectors.sink.lag import sink_lag
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
 from tests.schemas.test_codec import page_record
 from tests.support.hand_off import hand_off
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from core.web.urls import canonicalize
+from dualplane.core.web.urls import canonicalize
 from dualplane.sample_site import SampleSite
 
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from brokers.amqp.consumer import ControlConsumer
+from dualplane.brokers.amqp.consumer import ControlConsumer
 
 
 @contextmanager

@@ -17,10 +17,10 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.limits import cooldown_s
-from data_plane.throttle.policy import DomainState, PolicyConfig, decide
-from data_plane.throttle.signals import WindowCounts
-from data_plane.throttle.windows import window_to_judge
+from dualplane.core.limits import cooldown_s
+from dualplane.data_plane.throttle.policy import DomainState, PolicyConfig, decide
+from dualplane.data_plane.throttle.signals import WindowCounts
+from dualplane.data_plane.throttle.windows import window_to_judge
 
 
 @dataclass

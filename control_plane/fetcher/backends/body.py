@@ -17,9 +17,9 @@ from typing import Protocol
 
 from w3lib.encoding import http_content_type_encoding
 
-from control_plane.fetcher.backends.base import FetchRequest, FetchResponse
-from control_plane.fetcher.exceptions import TooLarge, UndecodableBody, UnwantedContent
-from core.web.charset import detect_charset
+from dualplane.control_plane.fetcher.backends.base import FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.exceptions import TooLarge, UndecodableBody, UnwantedContent
+from dualplane.core.web.charset import detect_charset
 
 # Only what BoundedDecoder inflates; a server that ignores it gets UndecodableBody.
 ACCEPT_ENCODING = "gzip, deflate"

@@ -21,25 +21,25 @@ import aiohttp
 from aiohttp.http_exceptions import HttpProcessingError
 from yarl import URL
 
-from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
-from control_plane.fetcher.backends.body import ACCEPT_ENCODING, decoded_headers, read_response
-from control_plane.fetcher.backends.proxies import ProxyPool
-from control_plane.fetcher.classify import classify
-from control_plane.fetcher.exceptions import (
+from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.body import ACCEPT_ENCODING, decoded_headers, read_response
+from dualplane.control_plane.fetcher.backends.proxies import ProxyPool
+from dualplane.control_plane.fetcher.classify import classify
+from dualplane.control_plane.fetcher.exceptions import (
     ConnectionFailed,
     FetchFailed,
     FetchTimeout,
     InvalidTarget,
     SsrfRefused,
 )
-from core.web.exceptions import InvalidUrl, UnsafeUrl
-from core.web.hops import allowed_hop, redirect_target
-from core.web.pinned import pinned_connector, proxy_connector
-from core.web.ssrf import SsrfGuard
-from core.web.urls import domain_of
+from dualplane.core.web.exceptions import InvalidUrl, UnsafeUrl
+from dualplane.core.web.hops import allowed_hop, redirect_target
+from dualplane.core.web.pinned import pinned_connector, proxy_connector
+from dualplane.core.web.ssrf import SsrfGuard
+from dualplane.core.web.urls import domain_of
 
 if TYPE_CHECKING:
-    from core.settings import Settings
+    from dualplane.core.settings import Settings
 
 # Limits of a response head. httpx allowed 100 KiB for a whole head; aiohttp bounds each line and
 # the number of lines (its defaults, 8190 bytes a line, refused some real sites' long CSP headers).

@@ -6,8 +6,8 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from control_plane.fetcher.retry_policy import Outcome
-from core.settings import mask_url_password
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.settings import mask_url_password
 
 log = logging.getLogger(__name__)
 

@@ -37,17 +37,17 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
-from control_plane.fetcher.backends.body import ACCEPT_ENCODING, read_capped, read_response
-from control_plane.fetcher.challenges import BLOCKED_MARKER
-from control_plane.fetcher.exceptions import (
+from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.body import ACCEPT_ENCODING, read_capped, read_response
+from dualplane.control_plane.fetcher.challenges import BLOCKED_MARKER
+from dualplane.control_plane.fetcher.exceptions import (
     ConnectionFailed,
     FetchTimeout,
     QuotaExhausted,
     ScrapingApiFailed,
     SsrfRefused,
 )
-from control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.retry_policy import Outcome
 
 NO_PARAMS: Mapping[str, str] = MappingProxyType({})
 STATUS_HEADER = "ant-page-status-code"

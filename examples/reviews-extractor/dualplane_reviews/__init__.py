@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from data_plane.extract.plugins import Extractor, PageView
+from dualplane.data_plane.extract.plugins import Extractor, PageView
 
 RULES: dict[str, tuple[str, str, Callable[[str], Any]]] = {
     "rating": ("p.rating", r"Rated ([\d.]+) out of 5", float),

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pika.exceptions
 import pytest
 
-from brokers import amqp
-from core.settings import AmqpSettings
+from dualplane.brokers import amqp
+from dualplane.core.settings import AmqpSettings
 
 pytestmark = pytest.mark.unit
 

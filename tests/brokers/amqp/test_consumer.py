@@ -8,13 +8,13 @@ from collections.abc import Callable
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding, wait_for
-from brokers.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
-from brokers.amqp.messages import DiscoveredUrl
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding, wait_for
+from dualplane.brokers.amqp.dead_letters import DeadLetter, list_dead_letters, redrive
+from dualplane.brokers.amqp.messages import DiscoveredUrl
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.threads import running
 

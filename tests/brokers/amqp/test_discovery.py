@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.amqp.discovery import discovery_batches
-from brokers.amqp.messages import MAX_URL_CHARS
-from brokers.amqp.topology import Topology
-from core.settings import QueueSettings
+from dualplane.brokers.amqp.discovery import discovery_batches
+from dualplane.brokers.amqp.messages import MAX_URL_CHARS
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.settings import QueueSettings
 
 pytestmark = pytest.mark.unit
 

@@ -9,8 +9,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import CrawlTask, DiscoveredBatch, DiscoveredUrl, JobSpec, decode
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import CrawlTask, DiscoveredBatch, DiscoveredUrl, JobSpec, decode
 
 
 @pytest.mark.parametrize("job_id", ["job-1", "Rückruf 2026/11 (retry)", "x" * 200, "a"])

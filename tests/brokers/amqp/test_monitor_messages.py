@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import (
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import (
     JobSpec,
     MonitorCommand,
     MonitorSpec,

@@ -6,8 +6,8 @@ import httpx
 import pika
 import pytest
 
-from brokers import amqp
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.core.settings import Settings
 from tests.support.factories import AmqpQueueFactory
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from core.settings import Settings
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from brokers.kafka.clients import ClientWedged, close_within, within
+from dualplane.brokers.kafka.clients import ClientWedged, close_within, within
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from brokers.kafka.group_start import pin_group_start
+from dualplane.brokers.kafka.group_start import pin_group_start
 from tests.support.factories import KafkaClientFactory, KafkaTopicFactory
 
 pytestmark = pytest.mark.integration

@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from brokers.kafka.logs import KafkaLog
+from dualplane.brokers.kafka.logs import KafkaLog
 from tests.support.cli import free_ports
 
 pytestmark = pytest.mark.unit
@@ -24,8 +24,8 @@ def test_a_clients_librdkafka_lines_land_in_python_logging_not_raw_stderr() -> N
     (port,) = free_ports(1)
     code = textwrap.dedent(f"""
         import logging, time
-        from brokers.kafka import clients
-        from core.settings import KafkaSettings
+        from dualplane.brokers.kafka import clients
+        from dualplane.core.settings import KafkaSettings
         logging.basicConfig(format="PYLOG %(levelname)s %(name)s %(message)s")
         producer = clients.producer(KafkaSettings(bootstrap_servers="127.0.0.1:{port}"))
         consumer = clients.consumer(KafkaSettings(bootstrap_servers="127.0.0.1:{port}"), "logs-test")

@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import KafkaError, Message
 from confluent_kafka.admin import ConfigResource
 
-from brokers.kafka import clients
+from dualplane.brokers.kafka import clients
 from tests.support.factories import KafkaClientFactory, KafkaTopicFactory
 
 pytestmark = pytest.mark.integration

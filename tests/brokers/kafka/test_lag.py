@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from brokers.kafka import lag
+from dualplane.brokers.kafka import lag
 
 pytestmark = pytest.mark.unit
 

@@ -7,11 +7,11 @@ import json
 import pytest
 from confluent_kafka.admin import ConfigResource
 
-from brokers.kafka.schema_topic import entry_value, load_schemas_from_topic, publish_schemas
-from core.settings import Settings
-from schemas import SchemaRegistry, decode, encode
-from schemas.exceptions import SchemaTopicError, UnknownSchema
-from schemas.registry import default_registry
+from dualplane.brokers.kafka.schema_topic import entry_value, load_schemas_from_topic, publish_schemas
+from dualplane.core.settings import Settings
+from dualplane.schemas import SchemaRegistry, decode, encode
+from dualplane.schemas.exceptions import SchemaTopicError, UnknownSchema
+from dualplane.schemas.registry import default_registry
 from tests.support.factories import KafkaClientFactory, KafkaTopicFactory, unique_name
 
 pytestmark = pytest.mark.integration

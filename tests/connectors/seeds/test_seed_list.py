@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from connectors.seeds import SeedList, open_seed_list
-from connectors.seeds.exceptions import SeedListError
-from connectors.storage import s3
-from core.settings import SeedSettings, Settings
+from dualplane.connectors.seeds import SeedList, open_seed_list
+from dualplane.connectors.seeds.exceptions import SeedListError
+from dualplane.connectors.storage import s3
+from dualplane.core.settings import SeedSettings, Settings
 from tests.support.factories import S3BucketFactory
 
 GOOD = ["https://shop.example/a", "http://news.example:8080/b?x=1", "https://shop.example/c"]

@@ -7,12 +7,12 @@ import io
 import fastavro
 import pytest
 
-import schemas
-from connectors.sink.avro import AvroSink
-from connectors.sink.avro_check import DatumCheck
-from connectors.sink.exceptions import Unwritable
-from core.settings import Settings
-from schemas.wire import SINGLE_OBJECT_HEADER_BYTES
+from dualplane import schemas
+from dualplane.connectors.sink.avro import AvroSink
+from dualplane.connectors.sink.avro_check import DatumCheck
+from dualplane.connectors.sink.exceptions import Unwritable
+from dualplane.core.settings import Settings
+from dualplane.schemas.wire import SINGLE_OBJECT_HEADER_BYTES
 from tests.support.sink import record
 
 pytestmark = pytest.mark.unit
@@ -74,7 +74,7 @@ def test_a_union_branch_out_of_range_is_refused_even_negative() -> None:
 
 
 def test_without_cavro_the_sink_checks_with_fastavro(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("connectors.sink.avro_check.cavro", None)
+    monkeypatch.setattr("dualplane.connectors.sink.avro_check.cavro", None)
     sink = AvroSink("records", schemas.Codec(Settings().topics), deflate=None)
 
     item = sink.prepare(_Message(VALUE))  # type: ignore[arg-type]

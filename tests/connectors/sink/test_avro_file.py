@@ -8,11 +8,11 @@ from typing import Any
 import fastavro
 import pytest
 
-import schemas
-from connectors.sink.avro import BLOCK_RECORDS, AvroSink
-from connectors.sink.base import FileStart
-from connectors.sink.compression import deflate_block
-from core.settings import Settings, SinkSettings
+from dualplane import schemas
+from dualplane.connectors.sink.avro import BLOCK_RECORDS, AvroSink
+from dualplane.connectors.sink.base import FileStart
+from dualplane.connectors.sink.compression import deflate_block
+from dualplane.core.settings import Settings, SinkSettings
 from tests.support.archive import avro_rows
 from tests.support.sink import record
 

@@ -8,8 +8,8 @@ import zlib
 import pytest
 from isal import isal_zlib
 
-from connectors.sink.compression import deflate_block, gzip_member
-from core.settings import SinkSettings
+from dualplane.connectors.sink.compression import deflate_block, gzip_member
+from dualplane.core.settings import SinkSettings
 
 DATA = [b"", b"x", b"<html><p>" + b"words and more words " * 3000 + b"</p></html>", bytes(range(256)) * 700]
 

@@ -8,9 +8,9 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from connectors.sink.base import FileStart, Item, Sink, SinkFile
-from connectors.sink.exceptions import SinkUnavailable, Unwritable
-from connectors.sink.prepare import Preparer
+from dualplane.connectors.sink.base import FileStart, Item, Sink, SinkFile
+from dualplane.connectors.sink.exceptions import SinkUnavailable, Unwritable
+from dualplane.connectors.sink.prepare import Preparer
 
 
 class _Message:

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-import schemas
-from connectors.sink import raw_pages
-from connectors.sink.compression import gzip_member
-from connectors.sink.warc import WarcSink
-from core.settings import Settings, SinkSettings
-from schemas.wire import split
+from dualplane import schemas
+from dualplane.connectors.sink import raw_pages
+from dualplane.connectors.sink.compression import gzip_member
+from dualplane.connectors.sink.warc import WarcSink
+from dualplane.core.settings import Settings, SinkSettings
+from dualplane.schemas.wire import split
 from tests.support.sink import page
 
 pytestmark = pytest.mark.unit

@@ -16,15 +16,15 @@ from urllib.parse import urlsplit
 import pytest
 from botocore.exceptions import ClientError
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
-from connectors.sink.lag import sink_lag
-from connectors.sink.upload import ArchiveStore
-from connectors.storage import s3
-from connectors.storage.claim_check import KEY_PREFIX
-from core.settings import Settings
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.connectors.sink.exceptions import SinkMisconfigured, SinkUnavailable
+from dualplane.connectors.sink.lag import sink_lag
+from dualplane.connectors.sink.upload import ArchiveStore
+from dualplane.connectors.storage import s3
+from dualplane.connectors.storage.claim_check import KEY_PREFIX
+from dualplane.core.settings import Settings
 from tests.support.archive import all_avro_rows, all_warc_entries, avro_rows, get, list_keys, warc_entries
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory

@@ -15,9 +15,9 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from connectors.sink.compression import gzip_member
-from connectors.sink.warc_records import WARC_VERSION, request_member, response_member
-from core.settings import SinkSettings
+from dualplane.connectors.sink.compression import gzip_member
+from dualplane.connectors.sink.warc_records import WARC_VERSION, request_member, response_member
+from dualplane.core.settings import SinkSettings
 from tests.support.sink import page
 
 pytestmark = pytest.mark.unit

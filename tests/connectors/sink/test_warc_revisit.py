@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-import schemas
-from connectors.sink.compression import gzip_member
-from connectors.sink.warc import WarcSink
-from connectors.sink.warc_revisit import SERVER_NOT_MODIFIED
-from core.settings import Settings, SinkSettings
+from dualplane import schemas
+from dualplane.connectors.sink.compression import gzip_member
+from dualplane.connectors.sink.warc import WarcSink
+from dualplane.connectors.sink.warc_revisit import SERVER_NOT_MODIFIED
+from dualplane.core.settings import Settings, SinkSettings
 from tests.support.sink import page
 
 pytestmark = pytest.mark.unit

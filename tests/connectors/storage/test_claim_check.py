@@ -15,19 +15,19 @@ from typing import Any
 
 import pytest
 
-import schemas
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from connectors.storage.claim_check import KEY_PREFIX, ClaimCheckStore, lifecycle_rule
-from connectors.storage.exceptions import (
+from dualplane import schemas
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.connectors.storage.claim_check import KEY_PREFIX, ClaimCheckStore, lifecycle_rule
+from dualplane.connectors.storage.exceptions import (
     ClaimCheckInvalid,
     ClaimCheckMissing,
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from control_plane.fetcher.runner import HandOffFailed
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
+from dualplane.control_plane.fetcher.runner import HandOffFailed
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
 from dualplane.namespaces import drop_namespace, private_namespace
 from tests.support.factories import S3BucketFactory, unique_name
 from tests.support.hand_off import hand_off

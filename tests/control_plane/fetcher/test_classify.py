@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from control_plane.fetcher.backends.base import FetchRequest, FetchResponse
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.challenges import DETECTORS, TINY_PAGE_BYTES
-from control_plane.fetcher.classify import MAX_RETRY_AFTER_S, classify, parse_retry_after
-from control_plane.fetcher.retry_policy import Outcome
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.fetcher.backends.base import FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.challenges import DETECTORS, TINY_PAGE_BYTES
+from dualplane.control_plane.fetcher.classify import MAX_RETRY_AFTER_S, classify, parse_retry_after
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.ssrf import SsrfGuard
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 
 pytestmark = pytest.mark.unit

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from brokers.amqp.exceptions import MessageRejected
-from brokers.amqp.messages import CrawlTask, Validators, decode
-from control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.classify import classify
-from control_plane.fetcher.retry_policy import Outcome, decide
-from control_plane.fetcher.worker import Fetcher
-from core.settings import Settings
-from core.web.ssrf import SsrfGuard
+from dualplane.brokers.amqp.exceptions import MessageRejected
+from dualplane.brokers.amqp.messages import CrawlTask, Validators, decode
+from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.classify import classify
+from dualplane.control_plane.fetcher.retry_policy import Outcome, decide
+from dualplane.control_plane.fetcher.worker import Fetcher
+from dualplane.core.settings import Settings
+from dualplane.core.web.ssrf import SsrfGuard
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

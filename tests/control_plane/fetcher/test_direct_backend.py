@@ -18,10 +18,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from aiohttp.typedefs import Handler
 
-from control_plane.fetcher.backends.base import FetchRequest
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.classify import classify
-from control_plane.fetcher.exceptions import (
+from dualplane.control_plane.fetcher.backends.base import FetchRequest
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.classify import classify
+from dualplane.control_plane.fetcher.exceptions import (
     ConnectionFailed,
     FetchTimeout,
     InvalidTarget,
@@ -30,8 +30,8 @@ from control_plane.fetcher.exceptions import (
     UndecodableBody,
     UnwantedContent,
 )
-from control_plane.fetcher.retry_policy import Outcome
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
 

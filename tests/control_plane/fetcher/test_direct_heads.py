@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.exceptions import ConnectionFailed, FetchTimeout, InvalidTarget
-from control_plane.fetcher.retry_policy import Outcome
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.exceptions import ConnectionFailed, FetchTimeout, InvalidTarget
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.ssrf import SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import fetch_request
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

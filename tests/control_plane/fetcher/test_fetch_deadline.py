@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestServer
 
-from brokers.amqp.messages import CrawlTask
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.retry_policy import Outcome
-from control_plane.fetcher.worker import Fetcher
-from core.settings import FetchSettings, Settings
-from core.web.ssrf import SsrfGuard
+from dualplane.brokers.amqp.messages import CrawlTask
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.worker import Fetcher
+from dualplane.core.settings import FetchSettings, Settings
+from dualplane.core.web.ssrf import SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import Recorder, make_app
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from selectolax.lexbor import LexborHTMLParser
 
-from control_plane.fetcher.fingerprint import text_fingerprint
+from dualplane.control_plane.fetcher.fingerprint import text_fingerprint
 
 PAGE = """<html><head><title>Lamp</title><script>var nonce = "{nonce}";</script><style>.a{{}}</style></head>
 <body><h1>Desk lamp</h1><p>Price: {price}</p><form><input type=hidden name=csrf value="{nonce}">

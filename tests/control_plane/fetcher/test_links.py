@@ -8,9 +8,9 @@ import logging
 import pytest
 from prometheus_client import REGISTRY
 
-from control_plane.fetcher.backends.base import FetchResponse
-from control_plane.fetcher.links import INLINE_PARSE_MAX_BYTES, links_of, parse_links
-from core.settings import FetchSettings
+from dualplane.control_plane.fetcher.backends.base import FetchResponse
+from dualplane.control_plane.fetcher.links import INLINE_PARSE_MAX_BYTES, links_of, parse_links
+from dualplane.core.settings import FetchSettings
 
 pytestmark = pytest.mark.unit
 
@@ -33,7 +33,7 @@ def test_a_page_with_2100_links_hands_on_2000_and_counts_and_logs_the_100_left_o
     body = "".join(f'<a href="/p/{n}">{n}</a>' for n in range(2100)).encode()
     before = _over_limit()
 
-    with caplog.at_level(logging.WARNING, logger="control_plane.fetcher.links"):
+    with caplog.at_level(logging.WARNING, logger="dualplane.control_plane.fetcher.links"):
         found = parse_links(_response(body), FetchSettings())
 
     assert found.urls == tuple(f"https://shop.example/p/{n}" for n in range(2000))

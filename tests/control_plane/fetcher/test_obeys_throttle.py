@@ -18,21 +18,21 @@ from contextlib import contextmanager, suppress
 import httpx
 import pytest
 
-from brokers import amqp
-from brokers.amqp import permits
-from brokers.amqp.dead_letters import list_dead_letters
-from brokers.amqp.messages import CrawlTask, JobSpec, Priority
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
-from control_plane.fetcher.retry_policy import Outcome
-from control_plane.fetcher.runner import FetchResult, TaskRunner
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
-from data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
-from data_plane.throttle.events import FetchSample
-from data_plane.throttle.overrides import clearing, issue
-from data_plane.throttle.quota import quota_pause
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp.dead_letters import list_dead_letters
+from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, Priority
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.runner import FetchResult, TaskRunner
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
+from dualplane.data_plane.throttle.events import FetchSample
+from dualplane.data_plane.throttle.overrides import clearing, issue
+from dualplane.data_plane.throttle.quota import quota_pause
+from dualplane.data_plane.throttle.view import ThrottleView
 from tests.support.factories import ControlPlaneFactory
 from tests.support.fetch_worker import http_get
 from tests.support.frontier import RunningFrontier

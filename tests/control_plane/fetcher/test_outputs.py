@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from control_plane.fetcher.outputs import KafkaOutputs
-from control_plane.fetcher.runner import HandOffFailed
-from core.settings import Settings
+from dualplane.control_plane.fetcher.outputs import KafkaOutputs
+from dualplane.control_plane.fetcher.runner import HandOffFailed
+from dualplane.core.settings import Settings
 
 pytestmark = pytest.mark.unit
 

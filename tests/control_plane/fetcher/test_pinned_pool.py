@@ -13,9 +13,9 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from control_plane.fetcher.backends.direct import DirectBackend
-from core.web.pinned import pinned_connector
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.core.web.pinned import pinned_connector
+from dualplane.core.web.ssrf import SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import fetch_request
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.dead_letters import DeadLetter, list_dead_letters
-from brokers.amqp.messages import CrawlTask
-from brokers.amqp.publisher import publish
-from brokers.amqp.topology import Topology
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.dead_letters import DeadLetter, list_dead_letters
+from dualplane.brokers.amqp.messages import CrawlTask
+from dualplane.brokers.amqp.publisher import publish
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from tests.control_plane.fetcher.test_obeys_throttle import Lanes, fetcher
 from tests.support.factories import ControlPlaneFactory
 from tests.support.recording_server import RecordingHost

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from brokers.amqp.permits import PermitLedger
-from control_plane.fetcher.politeness import (
+from dualplane.brokers.amqp.permits import PermitLedger
+from dualplane.control_plane.fetcher.politeness import (
     DomainGate,
     cooldown_s,
     cooling_wait_s,

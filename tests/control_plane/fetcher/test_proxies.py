@@ -12,12 +12,12 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from control_plane.fetcher.backends.base import FetchRequest
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.backends.proxies import ProxyPool
-from control_plane.fetcher.exceptions import ConnectionFailed
-from control_plane.fetcher.retry_policy import Outcome
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.fetcher.backends.base import FetchRequest
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.backends.proxies import ProxyPool
+from dualplane.control_plane.fetcher.exceptions import ConnectionFailed
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 
@@ -87,7 +87,7 @@ def test_reports_during_quarantine_neither_extend_it_nor_log_again(
     clock: FakeClock, caplog: pytest.LogCaptureFixture
 ) -> None:
     pool = ProxyPool([A, B], quarantine_s=600, clock=clock)
-    with caplog.at_level(logging.INFO, logger="control_plane.fetcher.backends.proxies"):
+    with caplog.at_level(logging.INFO, logger="dualplane.control_plane.fetcher.backends.proxies"):
         for _ in range(5):
             pool.report(B, Outcome.RATE_LIMITED)
             clock.now += 100

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from control_plane.fetcher.retry_policy import DEFAULT_TIERS, RULES, DelayTiers, Outcome, decide
+from dualplane.control_plane.fetcher.retry_policy import DEFAULT_TIERS, RULES, DelayTiers, Outcome, decide
 
 pytestmark = pytest.mark.unit
 

@@ -12,10 +12,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from control_plane.fetcher.backends.base import FetchRequest
-from control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
-from control_plane.fetcher.classify import classify
-from control_plane.fetcher.exceptions import (
+from dualplane.control_plane.fetcher.backends.base import FetchRequest
+from dualplane.control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
+from dualplane.control_plane.fetcher.classify import classify
+from dualplane.control_plane.fetcher.exceptions import (
     ConnectionFailed,
     FetchTimeout,
     QuotaExhausted,
@@ -24,7 +24,7 @@ from control_plane.fetcher.exceptions import (
     TooLarge,
     UnwantedContent,
 )
-from control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.sample_site.site_pages import challenge_page
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

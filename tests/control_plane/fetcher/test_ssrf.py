@@ -11,13 +11,13 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from yarl import URL
 
-from control_plane.fetcher.backends.direct import DirectBackend
-from control_plane.fetcher.classify import classify
-from control_plane.fetcher.exceptions import SsrfRefused
-from control_plane.fetcher.retry_policy import Outcome
-from core.web.exceptions import UnsafeUrl
-from core.web.pinned import check_ip_host
-from core.web.ssrf import IpAddress, SsrfGuard
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.classify import classify
+from dualplane.control_plane.fetcher.exceptions import SsrfRefused
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.core.web.exceptions import UnsafeUrl
+from dualplane.core.web.pinned import check_ip_host
+from dualplane.core.web.ssrf import IpAddress, SsrfGuard
 from tests.control_plane.fetcher.test_direct_backend import Recorder, fetch_request, make_app
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import CrawlTask, JobSpec
-from control_plane.fetcher.retry_policy import Outcome
-from control_plane.fetcher.runner import FetchResult, TaskRunner
-from control_plane.frontier.cancels import CancelledJobsView
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
-from control_plane.frontier.store import FrontierState
-from data_plane.throttle.view import ThrottleView
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import CrawlTask, JobSpec
+from dualplane.control_plane.fetcher.retry_policy import Outcome
+from dualplane.control_plane.fetcher.runner import FetchResult, TaskRunner
+from dualplane.control_plane.frontier.cancels import CancelledJobsView
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
+from dualplane.control_plane.frontier.store import FrontierState
+from dualplane.data_plane.throttle.view import ThrottleView
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import pika
 import pytest
 
-from brokers import amqp
-from brokers.amqp.consumer import ControlConsumer, wait_for
-from brokers.amqp.messages import DiscoveredBatch, JobSpec, new_id
-from brokers.amqp.publisher import confirmed_channel, publish
-from core.settings import Settings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.consumer import ControlConsumer, wait_for
+from dualplane.brokers.amqp.messages import DiscoveredBatch, JobSpec, new_id
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
+from dualplane.control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from control_plane.frontier.jobs import JobSnapshots, eta_s
+from dualplane.control_plane.frontier.jobs import JobSnapshots, eta_s
 
 pytestmark = pytest.mark.unit
 

@@ -13,11 +13,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import JobSpec
-from core.settings import FetchSettings, LimitSettings, Settings
-from core.web.urls import domain_of
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import domain_of
 from tests.control_plane.fetcher.test_obeys_throttle import fetcher
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier

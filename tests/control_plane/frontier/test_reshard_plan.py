@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from control_plane.frontier.changelog import SEEN_PREFIX
-from control_plane.frontier.reshard_plan import Partition, plan
-from control_plane.frontier.store import FUNNEL
-from core.web.domains import shard_bucket, shard_of
+from dualplane.control_plane.frontier.changelog import SEEN_PREFIX
+from dualplane.control_plane.frontier.reshard_plan import Partition, plan
+from dualplane.control_plane.frontier.store import FUNNEL
+from dualplane.core.web.domains import shard_bucket, shard_of
 
 JOBS = ("job-a", "job-b")
 

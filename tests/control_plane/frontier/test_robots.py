@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from control_plane.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 
@@ -253,7 +253,7 @@ def test_the_cache_keeps_at_most_max_domains_origins(server: RobotsServer, clock
 
 
 def test_invalid_urls_are_refused_before_any_fetch(robots: RobotsCache) -> None:
-    from core.web.exceptions import InvalidUrl  # noqa: PLC0415 (kept next to its only use)
+    from dualplane.core.web.exceptions import InvalidUrl  # noqa: PLC0415 (kept next to its only use)
 
     with pytest.raises(InvalidUrl, match="not an http"):
         robots.check("ftp://example.com/file")

@@ -16,8 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from control_plane.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.frontier.robots import MAX_ROBOTS_BYTES, RobotsCache
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokers.amqp.messages import JobSpec
-from core.settings import Settings
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import Settings
 from tests.control_plane.frontier.test_robots_guard import http_server, trickling_server
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier

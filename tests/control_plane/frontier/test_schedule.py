@@ -7,10 +7,10 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from brokers.amqp.messages import CrawlTask, JobSpec, MonitorCommand, MonitorSpec, TaskReport
-from control_plane.frontier.monitors import Monitors
-from control_plane.frontier.schedule import ScheduledUrl, judge, next_interval_s
-from control_plane.frontier.store import FrontierState
+from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, MonitorCommand, MonitorSpec, TaskReport
+from dualplane.control_plane.frontier.monitors import Monitors
+from dualplane.control_plane.frontier.schedule import ScheduledUrl, judge, next_interval_s
+from dualplane.control_plane.frontier.store import FrontierState
 
 bounds = st.tuples(st.integers(1, 10_000), st.integers(1, 10_000)).map(sorted)
 

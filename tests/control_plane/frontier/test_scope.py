@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.frontier.scope import ScopeDecision, ScopeRules
+from dualplane.control_plane.frontier.scope import ScopeDecision, ScopeRules
 
 pytestmark = pytest.mark.unit
 

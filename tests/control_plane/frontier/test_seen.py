@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from control_plane.frontier.exceptions import SeenSetCorrupt
-from control_plane.frontier.seen import SeenSet
-from core.web.urls import url_key
+from dualplane.control_plane.frontier.exceptions import SeenSetCorrupt
+from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.core.web.urls import url_key
 from tests.support.paths import REPO_ROOT
 
 pytestmark = pytest.mark.unit
@@ -114,8 +114,8 @@ def test_unflushed_keys_are_forgotten_after_a_crash_and_flushed_ones_kept(db_pat
         f"""
         import os
         from pathlib import Path
-        from control_plane.frontier.seen import SeenSet
-        from core.web.urls import url_key
+        from dualplane.control_plane.frontier.seen import SeenSet
+        from dualplane.core.web.urls import url_key
 
         seen = SeenSet(Path({str(db_path)!r}), exact_limit=100, expected_items=10_000)
         seen.add_many(url_key(f"https://example.com/page/{{i}}") for i in range(300))

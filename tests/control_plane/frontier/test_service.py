@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.consumer import wait_for
-from brokers.amqp.messages import CrawlTask, JobSpec, ReportStage, TaskReport, TaskReports, decode
-from brokers.amqp.publisher import confirmed_channel, publish
-from brokers.amqp.topology import Topology
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, ReportStage, TaskReport, TaskReports, decode
+from dualplane.brokers.amqp.publisher import confirmed_channel, publish
+from dualplane.brokers.amqp.topology import Topology
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import RunningFrontier
 

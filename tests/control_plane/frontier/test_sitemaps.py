@@ -11,10 +11,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from control_plane.frontier.sitemaps import SitemapProblem, SitemapReader
-from core.web.client import GuardedClient
-from core.web.client_thread import ClientThread
-from core.web.ssrf import SsrfGuard
+from dualplane.control_plane.frontier.sitemaps import SitemapProblem, SitemapReader
+from dualplane.core.web.client import GuardedClient
+from dualplane.core.web.client_thread import ClientThread
+from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = pytest.mark.unit
 

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from brokers import amqp
-from brokers.amqp.discovery import ShardBatches, shard_of_url
-from brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, decode
-from brokers.amqp.topology import Topology
-from control_plane.frontier.client import JobClient
-from control_plane.frontier.exceptions import ScopeTooWide
-from control_plane.frontier.submit import default_scope
-from core.settings import QueueSettings
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.discovery import ShardBatches, shard_of_url
+from dualplane.brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobSpec, decode
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.exceptions import ScopeTooWide
+from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.core.settings import QueueSettings
 from tests.support.factories import ControlPlaneFactory
 
 OVERSIZE = "http://a.test/" + "x" * MAX_URL_CHARS

@@ -7,7 +7,7 @@ import codecs
 
 import pytest
 
-from core.web.charset import SNIFF_BYTES, detect_charset
+from dualplane.core.web.charset import SNIFF_BYTES, detect_charset
 
 pytestmark = pytest.mark.unit
 

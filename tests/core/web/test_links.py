@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core.web.links import page_links, resolver
-from core.web.urls import without_credentials
+from dualplane.core.web.links import page_links, resolver
+from dualplane.core.web.urls import without_credentials
 
 pytestmark = pytest.mark.unit
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.web.exceptions import SitemapInvalid, SitemapTooLarge
-from core.web.sitemaps import SitemapEntry, SitemapParser, parse_lastmod
+from dualplane.core.web.exceptions import SitemapInvalid, SitemapTooLarge
+from dualplane.core.web.sitemaps import SitemapEntry, SitemapParser, parse_lastmod
 
 pytestmark = pytest.mark.unit
 

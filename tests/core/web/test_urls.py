@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from core.web.exceptions import InvalidUrl
-from core.web.urls import DEFAULT_TRACKING_PARAMS, KEY_BYTES, canonicalize, domain_of, url_key
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import DEFAULT_TRACKING_PARAMS, KEY_BYTES, canonicalize, domain_of, url_key
 
 pytestmark = pytest.mark.unit
 

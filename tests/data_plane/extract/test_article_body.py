@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from data_plane.extract.links import extract_links
+from dualplane.data_plane.extract.links import extract_links
 
 pytestmark = pytest.mark.unit
 

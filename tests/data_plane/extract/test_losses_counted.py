@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from prometheus_client import REGISTRY
 
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
-from data_plane.extract.source import read_source
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.source import read_source
 
 pytestmark = pytest.mark.unit
 
@@ -38,7 +38,7 @@ def test_bytes_invalid_in_the_declared_charset_are_counted_and_logged(
         _value("dualplane_extract_replaced_characters_total"),
     )
 
-    with caplog.at_level(logging.WARNING, logger="data_plane.extract.record"):
+    with caplog.at_level(logging.WARNING, logger="dualplane.data_plane.extract.record"):
         record = extract_record(page(body))
 
     assert record["title"] == "Caf\ufffd M\ufffdller"  # still extracted, the loss visible in the text

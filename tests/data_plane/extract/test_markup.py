@@ -8,9 +8,15 @@ from typing import Any
 
 import pytest
 
-from data_plane.extract.markup import OLD_PRICE_HINTS, OLD_PRICE_WORDS, WEAK_OLD_PRICE_WORDS, Markup, text
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.markup import (
+    OLD_PRICE_HINTS,
+    OLD_PRICE_WORDS,
+    WEAK_OLD_PRICE_WORDS,
+    Markup,
+    text,
+)
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
 
 pytestmark = pytest.mark.unit
 

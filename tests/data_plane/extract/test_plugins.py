@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-import schemas
-from data_plane.extract.exceptions import ExtractError, ExtractionFailed
-from data_plane.extract.offline import raw_page
-from data_plane.extract.plugins import Extractor, ExtractorChoice, PageView, load_extractor
-from data_plane.extract.record import Extraction, extract_record
+from dualplane import schemas
+from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.plugins import Extractor, ExtractorChoice, PageView, load_extractor
+from dualplane.data_plane.extract.record import Extraction, extract_record
 
 pytestmark = pytest.mark.unit
 

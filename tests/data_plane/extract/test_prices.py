@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from data_plane.extract.prices import Price, amount_of, currency_code, find_currency, parse_price
+from dualplane.data_plane.extract.prices import Price, amount_of, currency_code, find_currency, parse_price
 
 pytestmark = pytest.mark.unit
 

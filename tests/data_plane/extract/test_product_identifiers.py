@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.extract.fields import ProductFields
-from data_plane.extract.identifiers import sku_of
-from data_plane.extract.markup import Markup
-from data_plane.extract.product import extract_product
-from data_plane.extract.product_tracking import tracked_sku
-from data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.fields import ProductFields
+from dualplane.data_plane.extract.identifiers import sku_of
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.product_tracking import tracked_sku
+from dualplane.data_plane.extract.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

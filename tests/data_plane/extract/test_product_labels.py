@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.extract.product_labels import clean, labelled_brand, labelled_gtin, labelled_sku, lines_of
+from dualplane.data_plane.extract.product_labels import (
+    clean,
+    labelled_brand,
+    labelled_gtin,
+    labelled_sku,
+    lines_of,
+)
 
 pytestmark = pytest.mark.unit
 

@@ -9,11 +9,11 @@ from decimal import Decimal
 
 import pytest
 
-from data_plane.extract.fields import ProductFields
-from data_plane.extract.markup import Markup
-from data_plane.extract.prices import Price, parse_price
-from data_plane.extract.product import extract_product
-from data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.fields import ProductFields
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.prices import Price, parse_price
+from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

@@ -7,13 +7,13 @@ from decimal import Decimal
 
 import pytest
 
-import schemas
-from data_plane.extract.fields import ProductFields
-from data_plane.extract.markup import Markup
-from data_plane.extract.offline import raw_page
-from data_plane.extract.product import extract_product
-from data_plane.extract.record import extract_record
-from data_plane.extract.structured import read_structured
+from dualplane import schemas
+from dualplane.data_plane.extract.fields import ProductFields
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-import schemas
-from data_plane.extract.exceptions import ExtractError, ExtractionFailed
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import EXTRACTOR_VERSION, extract_record
+from dualplane import schemas
+from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import EXTRACTOR_VERSION, extract_record
 
 pytestmark = pytest.mark.unit
 

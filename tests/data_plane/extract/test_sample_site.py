@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
 from dualplane.sample_site import ArticleTruth, ProductTruth, SiteModel, SiteSpec, ground_truth
 
 pytestmark = pytest.mark.unit

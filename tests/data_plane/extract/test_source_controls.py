@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from data_plane.extract.source import read_source
+from dualplane.data_plane.extract.source import read_source
 
 pytestmark = pytest.mark.unit
 

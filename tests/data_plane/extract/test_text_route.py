@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from data_plane.extract import text
-from data_plane.extract.markup import Markup
-from data_plane.extract.offline import raw_page
-from data_plane.extract.record import extract_record
-from data_plane.extract.text import main_text
-from data_plane.extract.text_route import (
+from dualplane.data_plane.extract import text
+from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extract.record import extract_record
+from dualplane.data_plane.extract.text import main_text
+from dualplane.data_plane.extract.text_route import (
     MIN_ELEMENT_WORDS,
     TextRoute,
     documentation_page,

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from connectors.storage.exceptions import (
+from dualplane.connectors.storage.exceptions import (
     ClaimCheckInvalid,
     ClaimCheckMissing,
     ClaimCheckTooLarge,
     ClaimCheckUnavailable,
 )
-from data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
-from data_plane.extractor.body import resolve_body
+from dualplane.data_plane.extract.exceptions import ExtractionFailed, PageTooLarge
+from dualplane.data_plane.extractor.body import resolve_body
 
 pytestmark = pytest.mark.unit
 

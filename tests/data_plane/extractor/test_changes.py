@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from data_plane.extractor.changes import Snapshot, change_event, changed_fields, text_fingerprint
+from dualplane.data_plane.extractor.changes import Snapshot, change_event, changed_fields, text_fingerprint
 
 pytestmark = pytest.mark.unit
 

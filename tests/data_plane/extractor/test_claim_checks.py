@@ -15,15 +15,15 @@ from urllib.parse import urlsplit
 import pytest
 from confluent_kafka import TopicPartition
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from connectors.storage.claim_check import ClaimCheckStore
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
-from data_plane.extractor.records import iter_records
-from data_plane.extractor.service import STORE_RETRY_S, Extractor
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.connectors.storage.claim_check import ClaimCheckStore
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extractor.records import iter_records
+from dualplane.data_plane.extractor.service import STORE_RETRY_S, Extractor
 from tests.support.factories import ControlPlaneFactory, S3BucketFactory
 from tests.support.tcp_relay import TcpRelay, free_port
 

@@ -18,14 +18,14 @@ import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
-from data_plane.extractor.change_reader import iter_changes, latest_records
-from data_plane.extractor.service import Extractor
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extractor.change_reader import iter_changes, latest_records
+from dualplane.data_plane.extractor.service import Extractor
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -20,14 +20,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.reader import read_to_end
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
-from data_plane.extractor.records import iter_records
-from data_plane.extractor.service import Extractor
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extractor.records import iter_records
+from dualplane.data_plane.extractor.service import Extractor
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

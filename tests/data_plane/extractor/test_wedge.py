@@ -19,14 +19,14 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
-import schemas
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import Settings
-from data_plane.extract.offline import raw_page
-from data_plane.extractor import service as extractor_service
-from data_plane.extractor.records import iter_records
-from data_plane.extractor.service import Extractor
+from dualplane import schemas
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
+from dualplane.data_plane.extract.offline import raw_page
+from dualplane.data_plane.extractor import service as extractor_service
+from dualplane.data_plane.extractor.records import iter_records
+from dualplane.data_plane.extractor.service import Extractor
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

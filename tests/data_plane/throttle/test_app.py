@@ -26,14 +26,14 @@ import httpx
 import pytest
 from confluent_kafka import TopicPartition
 
-from brokers import amqp
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.limits import Limits
-from core.settings import Settings
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.snapshot import read_snapshot
-from data_plane.throttle.view import ThrottleView, load_latest_state
+from dualplane.brokers import amqp
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.limits import Limits
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.snapshot import read_snapshot
+from dualplane.data_plane.throttle.view import ThrottleView, load_latest_state
 from dualplane.status import credits_today
 from tests.support.factories import ControlPlaneFactory, closing
 from tests.support.fetch_events import synthetic_fetch_event
@@ -99,7 +99,7 @@ class Worker:
                     "-m",
                     "faust",
                     "-A",
-                    "data_plane.throttle.worker",
+                    "dualplane.data_plane.throttle.worker",
                     "--datadir",
                     str(self.tmp_path / "faust-data"),
                     "worker",

@@ -9,11 +9,11 @@ from typing import Any, cast
 import pytest
 from faust.tables.wrappers import WindowWrapper
 
-import schemas
-from data_plane.throttle.buckets import BucketStore
-from data_plane.throttle.events import FetchSample, parse_fetch_event
-from data_plane.throttle.producer import ThrottleApp
-from data_plane.throttle.windows import counts_of
+from dualplane import schemas
+from dualplane.data_plane.throttle.buckets import BucketStore
+from dualplane.data_plane.throttle.events import FetchSample, parse_fetch_event
+from dualplane.data_plane.throttle.producer import ThrottleApp
+from dualplane.data_plane.throttle.windows import counts_of
 
 pytestmark = pytest.mark.unit
 

@@ -8,11 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from core.settings import LimitSettings, ThrottleSettings
-from data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
-from data_plane.throttle.credits import DAY_S, CreditBook, budget_pause, day_of
-from data_plane.throttle.processor import ThrottleProcessor
-from data_plane.throttle.quota import QUOTA
+from dualplane.core.settings import LimitSettings, ThrottleSettings
+from dualplane.data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
+from dualplane.data_plane.throttle.credits import DAY_S, CreditBook, budget_pause, day_of
+from dualplane.data_plane.throttle.processor import ThrottleProcessor
+from dualplane.data_plane.throttle.quota import QUOTA
 
 pytestmark = pytest.mark.unit
 

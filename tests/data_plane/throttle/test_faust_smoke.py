@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from tests.support.factories import KafkaClientFactory, KafkaTopicFactory, unique_name
 from tests.support.paths import REPO_ROOT
 

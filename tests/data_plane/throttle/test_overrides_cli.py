@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import Settings
-from data_plane.throttle.view import ThrottleView, read_latest_commands
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.view import ThrottleView, read_latest_commands
 from tests.support.cli import CliResult, run_cli
 from tests.support.factories import ControlPlaneFactory
 

@@ -15,22 +15,29 @@ import pytest
 from faust.windows import HoppingWindow
 from pydantic import ValidationError
 
-import schemas
-from core.settings import LimitSettings, Settings, ThrottleSettings
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.events import parse_fetch_event
-from data_plane.throttle.exceptions import (
+from dualplane import schemas
+from dualplane.core.settings import LimitSettings, Settings, ThrottleSettings
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.events import parse_fetch_event
+from dualplane.data_plane.throttle.exceptions import (
     BadFetchEvent,
     BadThrottleCommand,
     ThrottleError,
 )
-from data_plane.throttle.limits import LimitsBook
-from data_plane.throttle.policy import Command, PolicyConfig, domain_priority
-from data_plane.throttle.processor import ThrottleProcessor
-from data_plane.throttle.quota import quota_pause
-from data_plane.throttle.signals import WindowCounts
-from data_plane.throttle.snapshot import read_snapshot, write_snapshot
-from data_plane.throttle.windows import add_sample, bucket_ranges, counts_of, merged, summary, window_to_judge
+from dualplane.data_plane.throttle.limits import LimitsBook
+from dualplane.data_plane.throttle.policy import Command, PolicyConfig, domain_priority
+from dualplane.data_plane.throttle.processor import ThrottleProcessor
+from dualplane.data_plane.throttle.quota import quota_pause
+from dualplane.data_plane.throttle.signals import WindowCounts
+from dualplane.data_plane.throttle.snapshot import read_snapshot, write_snapshot
+from dualplane.data_plane.throttle.windows import (
+    add_sample,
+    bucket_ranges,
+    counts_of,
+    merged,
+    summary,
+    window_to_judge,
+)
 from dualplane.namespaces import private_namespace
 
 pytestmark = pytest.mark.unit

@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from core.limits import cooldown_s
-from core.settings import LimitSettings, ThrottleSettings
-from data_plane.throttle.policy import (
+from dualplane.core.limits import cooldown_s
+from dualplane.core.settings import LimitSettings, ThrottleSettings
+from dualplane.data_plane.throttle.policy import (
     BACKOFF,
     NUDGE,
     PROBE_REQUESTS,
@@ -25,7 +25,7 @@ from data_plane.throttle.policy import (
     current_rate,
     decide,
 )
-from data_plane.throttle.signals import WindowCounts
+from dualplane.data_plane.throttle.signals import WindowCounts
 
 pytestmark = pytest.mark.unit
 

@@ -12,8 +12,8 @@ from dataclasses import replace
 
 import pytest
 
-from core.settings import LimitSettings, ThrottleSettings
-from data_plane.throttle.policy import PolicyConfig
+from dualplane.core.settings import LimitSettings, ThrottleSettings
+from dualplane.data_plane.throttle.policy import PolicyConfig
 from tests.support.throttle_sim import SimResult, SimSite, simulate
 
 pytestmark = pytest.mark.unit

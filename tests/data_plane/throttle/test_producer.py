@@ -14,8 +14,8 @@ import pytest
 from faust.transport.drivers.aiokafka import Producer as AIOKafkaProducer
 from faust.types import FutureMessage
 
-from data_plane.throttle.exceptions import ChangelogWriteFailed
-from data_plane.throttle.producer import ChangelogSafeProducer, ThrottleApp
+from dualplane.data_plane.throttle.exceptions import ChangelogWriteFailed
+from dualplane.data_plane.throttle.producer import ChangelogSafeProducer, ThrottleApp
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pytest
 
-from data_plane.throttle.rewind import rewind_uncommitted
+from dualplane.data_plane.throttle.rewind import rewind_uncommitted
 
 pytestmark = pytest.mark.unit
 

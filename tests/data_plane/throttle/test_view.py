@@ -11,13 +11,13 @@ import pika
 import pytest
 from confluent_kafka import Producer
 
-from brokers import amqp
-from brokers.kafka import clients
-from brokers.kafka.topics import ensure_data_plane_topics
-from core.settings import Settings
-from data_plane.throttle.commands import ThrottleCommand
-from data_plane.throttle.publisher import CommandPublisher
-from data_plane.throttle.view import ThrottleView, load_latest_state, read_latest_commands
+from dualplane.brokers import amqp
+from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.topics import ensure_data_plane_topics
+from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.publisher import CommandPublisher
+from dualplane.data_plane.throttle.view import ThrottleView, load_latest_state, read_latest_commands
 from tests.support.factories import ControlPlaneFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from data_plane.throttle.app import ThrottleWorker
+from dualplane.data_plane.throttle.app import ThrottleWorker
 
 pytestmark = pytest.mark.unit
 

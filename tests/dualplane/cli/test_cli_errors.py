@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import Settings
+from dualplane.core.settings import Settings
 from tests.support.cli import CliResult, free_ports, run_cli
 
 pytestmark = pytest.mark.e2e

@@ -15,9 +15,9 @@ import sys
 
 import pytest
 
-from core import settings as core_settings
 from dualplane import services
 from dualplane.cli import main, run_cmd
+from dualplane.core import settings as core_settings
 
 pytestmark = pytest.mark.unit
 

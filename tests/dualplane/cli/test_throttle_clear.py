@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from core.exceptions import DualplaneError
 from dualplane.cli.throttle_cmd import clear_target
+from dualplane.core.exceptions import DualplaneError
 
 pytestmark = pytest.mark.unit
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from control_plane.fetcher.retry_policy import Outcome, is_success
+from dualplane.control_plane.fetcher.retry_policy import Outcome, is_success
 from dualplane.report.page import domain_tables
 
 pytestmark = pytest.mark.unit

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from core.settings import AmqpSettings, KafkaSettings, Settings, StackSettings
+from dualplane.core.settings import AmqpSettings, KafkaSettings, Settings, StackSettings
 from dualplane.stack.base import Endpoint
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker, _kafka_uuid

@@ -8,7 +8,7 @@ from typing import ClassVar
 
 import pytest
 
-from core.settings import Settings, StackSettings
+from dualplane.core.settings import Settings, StackSettings
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import ServiceStartTimeout
 from dualplane.stack.manager import LocalStack

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import SchemaRegistrySettings, Settings, StackSettings
+from dualplane.core.settings import SchemaRegistrySettings, Settings, StackSettings
 from dualplane.stack import LocalStack
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.schema_registry import DEFAULT_URL, FIXES, SchemaRegistryServer, SourceFix
