@@ -18,8 +18,8 @@ from typing import Any
 
 from dualplane.core.clock import utc_now
 from dualplane.core.settings import LimitSettings
-from dualplane.data_plane.throttle.commands import ALL_DOMAINS, ThrottleCommand
-from dualplane.data_plane.throttle.quota import QUOTA
+from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle.quota import fleet_pause
 
 DAY_S = 86_400
 
@@ -73,13 +73,4 @@ def budget_pause(
         f"budget: {used:g} of {budget} scraping-API credits used today (UTC); every domain paused "
         f"for {left_s} s, until the day ends or an operator who raised the budget clears '*'"
     )
-    return ThrottleCommand(
-        domain=ALL_DOMAINS,
-        concurrency=limits.domain_concurrency,
-        delay_ms=limits.domain_delay_ms,
-        paused=True,
-        reason=reason,
-        issued_at=issued,
-        source=QUOTA,
-        ttl_s=left_s,
-    )
+    return fleet_pause(reason, left_s, limits, issued)

@@ -34,13 +34,19 @@ def quota_pause(
         f"quota: the scraping API refused a fetch of {sample.domain} for the account (credits used up "
         f"or key refused); every domain paused for {pause_s} s or until an operator clears '*'"
     )
+    return fleet_pause(reason, pause_s, limits, issued_at or utc_now())
+
+
+def fleet_pause(reason: str, ttl_s: int, limits: LimitSettings, issued_at: datetime) -> ThrottleCommand:
+    """One command pausing every domain for ``ttl_s`` (source ``quota``): the account, not a site, is
+    out of credits, whether the API said so or our own daily budget did (``credits``)."""
     return ThrottleCommand(
         domain=ALL_DOMAINS,
         concurrency=limits.domain_concurrency,
         delay_ms=limits.domain_delay_ms,
         paused=True,
         reason=reason,
-        issued_at=issued_at or utc_now(),
+        issued_at=issued_at,
         source=QUOTA,
-        ttl_s=pause_s,
+        ttl_s=ttl_s,
     )
