@@ -79,7 +79,7 @@ def fill(settings: Settings, job_id: str, batched: bool, args: argparse.Namespac
     """Publish the job and every page's links to the shard queue; how many URLs were sent."""
     connection = amqp.connect(settings.amqp)
     channel = confirmed_channel(connection)
-    topology = Topology(settings.queues)
+    topology = Topology.declared(settings.queues, channel)
     submit_job(channel, topology, JobSpec(job_id=job_id, obey_robots=False), [])
     sent = 0
     for urls in pages(args.pages, args.links, args.sites):

@@ -237,7 +237,7 @@ def _check_json_logs(tmp_path: Path, job_id: str) -> None:
                 continue
             record = json.loads(line)
             if "http://127.0.0.1:" in record["message"] and record["logger"].startswith(
-                ("control_plane", "data_plane")
+                ("dualplane.control_plane", "dualplane.data_plane")
             ):
                 about_pages += 1
                 assert record.get("job_id") == job_id, record

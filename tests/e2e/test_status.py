@@ -62,7 +62,8 @@ def submit_jobs(settings: Settings, base_url: str) -> list[str]:
     job_ids = [f"many-{i:02d}" for i in range(JOBS)]
     connection = amqp.connect(settings.amqp)
     try:
-        channel, topology = confirmed_channel(connection), Topology(settings.queues)
+        channel = confirmed_channel(connection)
+        topology = Topology.declared(settings.queues, channel)
         for i, job_id in enumerate(job_ids):
             spec = JobSpec(job_id=job_id, allowed_domains=(domain_of(base_url),))
             submit_job(channel, topology, spec, [f"{base_url}/page-{i}"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import email
 import json
 import pkgutil
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -68,8 +69,16 @@ def test_no_module_imports_a_folder_by_its_bare_name() -> None:
 @pytest.mark.integration
 @pytest.mark.slow
 def test_the_wheel_installs_one_top_level_package_and_no_local_extra(tmp_path: Path) -> None:
+    # Built from a copy: pip builds in the tree it is given and would leave build/ and *.egg-info behind.
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO_ROOT / name, source / name)
+    for folder in ("dualplane", *FOLDERS):
+        shutil.copytree(REPO_ROOT / folder, source / folder, symlinks=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(REPO_ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(source)],
         check=True,
         capture_output=True,
         timeout=240,
