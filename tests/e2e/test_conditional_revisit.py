@@ -22,6 +22,7 @@ from dualplane.brokers.amqp.topology import Topology
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
+from tests.support.clock import ManualClock
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
 from tests.support.pipeline import Pipeline, read_topic
@@ -32,16 +33,6 @@ START_S = 1_800_000_000.0
 PERIOD_S = 60.0
 SITE = SiteSpec(seed=3, hosts=1, pages_per_host=40, latency_ms=2, changes=Changes(PERIOD_S, share=0.2))
 JOB = "watch-shop"
-
-
-class ManualClock:
-    """The site's time: it moves only when the test moves it."""
-
-    def __init__(self, now_s: float) -> None:
-        self.now_s = now_s
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 @pytest.fixture

@@ -30,6 +30,7 @@ from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize
 from dualplane.data_plane.extractor.change_reader import decode_change
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
+from tests.support.clock import ManualClock
 from tests.support.factories import ControlPlaneFactory
 from tests.support.pipeline import Pipeline, read_topic
 
@@ -42,16 +43,6 @@ SITE = SiteSpec(
     seed=3, hosts=3, pages_per_host=PAGES_PER_HOST, latency_ms=0, changes=Changes(PERIOD_S, share=0.1)
 )
 MONITOR = "watch"
-
-
-class ManualClock:
-    """The site's time: it moves only when the test moves it."""
-
-    def __init__(self, now_s: float) -> None:
-        self.now_s = now_s
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ import pytest
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 from dualplane.sample_site.changes import CatalogAt, not_modified, offer
 from dualplane.sample_site.exceptions import SampleSiteError
+from tests.support.clock import ManualClock
 
 pytestmark = pytest.mark.unit
 
@@ -18,16 +19,6 @@ START_S = 1_800_000_000.0
 PERIOD_S = 60.0
 CHANGING = SiteSpec(seed=3, hosts=1, pages_per_host=40, latency_ms=0, changes=Changes(PERIOD_S, share=0.2))
 DATE = "Fri, 15 Jan 2027 08:00:00 GMT"
-
-
-class ManualClock:
-    """Site time that moves only when the test says so."""
-
-    def __init__(self, now_s: float) -> None:
-        self.now_s = now_s
-
-    def __call__(self) -> float:
-        return self.now_s
 
 
 @pytest.fixture
