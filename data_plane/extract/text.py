@@ -30,6 +30,7 @@ from resiliparse.parse.html import HTMLTree
 from dualplane.data_plane.extract.boilerplate import trim_boilerplate
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.markup import line as line_of
+from dualplane.data_plane.extract.readability_skip import skipping as skipping_readability
 from dualplane.data_plane.extract.text_route import TextRoute, text_route
 
 MAX_TEXT_BYTES = 300_000
@@ -90,9 +91,10 @@ def main_text(
 
 def _trafilatura_text(html: str, url: str | None) -> str | None:
     try:
-        text: str | None = trafilatura.extract(
-            html, url=url, include_comments=False, include_tables=True, deduplicate=False, with_metadata=False
-        )
+        with skipping_readability():  # where readability provably cannot change trafilatura's text
+            text: str | None = trafilatura.extract(
+                html, url=url, include_comments=False, include_tables=True, deduplicate=False, with_metadata=False
+            )
     except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
         logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
         return None
