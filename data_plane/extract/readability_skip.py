@@ -32,8 +32,8 @@ import contextvars
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from lxml.html import HtmlElement, fromstring
 from trafilatura import core, external
+from trafilatura.utils import fromstring_bytes
 
 _VIDEO_IFRAME_CHARS = len("VIDEO") + 1
 """What readability may add per ``<iframe>``: its word and a space."""
@@ -48,7 +48,7 @@ _active: contextvars.ContextVar[bool] = contextvars.ContextVar("readability_skip
 _original: Callable[..., tuple[Any, str]] = external.compare_extraction
 
 
-def readability_text_bound(raw_tree: HtmlElement) -> int | None:
+def readability_text_bound(raw_tree: Any) -> int | None:
     """The most characters readability's text of ``raw_tree`` can hold, after trafilatura's ``trim``.
 
     ``None`` where no bound is known (raw-text elements holding characters that serialization escapes).
@@ -69,7 +69,7 @@ def _trimmed_plus_one(texts: Iterable[str]) -> int:
     return sum(map(len, words)) + len(words)
 
 
-def readability_cannot_win(raw_tree: HtmlElement, body: Any, text: str, options: Any) -> bool:
+def readability_cannot_win(raw_tree: Any, body: Any, text: str, options: Any) -> bool:
     """True where ``_prefer_readability`` returns False whatever readability extracts from ``raw_tree``."""
     len_text = len(text)
     if options.focus == "recall" or len_text == 0:
@@ -83,15 +83,15 @@ def readability_cannot_win(raw_tree: HtmlElement, body: Any, text: str, options:
 
 
 def _compare_extraction(
-    cleaned_tree: HtmlElement, raw_tree: HtmlElement, body: Any, text: str, options: Any
+    cleaned_tree: Any, raw_tree: Any, body: Any, text: str, options: Any
 ) -> tuple[Any, str]:
     if _active.get() and readability_cannot_win(raw_tree, body, text, options):
-        raw_tree = fromstring("<html><body></body></html>")
+        raw_tree = fromstring_bytes("<html><body></body></html>")
     return _original(cleaned_tree, raw_tree, body, text, options)
 
 
 # trafilatura.core imported the name: the wrapper replaces it there, and acts only inside skipping().
-core.compare_extraction = _compare_extraction
+setattr(core, "compare_extraction", _compare_extraction)  # noqa: B010 (not re-exported, for mypy)
 
 
 @contextlib.contextmanager

@@ -93,7 +93,12 @@ def _trafilatura_text(html: str, url: str | None) -> str | None:
     try:
         with skipping_readability():  # where readability provably cannot change trafilatura's text
             text: str | None = trafilatura.extract(
-                html, url=url, include_comments=False, include_tables=True, deduplicate=False, with_metadata=False
+                html,
+                url=url,
+                include_comments=False,
+                include_tables=True,
+                deduplicate=False,
+                with_metadata=False,
             )
     except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
         logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
