@@ -22,8 +22,12 @@ SENTENCE = "The council voted on the new budget for the harbour, its bridges and
 ARTICLE = "<article>" + "".join(f"<p>{SENTENCE * 4}</p>" for _ in range(6)) + "</article>"
 PAGES = {
     "article alone": f"<html><body>{ARTICLE}</body></html>",
-    "article in navigation": "<html><body><nav>" + "<a href='/x'>Section</a> " * 40 + f"</nav>{ARTICLE}</body></html>",
-    "inline words, no spaces": "<html><body><div>" + "<b>ab</b><i>cd</i>" * 200 + f"</div>{ARTICLE}</body></html>",
+    "article in navigation": "<html><body><nav>"
+    + "<a href='/x'>Section</a> " * 40
+    + f"</nav>{ARTICLE}</body></html>",
+    "inline words, no spaces": "<html><body><div>"
+    + "<b>ab</b><i>cd</i>" * 200
+    + f"</div>{ARTICLE}</body></html>",
     "video iframes": "<html><body>"
     + '<iframe src="https://www.youtube.com/embed/x"></iframe>' * 30
     + f"<div>{SENTENCE}<span>x</span>{SENTENCE}</div>{ARTICLE}</body></html>",
@@ -98,7 +102,9 @@ def test_the_guard() -> None:
     assert readability_cannot_win(tree, body, "x" * (bound // 2 + 1), options)
     assert not readability_cannot_win(tree, body, "x" * (bound // 2 - 1), options)
     assert not readability_cannot_win(tree, body, "", options)
-    tables = fromstring_bytes("<html><body><table><tr><td>a</td></tr></table><p>b</p><table></table></body></html>")
+    tables = fromstring_bytes(
+        "<html><body><table><tr><td>a</td></tr></table><p>b</p><table></table></body></html>"
+    )
     assert not readability_cannot_win(tree, tables, "x" * bound, options)
     recall = Extractor()
     recall.focus = "recall"
