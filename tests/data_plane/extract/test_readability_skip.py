@@ -13,8 +13,12 @@ from trafilatura import core, external
 from trafilatura.settings import Extractor
 from trafilatura.utils import fromstring_bytes, trim
 
-from data_plane.extract import readability_skip
-from data_plane.extract.readability_skip import readability_cannot_win, readability_text_bound, skipping
+from dualplane.data_plane.extract import readability_skip
+from dualplane.data_plane.extract.readability_skip import (
+    readability_cannot_win,
+    readability_text_bound,
+    skipping,
+)
 
 pytestmark = pytest.mark.unit
 
