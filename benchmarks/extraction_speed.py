@@ -6,7 +6,9 @@
 
 Pages: the real pages of ``data/`` (``dev`` and ``test`` splits: articles and product pages, each page
 once), the large real pages (``docs``: NumPy's built documentation pages of 100 kB and more,
-``data/docs_pages.jsonl.xz``; ``large``: the dev pages of 300 kB and more, news, blogs and shops) and
+``data/docs_pages.jsonl.xz``; ``large``: the dev pages of 300 kB and more, news, blogs and shops), the
+pages the crawl benchmark serves (``sites``: 100 of each real site of ``real_sites.py``, built in its cache
+first with ``real_sites.py --build-only``) and
 every HTML page a crawler reaches on the synthetic sample site (``sample_site_quality.pages``), made
 once in this process and handed to every system. ``before`` and ``after`` are ``extract_record``
 (page_record v3, the extractor service's code path) of one tree each, run in its own worker process
@@ -33,9 +35,12 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")
-SETS = ("dev", "test", "docs", "large", "sample-site")
+SETS = ("dev", "test", "docs", "large", "sites", "sample-site")
 LARGE_BYTES = 300_000
 """The ``large`` set: dev pages whose HTML holds at least this many bytes of UTF-8."""
+SITE_PAGES = 100
+"""The ``sites`` set: this many pages of each real site the crawl benchmark serves, spread evenly over its
+pages in path order (the pages a crawl of ``crawl_vs_scrapy.py`` extracts, not pages chosen for size)."""
 TRAFILATURA = "trafilatura"
 
 
@@ -52,6 +57,8 @@ def pages_of(name: str) -> dict[str, dict[str, Any]]:
         return dict(sample_site_quality.pages(spec))
     from extract_pages import DATA, FETCHED_AT, dataset, pages_file  # noqa: PLC0415
 
+    if name == "sites":
+        return _site_pages()
     if name == "docs":
         found = pages_file(DATA / "docs_pages.jsonl.xz")
     elif name == "large":
@@ -62,6 +69,31 @@ def pages_of(name: str) -> dict[str, dict[str, Any]]:
         page["id"]: raw_page(page["html"].encode(), page["url"], fetched_at=FETCHED_AT, charset="utf-8")
         for page in found
     }
+
+
+def _site_pages() -> dict[str, dict[str, Any]]:
+    """``SITE_PAGES`` HTML pages of each real site of ``real_sites.py``, as built in its cache directory."""
+    from extract_pages import FETCHED_AT  # noqa: PLC0415
+    from real_sites import DEFAULT_CACHE_DIR, SITES  # noqa: PLC0415
+
+    from dualplane.data_plane.extract.offline import raw_page  # noqa: PLC0415
+
+    found: dict[str, dict[str, Any]] = {}
+    for site in SITES:
+        root = DEFAULT_CACHE_DIR / site.name
+        paths = sorted(root.rglob("*.html"))
+        if not paths:
+            raise SystemExit(
+                f"no pages of {site.name} in {root}: build them first with "
+                f"`.venv/bin/python benchmarks/real_sites.py --build-only`"
+            )
+        for path in paths[:: max(1, len(paths) // SITE_PAGES)][:SITE_PAGES]:
+            relative = path.relative_to(root).as_posix()
+            url = f"http://{site.name}.invalid/{relative}"
+            found[f"{site.name}/{relative}"] = raw_page(
+                path.read_bytes(), url, fetched_at=FETCHED_AT, charset="utf-8"
+            )
+    return found
 
 
 def _large(html: str) -> bool:
