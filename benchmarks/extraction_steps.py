@@ -32,7 +32,12 @@ from dualplane.data_plane.extract.record import warm_up
 from dualplane.data_plane.extract.source import nesting_depth, read_source
 from dualplane.data_plane.extract.structured import read_structured
 from dualplane.data_plane.extract.text import link_texts, main_text
-from dualplane.data_plane.extract.text_route import documentation_page, main_element, text_route
+from dualplane.data_plane.extract.text_route import (
+    documentation_page,
+    main_element,
+    preformatted_page,
+    text_route,
+)
 
 
 class Laps:
@@ -60,6 +65,7 @@ def one_page(page: dict[str, Any], lap: Laps, routes: Laps, counts: dict[str, in
     data = lap("structured data", lambda: read_structured(html, url, tree))
     element, docs = lap("main element, docs check", lambda: (main_element(tree), documentation_page(tree)))
     markup = lap("markup tree", lambda: Markup(tree))
+    docs = docs or lap("preformatted check", lambda: preformatted_page(markup.tree))
     lap("description", lambda: description_of(markup))
     product = lap("product", lambda: extract_product(markup, data, url, html=html))
     shown = element if element is not None and element.shown_in(markup.tree) else None

@@ -38,7 +38,12 @@ from dualplane.data_plane.extract.product import extract_product
 from dualplane.data_plane.extract.source import nesting_depth, read_source
 from dualplane.data_plane.extract.structured import read_structured
 from dualplane.data_plane.extract.text import clip_text, link_texts, main_text
-from dualplane.data_plane.extract.text_route import documentation_page, main_element, text_route
+from dualplane.data_plane.extract.text_route import (
+    documentation_page,
+    main_element,
+    preformatted_page,
+    text_route,
+)
 
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.1.0"
@@ -174,6 +179,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     element = main_element(tree)
     docs = documentation_page(tree)
     markup = Markup(tree)
+    docs = docs or preformatted_page(markup.tree)  # read on the pruned tree: scripts and styles are gone
     description = description_of(markup)
     product = extract_product(markup, data, final_url, html=html)
     # The route needs to know whether the page is a product page: the product comes first.

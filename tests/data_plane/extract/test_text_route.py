@@ -19,6 +19,7 @@ from dualplane.data_plane.extract.text_route import (
     TextRoute,
     documentation_page,
     main_element,
+    preformatted_page,
     text_route,
 )
 
@@ -152,3 +153,27 @@ def test_an_article_element_the_page_hides_is_no_main_element() -> None:
     assert element is not None
     assert not element.shown_in(Markup(html).tree)
     assert element.shown_in(Markup(news_page(f"<article>{PARAGRAPH * 10}</article>")).tree)
+
+
+LISTING = "<pre>" + "".join(f'<span class="k">def</span> <span class="n">f{n}</span>():\n' for n in range(400)) + "</pre>"
+
+
+@pytest.mark.parametrize(
+    ("body", "listing"),
+    [
+        (f"<h1>reader.py</h1>{LISTING}", True),  # a generated source page: nearly all of it a listing
+        (f"{PARAGRAPH * 40}<pre>pip install harbour</pre>", False),  # an article quoting one command
+        (f"<pre>x = 1</pre><script>{'var a = 1; ' * 500}</script>{PARAGRAPH}", False),  # scripts are no text
+        (PARAGRAPH * 3, False),
+    ],
+)
+def test_a_page_of_mostly_preformatted_text_is_a_listing(body: str, listing: bool) -> None:
+    assert preformatted_page(Markup(LexborHTMLParser(news_page(body))).tree) is listing
+
+
+def test_a_listing_is_read_without_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
+    html = news_page(f"<h1>reader.py</h1>{LISTING}")
+    asked = _trafilatura_answers(monkeypatch, {})
+    page = raw_page(html.encode(), URL, fetched_at=datetime(2024, 6, 1, tzinfo=UTC), charset="utf-8")
+    record = extract_record(page, schema_version=3)
+    assert asked == [] and record["text"] is not None and "def f399():" in record["text"]
