@@ -99,8 +99,9 @@ class MarkupProduct:
 def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> MarkupProduct:
     """The product the page's markup shows; empty fields where it shows nothing recognisable.
 
-    Unless the page ``declared`` a product in structured data, a page without a price is not read
-    any further: most pages are not product pages, and this keeps them cheap. Stock statements, an
+    Unless the page ``declared`` a product in structured data, a page without a price, or with a price
+    but neither an item number nor an add-to-cart control nor a stock statement, is not read any further
+    (its fields stay empty): most pages are not product pages, and this keeps them cheap. Stock statements, an
     add-to-cart control and an item number are looked for in the product's area first, then in the
     rest of the main content (a buy box or a details table often sits beside or below the area).
     """
@@ -127,6 +128,9 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
         sells = sells or sells_beside
     in_area = _stock_statement(scope, scope)
     beside = _stock_statement(wider, scope) if wider is not None and in_area is None else None
+    if not declared and sku is None and not sells and not (in_area or on_button or beside):
+        # A price alone makes no product page (see product.extract_product): the rest would be dropped.
+        return MarkupProduct(ProductFields(), buy_button=False)
     signals = StockSignals(
         published=_itemprop_availability(scope),
         statement=in_area or on_button or beside,
