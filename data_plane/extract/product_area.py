@@ -113,8 +113,11 @@ class _Elsewhere:
         self.verdicts: dict[int, bool] = {scope.mem_id: False}
 
     def __call__(self, node: LexborNode) -> bool:
-        chain: list[LexborNode] = []
         parent = node.parent
+        known = self.verdicts.get(parent.mem_id) if parent is not None else False
+        if known is not None:  # most text nodes sit in a container judged already: one lookup
+            return known
+        chain: list[LexborNode] = []
         while parent is not None and parent.mem_id not in self.verdicts:
             chain.append(parent)
             parent = parent.parent

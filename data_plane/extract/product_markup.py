@@ -51,6 +51,12 @@ _BUY = re.compile(
     r"|adicionar ao carrinho|sepete ekle|в корзину|カートに入れる|加入购物车|購入する\s*$|今すぐ購入",
     re.I,
 )
+_BUY_HINTS = re.compile(
+    "cart|basket|bag|trolley|buy|warenkorb|einkaufswagen|panier|carrito|cesta|carrello|winkelwagen"
+    "|kosik|kosarba|koszyka|varukorgen|kundvagnen|kurv|ostoskoriin|carrinho|sepete"
+)
+"""A word of each of ``_BUY``'s alternatives as written in ASCII (lower-cased): an ASCII label without any
+says no add-to-cart. Keep in step with ``_BUY`` (the tests check one label of each alternative)."""
 PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "title", "aria-label", "onclick")
 """Attributes that name a control's action: Magento's ``onclick="productAddToCartForm.submit(this)"``
 on a button labelled only in the shop's language ("Do koszyka"), a ``title="Add to Cart"`` on a link
@@ -329,7 +335,20 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
 
 def _buy_label(node: LexborNode) -> bool:
     labels = (line(node), *(node.attributes.get(name) for name in PRODUCT_ATTRIBUTES))
-    return any(_BUY.search(label) for label in labels if label)
+    return any(says_buy(label) for label in labels if label)
+
+
+def says_buy(label: str) -> bool:
+    """Whether ``label`` names the add-to-cart action (``_BUY``).
+
+    Every link of a page is asked, with up to eight labels each: the many-language ``_BUY``, folding case,
+    cost ~2.5 ms of CPU per large page. Most labels are ASCII and hold none of ``_BUY_HINTS``, which a
+    plain search of the lower-cased label tells three times faster; in ASCII text no letter of ``_BUY``'s
+    other scripts can match, so the answer is the same.
+    """
+    if label.isascii() and not _BUY_HINTS.search(label.lower()):
+        return False
+    return _BUY.search(label) is not None
 
 
 def _disabled(node: LexborNode) -> bool:
@@ -344,4 +363,4 @@ def _buy_image(node: LexborNode) -> bool:
     attributes = node.attributes
     file_name = (attributes.get("src") or "").rsplit("/", 1)[-1]
     labels = (attributes.get("alt"), attributes.get("title"), file_name)
-    return any(_BUY.search(label) for label in labels if label)
+    return any(says_buy(label) for label in labels if label)
