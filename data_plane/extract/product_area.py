@@ -53,6 +53,7 @@ _NOT_THE_PRICE = re.compile(
     r"prezzo di listino|precio (?:anterior|de lista)|adviesprijs|van\b)",
     re.I,
 )
+_DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extract.prices
 # A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it.
 _SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)")
 
@@ -186,6 +187,8 @@ def _currency_amount(area_text: str) -> Price | None:
     ("870" then a currency's abbreviation, "$" then "30.99") are read together."""
     lines = [text_line for text_line in area_text.splitlines() if text_line.strip()]
     for index, text_line in enumerate(lines):
+        if not _DIGIT.search(text_line):  # no amount (parse_price gives None): most lines of an article
+            continue
         found = parse_price(text_line)
         if found is not None and found.currency is None:
             before = lines[index - 1] if index else ""
