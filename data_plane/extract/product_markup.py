@@ -334,7 +334,8 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
 
 
 def _buy_label(node: LexborNode) -> bool:
-    labels = (line(node), *(node.attributes.get(name) for name in PRODUCT_ATTRIBUTES))
+    attributes = node.attributes  # a new dict at each call: read it once
+    labels = (line(node), *(attributes.get(name) for name in PRODUCT_ATTRIBUTES))
     return any(says_buy(label) for label in labels if label)
 
 
