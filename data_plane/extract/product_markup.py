@@ -335,8 +335,12 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
 
 def _buy_label(node: LexborNode) -> bool:
     attributes = node.attributes  # a new dict at each call: read it once
-    labels = (line(node), *(attributes.get(name) for name in PRODUCT_ATTRIBUTES))
-    return any(says_buy(label) for label in labels if label)
+    named = [value for name in PRODUCT_ATTRIBUTES if (value := attributes.get(name))]
+    # Most links say nothing of buying: one look at all their labels at once passes them over (a hint,
+    # free of spaces, is in the raw text when it is in the text on one line).
+    if not _may_say_buy("\n".join((node.text(separator=" "), *named))):
+        return False
+    return any(says_buy(label) for label in (line(node), *named) if label)
 
 
 def says_buy(label: str) -> bool:
@@ -347,9 +351,12 @@ def says_buy(label: str) -> bool:
     plain search of the lower-cased label tells three times faster; in ASCII text no letter of ``_BUY``'s
     other scripts can match, so the answer is the same.
     """
-    if label.isascii() and not _BUY_HINTS.search(label.lower()):
-        return False
-    return _BUY.search(label) is not None
+    return _may_say_buy(label) and _BUY.search(label) is not None
+
+
+def _may_say_buy(text: str) -> bool:
+    """False when no part of ``text`` can match ``_BUY``: ASCII text holding none of ``_BUY_HINTS``."""
+    return not text.isascii() or _BUY_HINTS.search(text.lower()) is not None
 
 
 def _disabled(node: LexborNode) -> bool:
