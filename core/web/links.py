@@ -89,7 +89,8 @@ def page_links(html: str | bytes | LexborHTMLParser, page_url: str, *, texts: bo
     # repeat of an uncrawlable one is counted again, as every anchor it stands for is left out.
     resolved: dict[str, Resolved] = {}
     for anchor in anchors:
-        attributes = anchor.attributes
+        # attrs reads one attribute; attributes would build a dict of all of them for each anchor.
+        attributes = anchor.attrs
         href = (attributes.get("href") or "").strip()
         outcome = resolved.get(href)
         if outcome is None:

@@ -126,6 +126,8 @@ def _drop_link_teasers(lines: list[str], link_texts: Callable[[], Collection[str
 
 def _labelled_headline(line: str) -> str | None:
     """What follows a short label ("MIRA: …") when it is long enough to be a headline."""
+    if ":" not in line:  # most lines; the pattern backtracks through 40 lengths of label to find none
+        return None
     labelled = _LABELLED.match(line)
     if labelled is None or len(labelled.group(1).split()) > MAX_LABEL_WORDS:
         return None

@@ -174,9 +174,12 @@ def _attribute(node: LexborNode | None, name: str) -> str | None:
 def _meta_values(tree: LexborHTMLParser) -> dict[str, str]:
     values: dict[str, str] = {}
     for meta in tree.css("meta[content]"):
-        content = " ".join((meta.attributes.get("content") or "").split())
+        attributes = meta.attributes  # built anew on each access: read once for all five
+        content = " ".join((attributes.get("content") or "").split())
+        if not content:
+            continue
         for key in ("name", "property", "itemprop", "http-equiv"):
-            name = (meta.attributes.get(key) or "").strip().lower()
-            if name and content and name not in values:
+            name = (attributes.get(key) or "").strip().lower()
+            if name and name not in values:
                 values[name] = content
     return values

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import extruct
+import html_text
 import jstyleson
 from extruct.utils import parse_html
+from extruct.w3cmicrodata import LxmlMicrodataExtractor
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,8 @@ _RDFA_TYPES = "|".join(sorted(PRODUCT_TYPES | ARTICLE_TYPES | {"Offer", "Aggrega
 # extruct's own (extruct.opengraph), so that its reading and this one agree.
 OG_PREFIXES = frozenset({"og", "music", "video", "article", "book", "profile", "product"})
 _PREFIX = re.compile(r"\s*(\w+):\s*([^\s]+)")
+_CLEANED_TAGS = frozenset({"script", "style", "link", "meta"})
+"""Elements extruct's Cleaner (extruct.w3cmicrodata.cleaner) removes whole."""
 _RDFA_SUBJECT = re.compile(rf"""typeof\s*=\s*["']?[^"'>]*\b(?:{_RDFA_TYPES})\b""")
 
 
@@ -84,8 +88,9 @@ def read_structured(html: str, base_url: str, tree: LexborHTMLParser | None = No
     page = tree if tree is not None else LexborHTMLParser(html)
     nodes = [("json-ld", node) for node in _json_ld(page)]
     if page.css_first("[itemscope]") is not None and (lxml_tree := _parse(html)) is not None:
-        nodes += [("microdata", node) for node in _microdata(_extruct(lxml_tree, "microdata", base_url))]
-    if _RDFA_SUBJECT.search(html):
+        nodes += [("microdata", node) for node in _microdata(_microdata_items(lxml_tree, base_url))]
+    # The plain test first: searching a large page for the pattern cost 0.7 ms, for the word 0.2.
+    if "typeof" in html and _RDFA_SUBJECT.search(html):
         nodes += [("rdfa", node) for node in _rdfa(_extruct(html, "rdfa", base_url))]
     subjects = [{**node, SOURCE_KEY: syntax} for syntax, top in nodes for node in _subjects(top)]
     return Structured(
@@ -125,7 +130,13 @@ def _subjects(node: Any) -> Iterator[Node]:
 
 def _parse(html: str) -> Any:
     """extruct's lxml tree of ``html``, for microdata."""
-    for document in (html, html.encode("utf-8")):  # lxml refuses str with an XML encoding declaration
+    # UTF-8 bytes parse a tenth faster than str, to the same tree (the parser is told the encoding);
+    # lxml refuses a str with an XML encoding declaration, and a str with lone surrogates has no bytes.
+    try:
+        documents: tuple[str | bytes, ...] = (html.encode("utf-8"), html)
+    except UnicodeEncodeError:
+        documents = (html,)
+    for document in documents:
         try:
             return parse_html(document, encoding="UTF-8")
         except Exception as error:  # lxml's ParserError, ValueError, ...: the page still has text
@@ -142,6 +153,33 @@ def _extruct(document: Any, syntax: str, base_url: str) -> list[Any]:
         log.debug("extruct %s failed on %s: %r", syntax, base_url, error)
         return []
     items = found.get(syntax, [])
+    return items if isinstance(items, list) else []
+
+
+class _MicrodataExtractor(LxmlMicrodataExtractor):  # type: ignore[misc]  # extruct is untyped
+    """extruct's microdata, faster where a property's value is the text of an element without children.
+
+    extruct reads such a value by deep-copying the element, cleaning the copy with lxml's Cleaner and
+    converting it with html_text: a fifth of its microdata time. An element without children (no child
+    elements, comments or processing instructions: ``len(node) == 0``) has nothing the Cleaner removes
+    but itself when it is a killed tag (script, style, link, meta), and html_text reads its text alone
+    (not its tail), so html_text on the element itself gives the same value. extruct's own output on
+    every dev, test, docs and large page (benchmarks/extraction_speed.py) is unchanged.
+    """
+
+    def _extract_textContent(self, node: Any) -> Any:
+        if len(node) == 0 and node.tag not in _CLEANED_TAGS:
+            return html_text.etree_to_text(node)
+        return super()._extract_textContent(node)
+
+
+def _microdata_items(tree: Any, base_url: str) -> list[Any]:
+    """``extruct.extract(tree, syntaxes=["microdata"], uniform=False)["microdata"]``, faster."""
+    try:
+        items = _MicrodataExtractor().extract_items(tree, base_url)
+    except Exception as error:  # extruct raises whatever its parsers raise
+        log.debug("extruct microdata failed on %s: %r", base_url, error)
+        return []
     return items if isinstance(items, list) else []
 
 
