@@ -40,6 +40,8 @@ word that exists only once separators inside it are removed ("ms-rp") is no long
 _STRUCK_CANDIDATES = ", ".join(
     ["[style]", *(f'[{attribute}*="{hint}" i]' for attribute in ("class", "id") for hint in OLD_PRICE_HINTS)]
 )
+_DROPPED_TAGS = frozenset(tag.strip() for tag in DROPPED.split(","))
+_DOOMED_CANDIDATES = f"{DROPPED}, {_STRUCK_CANDIDATES}"
 WORDS_CACHE_SIZE = 8192
 _WORD_SPLIT = re.compile(r"[\s_\-]+|(?<=[a-z])(?=[A-Z])")
 _SPACES = re.compile(r"[^\S\n]+")
@@ -57,8 +59,13 @@ class Markup:
         self._metas = _meta_values(self.tree)
         self.lang = _attribute(self.tree.css_first("html"), "lang")
         self._headed_main: LexborNode | None = None
-        doomed = [*self.tree.css(DROPPED), *filter(_struck, self.tree.css(_STRUCK_CANDIDATES))]
-        for node in _outermost(doomed):  # a removed node frees its children: never touch those again
+        # One query, in document order: a node comes before the nodes inside it. Removed last first, each
+        # goes before any that holds it, so no removal touches a node an earlier one freed; without
+        # looking up every node's ancestors (a tenth of the pruning's time).
+        doomed = [
+            node for node in self.tree.css(_DOOMED_CANDIDATES) if node.tag in _DROPPED_TAGS or _struck(node)
+        ]
+        for node in reversed(unique(doomed)):
             node.decompose()
         for node in self.tree.css(BLOCKS):
             node.insert_after("\n")
@@ -148,12 +155,6 @@ def unique(nodes: Iterable[LexborNode]) -> list[LexborNode]:
 
 def inside(node: LexborNode, container: LexborNode) -> bool:
     return node.mem_id == container.mem_id or any(p.mem_id == container.mem_id for p in ancestors(node))
-
-
-def _outermost(nodes: list[LexborNode]) -> list[LexborNode]:
-    # Each once: a node matched by two candidate selectors would otherwise be freed twice.
-    ids = {node.mem_id for node in nodes}
-    return [node for node in unique(nodes) if not any(parent.mem_id in ids for parent in ancestors(node))]
 
 
 def _struck(node: LexborNode) -> bool:
