@@ -155,7 +155,8 @@ def test_an_article_element_the_page_hides_is_no_main_element() -> None:
     assert element.shown_in(Markup(news_page(f"<article>{PARAGRAPH * 10}</article>")).tree)
 
 
-LISTING = "<pre>" + "".join(f'<span class="k">def</span> <span class="n">f{n}</span>():\n' for n in range(400)) + "</pre>"
+TOKENS = "".join(f'<span class="k">def</span> <span class="n">f{n}</span>():\n' for n in range(400))
+LISTING = f"<pre>{TOKENS}</pre>"  # a highlighter's listing: a <span> per token
 
 
 @pytest.mark.parametrize(
