@@ -148,8 +148,19 @@ def run_worker(
 
 
 def differing(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
-    """Ids of pages whose records differ in any field (or that only one system has)."""
-    return sorted(key for key in before.keys() | after.keys() if before.get(key) != after.get(key))
+    """Ids of pages whose records differ in any field but the extractor's version (or that only one
+    system has): a version bump alone would otherwise list every page and hide the ones that changed."""
+    return sorted(
+        key
+        for key in before.keys() | after.keys()
+        if _unversioned(before.get(key)) != _unversioned(after.get(key))
+    )
+
+
+def _unversioned(record: Any) -> Any:
+    return (
+        {k: v for k, v in record.items() if k != "extractor_version"} if isinstance(record, dict) else record
+    )
 
 
 def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dict[str, Any]:
