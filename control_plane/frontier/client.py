@@ -20,6 +20,7 @@ from dualplane.brokers import amqp
 from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.amqp.publisher import confirmed_channel
 from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.exceptions import UnknownJob
 from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.control_plane.frontier.sitemap_seeds import seed_from_sitemaps
@@ -65,10 +66,20 @@ class JobClient:
                 on_problem=on_problem,
             )  # fmt: skip
 
-    def cancel(self, job_id: str) -> None:
+    def cancel(self, job_id: str, *, force: bool = False) -> None:
         """Cancel the job on every shard, confirmed by RabbitMQ: its frontiers admit none of its URLs
         from then on, drop its backlog and end its unfinished tasks, which fetchers then drop
-        unfetched; :class:`FinishRule` calls it cancelled once a shard's snapshot says so."""
+        unfetched; :class:`FinishRule` calls it cancelled once a shard's snapshot says so.
+
+        :class:`UnknownJob` when no shard has published progress for ``job_id`` (a mistyped id would
+        otherwise be "cancelled" silently, and a cancel is final: that id could never run); ``force``
+        sends the cancel anyway, for a job submitted a moment ago, before its first snapshot."""
+        if not force and self.progress(job_id) is None:
+            raise UnknownJob(
+                f"no frontier shard has published progress for job {job_id!r}, so nothing was cancelled: "
+                "check the id (`dualplane status` lists the jobs); for a job submitted a moment ago, "
+                "wait a few seconds or add --force"
+            )
         with self._declared() as (channel, topology):
             cancel_job(channel, topology, job_id)
 

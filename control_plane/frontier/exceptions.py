@@ -37,3 +37,7 @@ class RobotsPending(FrontierError):
 
 class UnknownMonitor(FrontierError):
     """No frontier shard published a monitor of that id."""
+
+
+class UnknownJob(FrontierError):
+    """No frontier shard published progress for a job of that id; the message says how to find the id."""

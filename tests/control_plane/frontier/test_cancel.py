@@ -15,6 +15,7 @@ from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.control_plane.fetcher.runner import FetchResult, TaskRunner
 from dualplane.control_plane.frontier.cancels import CancelledJobsView
 from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.exceptions import UnknownJob
 from dualplane.control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
 from dualplane.control_plane.frontier.store import FrontierState
 from dualplane.data_plane.throttle.view import ThrottleView
@@ -109,3 +110,14 @@ def test_a_cancelled_jobs_queued_tasks_are_dropped_unfetched(control_plane: Cont
         runner.close()
     assert fetched == []
     assert frontier.lane_depth() == 0  # acked, not merely delivered: an unacked task comes back on stop
+
+
+@pytest.mark.integration
+def test_a_cancel_of_a_job_no_shard_reported_is_refused_unless_forced(
+    control_plane: ControlPlaneFactory,
+) -> None:
+    # A mistyped id must not be "cancelled" silently: a cancel is final, so that id could never run.
+    jobs = JobClient(control_plane.settings(frontier_shards=1))
+    with pytest.raises(UnknownJob, match="no frontier shard has published progress for job 'no-such-job'"):
+        jobs.cancel("no-such-job")
+    jobs.cancel("no-such-job", force=True)  # a job submitted a moment ago, before its first snapshot
