@@ -11,9 +11,10 @@ compare). So it reads only what needs its judgement:
   too. Its record is judged by its product fields, which never come from the main text; trafilatura
   cost 100-670 ms of CPU on a large shop page (Amazon, Etsy, Wayfair), resiliparse 7-60;
 - ``element``: a page with exactly one article element (``<article>`` or ``itemprop=articleBody``,
-  the outermost of nested ones), or else exactly one main element (``<main>``, ``role=main``), of at
-  least :data:`MIN_ELEMENT_WORDS` words hands trafilatura that element alone: the same text on most
-  pages, for a third to a tenth of the CPU (a site's header, menus, footer and sidebars are outside);
+  the outermost of nested ones), or else exactly one main element (``<main>``, ``role=main``), or else
+  exactly one element named as an article's content (:data:`CONTENT_ELEMENTS`), of at least
+  :data:`MIN_ELEMENT_WORDS` words hands trafilatura that element alone: the same text on most pages,
+  for a third to a tenth of the CPU (a site's header, menus, footer and sidebars are outside);
 - ``page``: every other page, trafilatura on the whole page.
 
 The element is cut from the page as parsed, before the markup heuristics prune the tree, so that
@@ -45,6 +46,26 @@ DOCS_GENERATORS = ("sphinx", "docutils", "mkdocs", "docusaurus")
 HTML for them case-insensitively cost 10-12 ms of CPU, a tenth of its extraction."""
 ARTICLE_ELEMENTS = "article, [itemprop=articleBody]"
 MAIN_ELEMENTS = "main, [role=main]"
+_CONTENT_ID_WORDS = ("entry-content", "article-content", "art-content", "article__content", "article-body",
+                     "article__body", "articlebody", "articleBody", "body-text")  # fmt: skip
+_CONTENT_CLASS_WORDS = (
+    "post-text", "post_text", "post-body", "post-entry", "postentry", "post-content", "post_content",
+    "postcontent", "postContent", "post_inner_wrapper", "article-text", "articletext", "articleText",
+    "entry-content", "page-content", "text-content", "article-content", "art-content", "article__content",
+    "article-body", "article__body", "articlebody", "articleBody", "ArticleContent", "body-text",
+    "article__container",
+)  # fmt: skip
+CONTENT_ELEMENTS = ", ".join(
+    [f"{tag}[class={word}]" for tag in ("div", "section") for word in ("post", "entry")]
+    + [f"{tag}[id=articleContent]" for tag in ("div", "section")]
+    + [f"{tag}[id*={word}]" for tag in ("div", "section") for word in _CONTENT_ID_WORDS]
+    + [f"{tag}[class*={word}]" for tag in ("div", "section") for word in _CONTENT_CLASS_WORDS]
+)
+"""Where a page has neither, a ``<div>`` or ``<section>`` named as an article's content: the names of
+trafilatura's first choice (``BODY_XPATH[0]`` in its ``xpaths.py``: ``post-content``, ``entry-content``,
+``article-body``...), case as there. On a page without an article or main element, trafilatura picks
+such an element first anyway; handed that element alone, it reads the same text on most pages for a
+third of the CPU."""
 PREFORMATTED_SHARE = 0.5
 """A page with at least this share of its visible text (white space aside) inside ``<pre>`` is a listing.
 trafilatura's choice there is the listing itself, and its rules, run on every node, cost most where a
@@ -129,11 +150,12 @@ def _inside_pre(node: LexborNode) -> bool:
 
 def main_element(tree: LexborHTMLParser) -> MainElement | None:
     """The element of ``tree`` (not yet pruned) that holds the page's main content: its only outermost
-    article element, else its only outermost main element, when that holds ``MIN_ELEMENT_WORDS`` words
+    article element, else its only outermost main element, else its only outermost content element
+    (:data:`CONTENT_ELEMENTS`), when that holds ``MIN_ELEMENT_WORDS`` words
     or more. Read before :class:`~data_plane.extract.markup.Markup` prunes the tree: pruning drops what
     a page hides until a script shows it, a long read's whole story on some sites; but an element pruned
     whole is no main element (:meth:`MainElement.shown_in`)."""
-    for selector in (ARTICLE_ELEMENTS, MAIN_ELEMENTS):
+    for selector in (ARTICLE_ELEMENTS, MAIN_ELEMENTS, CONTENT_ELEMENTS):
         element = _only_outermost(tree.css(selector))
         if element is not None:
             words = len(element.text(separator=" ").split())

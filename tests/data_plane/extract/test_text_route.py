@@ -3,6 +3,7 @@ main element by trafilatura alone, every other page by trafilatura whole."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +16,7 @@ from dualplane.data_plane.extract.offline import raw_page
 from dualplane.data_plane.extract.record import extract_record
 from dualplane.data_plane.extract.text import main_text
 from dualplane.data_plane.extract.text_route import (
+    CONTENT_ELEMENTS,
     MIN_ELEMENT_WORDS,
     TextRoute,
     documentation_page,
@@ -87,6 +89,51 @@ def test_without_a_lone_article_the_lone_main_element_is_handed_to_trafilatura()
     assert route.element is not None and route.element.html.count("<article>") == 2
 
 
+def test_without_article_or_main_a_lone_element_named_as_the_content_is_handed_to_trafilatura() -> None:
+    story = f"<h1>Budget</h1>{PARAGRAPH * 10}"
+    body = f'<div class="sidebar">{PARAGRAPH}</div><div class="td-post-content tagdiv">{story}</div>'
+    route = route_of(news_page(body))
+    assert route.name == "element"
+    assert (
+        route.element is not None and "Budget" in route.element.html and "sidebar" not in route.element.html
+    )
+
+
+def test_content_elements_side_by_side_are_a_listing_read_whole() -> None:
+    body = (
+        f'<div class="entry-content">{PARAGRAPH * 10}</div><div class="entry-content">{PARAGRAPH * 10}</div>'
+    )
+    assert route_of(news_page(body)) == TextRoute("page")
+
+
+def test_an_article_element_is_preferred_to_a_content_element() -> None:
+    body = (
+        f'<div class="post-content">{PARAGRAPH * 10}</div><article><h1>Budget</h1>{PARAGRAPH * 10}</article>'
+    )
+    route = route_of(news_page(body))
+    assert route.element is not None and route.element.tag == "article"
+
+
+@pytest.mark.parametrize("selector", CONTENT_ELEMENTS.split(", "))
+def test_every_content_name_is_one_trafilatura_picks_first(selector: str) -> None:
+    """Each name the route looks for is one trafilatura's first content expression takes: the route
+    hands trafilatura the element it would itself start from (fails if trafilatura renames them)."""
+    from lxml import html as lxml_html  # noqa: PLC0415 (trafilatura's parser, for this check only)
+    from trafilatura.xpaths import BODY_XPATH  # noqa: PLC0415
+
+    parts = re.fullmatch(r"(\w+)\[(\w+)(\*?=)([\w-]+)\]", selector)
+    assert parts is not None
+    tag, attribute, operator, word = parts.groups()
+    value = f"x-{word}-y" if operator == "*=" else word
+    page = lxml_html.fromstring(f'<html><body><{tag} {attribute}="{value}"><p>Text</p></{tag}></body></html>')
+    assert [element.tag for element in BODY_XPATH[0](page)] == [tag]
+    assert _only(LexborHTMLParser(f'<{tag} {attribute}="{value}"></{tag}>').css(CONTENT_ELEMENTS)) == tag
+
+
+def _only(nodes: list[Any]) -> str | None:
+    return nodes[0].tag if len(nodes) == 1 else None
+
+
 def test_the_element_is_cut_before_pruning_so_text_a_script_shows_is_kept() -> None:
     body = f'<article><div style="visibility: hidden">{PARAGRAPH * 10}</div></article>'
     route = route_of(news_page(body))
@@ -100,6 +147,7 @@ def test_the_element_is_cut_before_pruning_so_text_a_script_shows_is_kept() -> N
         f"<article>{PARAGRAPH}</article>{PARAGRAPH * 10}",  # a short box: more likely a teaser
         f"<main>{PARAGRAPH * 10}</main><main>{PARAGRAPH}</main>",  # two main elements
         f"<div>{PARAGRAPH * 10}</div>",  # neither
+        f'<div class="post-content">{PARAGRAPH}</div>{PARAGRAPH * 10}',  # a short content box
     ],
 )
 def test_other_pages_are_read_whole(body: str) -> None:
