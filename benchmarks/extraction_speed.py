@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --rounds 5
     .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --sets docs,large --rounds 5
     .venv/bin/python benchmarks/extraction_speed.py --baseline-ref main --sets sample-site --rounds 7
+    .venv/bin/python benchmarks/extraction_speed.py --sets large --rounds 3 --json   # one JSON object
 
 Pages: the real pages of ``data/`` (``dev`` and ``test`` splits: articles and product pages, each page
 once), the large real pages (``docs``: NumPy's built documentation pages of 100 kB and more,
@@ -23,6 +24,7 @@ the first round are compared field by field: a speed change that alters any reco
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pickle
 import statistics
@@ -193,6 +195,7 @@ def main() -> None:
     parser.add_argument("--baseline-ref", default="main", help="git revision whose extractor is 'before'")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {SETS}")
+    parser.add_argument("--json", action="store_true", help="print one JSON object of every set's figures")
     parser.add_argument("--worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--keep-records", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--system", default="extract", help=argparse.SUPPRESS)
@@ -210,8 +213,11 @@ def main() -> None:
         ).stdout
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
         trees = {"before": str(before), "after": str(REPO)}
+        reports: dict[str, Any] = {}
         for name in args.sets.split(","):
-            report = measure(name, trees, args.rounds, Path(scratch))
+            report = reports[name] = measure(name, trees, args.rounds, Path(scratch))
+            if args.json:
+                continue
             changed, medians = report["differing_records"], report["median_ms_per_page"]
             print(
                 f"{name}: {report['pages']} pages, CPU ms/page median of {args.rounds} rounds: "
@@ -221,6 +227,9 @@ def main() -> None:
                 f"records differing: {len(changed)}{' ' + ', '.join(changed[:10]) if changed else ''}",
                 flush=True,
             )
+        if args.json:
+            found = {"baseline_ref": args.baseline_ref, "rounds": args.rounds, "sets": reports}
+            print(json.dumps(found, indent=2))
 
 
 if __name__ == "__main__":
