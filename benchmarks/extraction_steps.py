@@ -28,8 +28,8 @@ from dualplane.data_plane.extract.links import extract_links
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.page_meta import description_of, language_of, title_of
 from dualplane.data_plane.extract.product import extract_product
-from dualplane.data_plane.extract.record import warm_up
-from dualplane.data_plane.extract.source import nesting_depth, read_source
+from dualplane.data_plane.extract.record import MAX_NESTING, warm_up
+from dualplane.data_plane.extract.source import read_source, too_deep
 from dualplane.data_plane.extract.structured import read_structured
 from dualplane.data_plane.extract.text import link_texts, main_text
 from dualplane.data_plane.extract.text_route import (
@@ -59,7 +59,7 @@ def one_page(page: dict[str, Any], lap: Laps, routes: Laps, counts: dict[str, in
         "decode", lambda: read_source(bytes(page["body"]), page.get("content_type"), page.get("charset"))
     )
     html = source.text
-    lap("nesting guard", lambda: nesting_depth(html))
+    lap("nesting guard", lambda: too_deep(html, MAX_NESTING))
     tree = lap("lexbor parse", lambda: LexborHTMLParser(html))
     lap("links", lambda: extract_links(tree, url))
     data = lap("structured data", lambda: read_structured(html, url, tree))

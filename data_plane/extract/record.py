@@ -35,7 +35,7 @@ from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.page_meta import canonical_url, description_of, language_of, title_of
 from dualplane.data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
 from dualplane.data_plane.extract.product import extract_product
-from dualplane.data_plane.extract.source import nesting_depth, read_source
+from dualplane.data_plane.extract.source import read_source, too_deep
 from dualplane.data_plane.extract.structured import read_structured
 from dualplane.data_plane.extract.text import clip_text, link_texts, main_text
 from dualplane.data_plane.extract.text_route import (
@@ -163,8 +163,8 @@ def read_content(page: Mapping[str, Any], final_url: str) -> Content:
     if source.kind == "text":
         text = clip_text(source.text.strip()) or None
         return Content(text=text, language=language_of(None, headers) or detect_language(text))
-    depth = nesting_depth(source.text)
-    if depth > MAX_NESTING:
+    depth = too_deep(source.text, MAX_NESTING)
+    if depth is not None:
         raise ExtractionFailed(
             f"{final_url} nests block elements {depth} deep (limit {MAX_NESTING}); its HTML is too broken "
             "to parse in reasonable time"
