@@ -11,6 +11,7 @@ cards, carousels, navigation) are never read.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from selectolax.lexbor import LexborNode
 
@@ -87,48 +88,54 @@ def own_text(
     Amounts above the name (the basket, a banner) or in related items are not the product's price. With
     ``shown``, hidden elements and a variant picker's options are left out too (see :func:`unseen`).
     """
-    elsewhere_below = _Elsewhere(scope, skip, shown=shown)
+    left_out = _LeftOut(skip, shown=shown)
+    # The heading and the elements that hold it: before the heading, only they are entered (the text
+    # before it is not read), and one left out still starts the reading where the heading ends.
+    holders = {node.mem_id for node in _self_and_ancestors(heading)} if heading is not None else set()
     parts: list[str] = []
-    size, started = 0, heading is None
-    for node in scope.traverse(include_text=True):
-        if not started:
-            started = node.mem_id == heading.mem_id if heading is not None else True
-        if not started or node.tag != "-text" or elsewhere_below(node):
+    size, started = 0, heading is None or heading.mem_id == scope.mem_id
+    # Depth first, children by children, so that a container left out is skipped whole, never entered:
+    # judging each text node by its parents (a new node object each) cost twice the walk.
+    pending = [scope.iter(include_text=True)]
+    while pending and size < SCAN_CHARS:
+        node = next(pending[-1], None)
+        if node is None:
+            pending.pop()
             continue
-        parts.append(node.text_content or "")
-        size += len(parts[-1])
-        if size >= SCAN_CHARS:
-            break
+        tag = node.tag
+        if tag == "-text":
+            if started:
+                parts.append(node.text_content or "")
+                size += len(parts[-1])
+            continue
+        if tag == "-comment" or (not started and node.mem_id not in holders):
+            continue
+        if not started and heading is not None and node.mem_id == heading.mem_id:
+            started = True
+        if left_out(node):
+            started = started or node.mem_id in holders
+            continue
+        pending.append(node.iter(include_text=True))
     return "\n".join(" ".join(part.split()) for part in "".join(parts).splitlines())
 
 
-class _Elsewhere:
-    """Whether a node of ``scope`` sits in a container about other products (or one of ``skip``).
+def _self_and_ancestors(node: LexborNode) -> Iterator[LexborNode]:
+    found: LexborNode | None = node
+    while found is not None:
+        yield found
+        found = found.parent
 
-    Each container is judged once, from the top down, as the text nodes under it are met: walking
-    every text node's ancestors, or judging every element of a large scope up front, cost more.
-    """
 
-    def __init__(self, scope: LexborNode, skip: frozenset[int], *, shown: bool = False) -> None:
+class _LeftOut:
+    """Whether an element's text is left out of :func:`own_text`: a container about other products (or
+    one of ``skip``), or, with ``shown``, one :func:`unseen`."""
+
+    def __init__(self, skip: frozenset[int], *, shown: bool = False) -> None:
         self.skip = skip
         self.shown = shown
-        self.verdicts: dict[int, bool] = {scope.mem_id: False}
 
-    def __call__(self, node: LexborNode) -> bool:
-        parent = node.parent
-        known = self.verdicts.get(parent.mem_id) if parent is not None else False
-        if known is not None:  # most text nodes sit in a container judged already: one lookup
-            return known
-        chain: list[LexborNode] = []
-        while parent is not None and parent.mem_id not in self.verdicts:
-            chain.append(parent)
-            parent = parent.parent
-        verdict = self.verdicts[parent.mem_id] if parent is not None else False
-        for container in reversed(chain):
-            verdict = verdict or container.mem_id in self.skip or about_others(container)
-            verdict = verdict or (self.shown and unseen(container))
-            self.verdicts[container.mem_id] = verdict
-        return verdict
+    def __call__(self, container: LexborNode) -> bool:
+        return container.mem_id in self.skip or about_others(container) or (self.shown and unseen(container))
 
 
 def _price_element(scope: LexborNode, cards: set[int] | None = None) -> Price | None:
