@@ -123,8 +123,9 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
         )
         currency = currency or find_currency(area_text)
     wider = None if scope.mem_id == main.mem_id else main
-    labelled = _one(labelled_skus(area_text))
-    sku = _sku_attribute(scope) or labelled or labelled_sku(area_text)
+    shown_skus = list(labelled_skus(area_text))  # one scan of the area's text for both uses below
+    labelled = _one(iter(shown_skus))
+    sku = _sku_attribute(scope) or labelled or next(iter(shown_skus), None)
     if sku is None:  # a details table below the area, or past the scanned text: read the main text at C speed
         text = (wider if wider is not None else scope).text(separator="")[:MAX_DETAILS_CHARS]
         sku = labelled = labelled_sku(lines_of(clean(text)))
