@@ -18,10 +18,12 @@ would make records depend on when they were extracted. Both outputs are determin
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
+from contextlib import AbstractContextManager
 
 import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
@@ -32,6 +34,7 @@ from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.markup import line as line_of
 from dualplane.data_plane.extract.readability_skip import skipping as skipping_readability
 from dualplane.data_plane.extract.text_route import TextRoute, text_route
+from dualplane.data_plane.extract.trafilatura_xpaths import selecting as selecting_in_python
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
@@ -53,6 +56,13 @@ reads the page after all."""
 _BULK = re.compile(
     r"<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<svg\b.*?</svg\s*>", re.I | re.S
 )
+
+SHORTCUTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
+    "readability skip": skipping_readability,
+    "XPath selectors in Python": selecting_in_python,
+}
+"""What our calls of trafilatura enter: each makes trafilatura cheaper inside them, with the same text
+(``benchmarks/trafilatura_shortcuts.py`` times each one)."""
 
 logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page it finds too short
 
@@ -91,7 +101,9 @@ def main_text(
 
 def _trafilatura_text(html: str, url: str | None) -> str | None:
     try:
-        with skipping_readability():  # where readability provably cannot change trafilatura's text
+        with contextlib.ExitStack() as shortcuts:
+            for shortcut in SHORTCUTS.values():
+                shortcuts.enter_context(shortcut())
             text: str | None = trafilatura.extract(
                 html,
                 url=url,
