@@ -18,12 +18,13 @@ is written as the same test in Python, over lxml's iterators in document order:
 - ``(…)[1]`` is the first match in document order, and ``.//*[…][1]`` (a step's position) the first
   matching child of each parent; a union is sorted in document order.
 
-Each selector in ``trafilatura.xpaths`` is replaced, in its list, by a :class:`_Selector` that runs the
-XPath outside :func:`selecting` (any other caller of trafilatura in the process) and the Python form
-inside it. ``tests/data_plane/extract/test_trafilatura_xpaths.py`` pins the XPath text each form was
-written from (a trafilatura that changes a selector fails there first) and checks that both select the
-same elements on real pages, at every point of trafilatura's run where it selects, and on generated
-trees. The records of the dev, test, large, docs and sites sets are byte-identical with and without it
+Each of those selectors in ``trafilatura.xpaths`` is replaced, in its list (and ``BASIC_CLEAN_XPATH`` in
+``trafilatura.baseline``), by a :class:`_Selector` that runs the XPath outside :func:`selecting` (any
+other caller of trafilatura in the process) and the Python form inside it.
+``tests/data_plane/extract/test_trafilatura_xpaths.py`` pins the XPath text each form was written from
+(a trafilatura that changes a selector fails there first) and checks that both select the same elements
+on real pages, at every point of trafilatura's run where it selects, and on generated trees. The
+records of the dev, test, large, docs and sites sets are byte-identical with and without it
 (``benchmarks/extraction_speed.py``).
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import importlib
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -311,20 +313,50 @@ def discard_image_0(tree: Tree) -> list[Tree]:
     ]
 
 
-FORMS: dict[tuple[str, int], Select] = {
-    ("BODY_XPATH", 0): body_0,
-    ("BODY_XPATH", 2): body_2,
-    ("BODY_XPATH", 3): body_3,
-    ("BODY_XPATH", 4): body_4,
-    ("RAW_TREE_PRUNE_XPATH", 0): raw_prune_0,
-    ("RAW_TREE_PRUNE_XPATH", 1): raw_prune_1,
-    ("REMOVE_COMMENTS_AND_LISTS_XPATH", 0): remove_comments_and_lists_0,
-    ("OVERALL_DISCARD_XPATH", 0): overall_discard_0,
-    ("OVERALL_DISCARD_XPATH", 1): overall_discard_1,
-    ("TEASER_DISCARD_XPATH", 0): teaser_discard_0,
-    ("DISCARD_IMAGE_ELEMENTS", 0): discard_image_0,
+# BASIC_CLEAN_XPATH (trafilatura.settings; trafilatura.baseline's basic_cleaning, for html2txt, the
+# baseline and jusText): .//aside|.//div[contains(@class|@id, 'footer')]|.//fencedframe|.//footer|
+# .//script|.//style|.//svg|.//template|.//*[re:test(@class, C, 'i') or re:test(@id, C, 'i')]
+_CLEANED_TAGS = frozenset(("aside", "fencedframe", "footer", "script", "style", "svg", "template"))
+_CONSENT = _search(
+    "cookie[-_]?(?:banner|bar|consent|law|notice|policy|description)|notice[-_]{0,2}cookie"
+    "|consent[-_]?(?:banner|manager|sdk)|borlabs|cookiebot|cmplz|onetrust|moove[-_]?gdpr",
+    re.IGNORECASE,
+)
+
+
+def _is_cleaned(element: Tree) -> bool:
+    tag = element.tag
+    return (
+        tag in _CLEANED_TAGS
+        or (tag == "div" and "footer" in _first_value(element, "class", "id"))
+        or _CONSENT(_value(element, "class"))
+        or _CONSENT(_value(element, "id"))
+    )
+
+
+def basic_clean(tree: Tree) -> list[Tree]:
+    """A union of descendants: each element once, in document order."""
+    return [element for element in tree.iterdescendants("*") if _is_cleaned(element)]
+
+
+FORMS: dict[str, Select] = {
+    "BODY_XPATH[0]": body_0,
+    "BODY_XPATH[2]": body_2,
+    "BODY_XPATH[3]": body_3,
+    "BODY_XPATH[4]": body_4,
+    "RAW_TREE_PRUNE_XPATH[0]": raw_prune_0,
+    "RAW_TREE_PRUNE_XPATH[1]": raw_prune_1,
+    "REMOVE_COMMENTS_AND_LISTS_XPATH[0]": remove_comments_and_lists_0,
+    "OVERALL_DISCARD_XPATH[0]": overall_discard_0,
+    "OVERALL_DISCARD_XPATH[1]": overall_discard_1,
+    "TEASER_DISCARD_XPATH[0]": teaser_discard_0,
+    "DISCARD_IMAGE_ELEMENTS[0]": discard_image_0,
+    "BASIC_CLEAN_XPATH": basic_clean,
 }
-"""The Python form of each selector, by its list in ``trafilatura.xpaths`` and its index there."""
+"""The Python form of each selector: an item of a list of ``trafilatura.xpaths``, or ``BASIC_CLEAN_XPATH``
+as ``trafilatura.baseline`` imported it."""
+
+_BASELINE = importlib.import_module("trafilatura.baseline")  # trafilatura.baseline is also a function's name
 
 
 class _Selector:
@@ -343,24 +375,39 @@ class _Selector:
     def __str__(self) -> str:  # trafilatura logs the BODY_XPATH expression that found the content
         return str(self.xpath)
 
-    @property
-    def path(self) -> str:
-        return str(self.xpath.path)
+
+def _slot(key: str) -> tuple[Any, int | None, str]:
+    """Where selector ``key`` lives: a list and an index, or a module and a name."""
+    name, _, index = key.partition("[")
+    if index:
+        return getattr(xpaths, name), int(index.rstrip("]")), name
+    return _BASELINE, None, name
 
 
-def original(name: str, index: int) -> XPath:
-    """trafilatura's own XPath for selector ``index`` of list ``name`` (replaced or not)."""
-    selector = getattr(xpaths, name)[index]
+def current(key: str) -> Any:
+    """What trafilatura calls for selector ``key`` (``"BODY_XPATH[0]"``, ``"BASIC_CLEAN_XPATH"``)."""
+    holder, index, name = _slot(key)
+    return getattr(holder, name) if index is None else holder[index]
+
+
+def original(key: str) -> XPath:
+    """trafilatura's own XPath for selector ``key``."""
+    selector = current(key)
     return selector.xpath if isinstance(selector, _Selector) else selector
 
 
 def _install() -> None:
     # The lists are shared by reference (main_extractor, core and external imported them by name), so
-    # replacing their items in place reaches every caller.
-    for (name, index), form in FORMS.items():
-        selectors = getattr(xpaths, name)
-        if not isinstance(selectors[index], _Selector):
-            selectors[index] = _Selector(selectors[index], form)
+    # replacing their items in place reaches every caller; basic_cleaning reads its module's global.
+    for key, form in FORMS.items():
+        holder, index, name = _slot(key)
+        xpath = current(key)
+        if isinstance(xpath, _Selector):
+            continue
+        if index is None:
+            setattr(holder, name, _Selector(xpath, form))
+        else:
+            holder[index] = _Selector(xpath, form)
 
 
 _install()

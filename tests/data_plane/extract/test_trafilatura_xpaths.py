@@ -4,9 +4,11 @@ real pages, at every point of trafilatura's run where it selects, and on generat
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 import lzma
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,11 +18,11 @@ import trafilatura
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lxml.etree import SubElement
-from trafilatura import xpaths
+from trafilatura.settings import BASIC_CLEAN_XPATH
 from trafilatura.utils import fromstring_bytes
 
 from dualplane.data_plane.extract import trafilatura_xpaths
-from dualplane.data_plane.extract.trafilatura_xpaths import FORMS, original, selecting
+from dualplane.data_plane.extract.trafilatura_xpaths import FORMS, current, original, selecting
 
 pytestmark = pytest.mark.unit
 
@@ -53,46 +55,53 @@ _DISCARD_CLASS = (
 _BLOCKS = "self::div or self::item or self::list or self::p or self::section or self::span"
 _ARTICLE_BLOCKS = "self::article or self::div or self::main or self::section"
 PINNED = {
-    ("BODY_XPATH", 0): f".//*[{_ARTICLE_BLOCKS}][ @class='post' or @class='entry' or "
+    "BODY_XPATH[0]": f".//*[{_ARTICLE_BLOCKS}][ @class='post' or @class='entry' or "
     f"@itemprop='articleBody' or @id='articleContent' or re:test(@id, '{_ARTICLE_ID}') or "
     f"re:test(@class, '{_ARTICLE_CLASS}') ][1]",
-    ("BODY_XPATH", 2): f"(.//*[{_ARTICLE_BLOCKS}][ @role='article' or @id='article' or @id='story' or "
+    "BODY_XPATH[2]": f"(.//*[{_ARTICLE_BLOCKS}][ @role='article' or @id='article' or @id='story' or "
     "@class='postarea' or @class='art-postcontent' or @class='text' or @class='cell' or @class='story' or "
     f"re:test(@id, '^primary|story-body') or re:test(@class, 'fulltext', 'i') or "
     f"re:test(@class, '{_STORY_CLASS}') ])[1]",
-    ("BODY_XPATH", 3): f"(.//*[{_ARTICLE_BLOCKS}][ @id='content' or @class='content' or "
+    "BODY_XPATH[3]": f"(.//*[{_ARTICLE_BLOCKS}][ @id='content' or @class='content' or "
     "re:test(@id, 'content-main|content-body|contentBody') or "
     "re:test(@class, 'content[-_]main|content(?:-|__)body') or "
     "contains(translate(@id, 'CM','cm'), 'main-content') or "
     "contains(translate(@class, 'CM','cm'), 'main-content') or "
     "contains(translate(@class, 'CP','cp'), 'page-content') ])[1]",
-    ("BODY_XPATH", 4): "(.//*[self::article or self::div or self::section][ starts-with(@class, 'main') or "
+    "BODY_XPATH[4]": "(.//*[self::article or self::div or self::section][ starts-with(@class, 'main') or "
     "starts-with(@id, 'main') or starts-with(@role, 'main')])[1]|(.//main)[1]",
-    ("RAW_TREE_PRUNE_XPATH", 0): ".//*[self::div or self::section or self::aside][ "
+    "RAW_TREE_PRUNE_XPATH[0]": ".//*[self::div or self::section or self::aside][ "
     "re:test(@id, 'mvp-post-add-(?:box|wrap)|infinite-?scroll') or "
     "re:test(@class, 'mvp-post-add-(?:box|wrap)|infinite-?scroll')][ not(.//h1) or "
     "re:test(@id, 'mvp-post-add-(?:box|wrap)') or re:test(@class, 'mvp-post-add-(?:box|wrap)')]",
-    ("RAW_TREE_PRUNE_XPATH", 1): ".//*[self::div or self::section or self::aside]"
+    "RAW_TREE_PRUNE_XPATH[1]": ".//*[self::div or self::section or self::aside]"
     "[contains(@class, 'elementor-share-buttons')]",
-    ("REMOVE_COMMENTS_AND_LISTS_XPATH", 0): ".//*[self::div or self::list or self::section or "
+    "REMOVE_COMMENTS_AND_LISTS_XPATH[0]": ".//*[self::div or self::list or self::section or "
     f"self::details or self::ol or self::ul][ re:test(@id, '^(?:{_COMMENTS}|disqus_thread|dsq-comments)') or "
     f"re:test(@class, '{_COMMENTS_CLASS}')][ not(self::ol or self::ul) or "
     f"re:test(@id, '^(?:{_COMMENTS})') or re:test(@class, '{_COMMENTS_CLASS}')]",
-    ("OVERALL_DISCARD_XPATH", 0): f".//*[{_BLOCKS}][ @data-lp-replacement-content or "
+    "OVERALL_DISCARD_XPATH[0]": f".//*[{_BLOCKS}][ @data-lp-replacement-content or "
     "contains(translate(@role, 'N', 'n'), 'nav') or contains(@data-component, 'MostPopularStories') or "
     f"re:test(@id|@class, 'cookie') or re:test(@id, '{_DISCARD_BOTH}{_DISCARD_ID}') or "
     f"re:test(@class, '{_DISCARD_BOTH}{_DISCARD_CLASS}')]",
-    ("OVERALL_DISCARD_XPATH", 1): ".//*[@class='comments-title' or starts-with(@id|@class, 'reply-') or "
+    "OVERALL_DISCARD_XPATH[1]": ".//*[@class='comments-title' or starts-with(@id|@class, 'reply-') or "
     "re:test(@id|@style, 'hidden') or contains(@style, 'display:none') or "
     "contains(@style, 'display: none') or re:test(@id, 'reader-comments|akismet') or "
     "re:test(@class, '^hide-|comments-title|nocomments|-reply-|message|akismet|suggest-links|-hide-|"
     "hide-print| hidden| hide|noprint|notloaded') or @aria-hidden='true']",
-    ("TEASER_DISCARD_XPATH", 0): f".//*[{_BLOCKS}][ contains(translate(@id, 'T', 't'), 'teaser') or "
+    "TEASER_DISCARD_XPATH[0]": f".//*[{_BLOCKS}][ contains(translate(@id, 'T', 't'), 'teaser') or "
     "contains(translate(@class, 'T', 't'), 'teaser')]",
-    ("DISCARD_IMAGE_ELEMENTS", 0): f".//*[{_BLOCKS}][ contains(@id, 'caption') or "
-    "contains(@class, 'caption')]",
+    "DISCARD_IMAGE_ELEMENTS[0]": f".//*[{_BLOCKS}][ contains(@id, 'caption') or contains(@class, 'caption')]",
 }
 """The XPath text (white space collapsed) each Python form was written from."""
+_CONSENT = (
+    "cookie[-_]?(?:banner|bar|consent|law|notice|policy|description)|notice[-_]{0,2}cookie"
+    "|consent[-_]?(?:banner|manager|sdk)|borlabs|cookiebot|cmplz|onetrust|moove[-_]?gdpr"
+)
+PINNED["BASIC_CLEAN_XPATH"] = (
+    ".//aside|.//div[contains(@class|@id, 'footer')]|.//fencedframe|.//footer|.//script|.//style|.//svg|"
+    f".//template|.//*[re:test(@class, '{_CONSENT}', 'i') or re:test(@id, '{_CONSENT}', 'i')]"
+)
 
 
 def same(one: list[Any], two: list[Any]) -> bool:
@@ -102,14 +111,16 @@ def same(one: list[Any], two: list[Any]) -> bool:
 def test_each_form_was_written_from_trafilaturas_selector() -> None:
     assert trafilatura.__version__ == "2.3.1"
     assert set(FORMS) == set(PINNED)
-    for (name, index), path in PINNED.items():
-        assert " ".join(original(name, index).path.split()) == path, (name, index)
-        assert isinstance(getattr(xpaths, name)[index], trafilatura_xpaths._Selector)
+    for key, path in PINNED.items():
+        assert " ".join(original(key).path.split()) == path, key
+        assert isinstance(current(key), trafilatura_xpaths._Selector), key
+    assert original("BASIC_CLEAN_XPATH") is BASIC_CLEAN_XPATH
+    assert "BASIC_CLEAN_XPATH(tree)" in inspect.getsource(sys.modules["trafilatura.baseline"].basic_cleaning)
 
 
 def test_outside_our_calls_trafilatura_runs_its_xpath(monkeypatch: pytest.MonkeyPatch) -> None:
     tree = fromstring_bytes("<html><body><div class='sidebar'><p>x</p></div></body></html>")
-    selector = xpaths.OVERALL_DISCARD_XPATH[0]
+    selector = current("OVERALL_DISCARD_XPATH[0]")
     monkeypatch.setattr(selector, "form", lambda tree: pytest.fail("the Python form ran outside our calls"))
     assert [element.get("class") for element in selector(tree)] == ["sidebar"]
     with selecting(), pytest.raises(pytest.fail.Exception):
@@ -124,29 +135,29 @@ def real_pages() -> Iterator[str]:
 
 def test_the_same_elements_wherever_trafilatura_selects(monkeypatch: pytest.MonkeyPatch) -> None:
     """On real pages, at every point of trafilatura's run where it selects; and the same text."""
-    compared: list[tuple[str, int]] = []
-    for (name, index), form in FORMS.items():
-        xpath = original(name, index)
+    compared: list[str] = []
+    for key, form in FORMS.items():
+        xpath = original(key)
 
-        def both(tree: Any, xpath: Any = xpath, form: Any = form, key: Any = (name, index)) -> list[Any]:
+        def both(tree: Any, xpath: Any = xpath, form: Any = form, key: str = key) -> list[Any]:
             expected = xpath(tree)
             assert same(form(tree), expected), key
             compared.append(key)
             return list(expected)
 
-        monkeypatch.setattr(getattr(xpaths, name)[index], "form", both)
+        monkeypatch.setattr(current(key), "form", both)
     options: dict[str, Any] = {"include_comments": False, "deduplicate": False, "with_metadata": False}
     for html in real_pages():
         whole = trafilatura.extract(html, **options)
         with selecting():
             assert trafilatura.extract(html, **options) == whole
-    assert set(compared) >= {key for key in FORMS if key[0] != "BODY_XPATH"} | {("BODY_XPATH", 0)}
+    assert set(compared) >= {key for key in FORMS if not key.startswith("BODY_XPATH")} | {"BODY_XPATH[0]"}
 
 
 # Trees made of the tags the selectors name, with attribute values made of the words their tests look for.
 TAGS = (
     "article", "div", "main", "section", "aside", "p", "span", "item", "list", "ol", "ul", "details", "h1",
-    "a",
+    "a", "footer", "script", "style", "svg", "template", "fencedframe",
 )  # fmt: skip
 NAMES = (
     "id", "class", "style", "role", "itemprop", "aria-hidden", "data-component",
@@ -156,13 +167,14 @@ WORDS = (
     "post", "entry", "articleBody", "articleContent", "article-content", "post-text", "Comment", "comments",
     "commentary", "comol", "disqus_thread", "nav", "Nav", "Navigation", "main", "Main-Content",
     "page-Content", "content", "content-main", "teaser", "Teaser", "caption", "hidden", "hide-",
-    "display:none", "reply-",
-    "display: none", "cookie", "mvp-post-add-box", "infinite-scroll", "elementor-share-buttons", "fulltext",
+    "display:none", "reply-", "footer", "site-Footer", "cookie-banner", "Cookie_Consent", "OneTrust",
+    "notice--cookie", "display: none", "cookie", "mvp-post-add-box", "infinite-scroll",
+    "elementor-share-buttons", "fulltext",
     "FullText", "primary", "story", "story-body", "text", "ad-", " ad ", "MostPopularStories", "true",
     "article", "sidebar", "widget", "post-comments", "comments-title", "share", "meta", "é", "",
 )  # fmt: skip
 ORDERED = (("id", "class"), ("class", "id"), ("id", "style"), ("style", "id"))
-"""Pairs whose order decides ``string(@id|@class)`` and ``string(@id|@style)``."""
+"""Pairs whose order decides ``string(@id|@class)``, ``string(@class|@id)`` and ``string(@id|@style)``."""
 
 
 def catalog() -> Any:
@@ -170,7 +182,7 @@ def catalog() -> Any:
     ``<div>`` of its own (so that a first match is each wrapper's, not the tree's)."""
     tree = fromstring_bytes("<html><body></body></html>")
     body = tree.find("body")
-    words = ("cookie", "reply-x", "hidden", "x")
+    words = ("cookie", "reply-x", "hidden", "footer", "x")
     pairs = [(a, b) for a in (*words, "") for b in words]
     for tag in TAGS:
         cases = [[(name, word)] for name in NAMES for word in WORDS]
@@ -187,16 +199,16 @@ def catalog() -> Any:
 def test_the_same_elements_on_a_catalog_of_attributes() -> None:
     tree = catalog()
     body = tree.find("body")
-    for (name, index), form in FORMS.items():
-        expected = original(name, index)(body)
-        assert same(form(body), expected), (name, index)
-        if index == 0 or name != "BODY_XPATH":
-            assert expected, (name, index)  # each selector selects something here
+    for key, form in FORMS.items():
+        expected = original(key)(body)
+        assert same(form(body), expected), key
+        if key == "BODY_XPATH[0]" or not key.startswith("BODY_XPATH"):
+            assert expected, key  # each selector selects something here
         else:  # the first match only: asked of each wrapper
             for wrapper in (
                 wrapper for wrapper in body if wrapper[0].tag in ("article", "div", "main", "section")
             ):
-                assert same(form(wrapper), original(name, index)(wrapper)), (name, index)
+                assert same(form(wrapper), original(key)(wrapper)), key
 
 
 @pytest.mark.parametrize(
@@ -210,9 +222,9 @@ def test_the_same_elements_on_a_catalog_of_attributes() -> None:
 )
 def test_a_union_in_document_order(html: str) -> None:
     tree = fromstring_bytes(f"<html><body>{html}</body></html>")
-    expected = original("BODY_XPATH", 4)(tree)
+    expected = original("BODY_XPATH[4]")(tree)
     assert len(expected) == 2
-    assert same(FORMS["BODY_XPATH", 4](tree), expected)
+    assert same(FORMS["BODY_XPATH[4]"](tree), expected)
 
 
 values = st.sampled_from(WORDS) | st.lists(
@@ -245,6 +257,6 @@ def test_the_same_elements_on_generated_trees(roots: list[Any]) -> None:
     body = tree.find("body")
     for node in roots:
         build(body, node)
-    for (name, index), form in FORMS.items():
+    for key, form in FORMS.items():
         for context in (tree, body, body[0]):
-            assert same(form(context), original(name, index)(context)), (name, index)
+            assert same(form(context), original(key)(context)), key
