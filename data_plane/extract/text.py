@@ -34,6 +34,7 @@ from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.markup import line as line_of
 from dualplane.data_plane.extract.readability_skip import skipping as skipping_readability
 from dualplane.data_plane.extract.text_route import TextRoute, text_route
+from dualplane.data_plane.extract.trafilatura_parser import parsing as parsing_with_c_lookup
 from dualplane.data_plane.extract.trafilatura_xpaths import selecting as selecting_in_python
 
 MAX_TEXT_BYTES = 300_000
@@ -60,6 +61,7 @@ _BULK = re.compile(
 SHORTCUTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
     "readability skip": skipping_readability,
     "XPath selectors in Python": selecting_in_python,
+    "element classes chosen in C": parsing_with_c_lookup,
 }
 """What our calls of trafilatura enter: each makes trafilatura cheaper inside them, with the same text
 (``benchmarks/trafilatura_shortcuts.py`` times each one)."""
