@@ -44,8 +44,8 @@ Tree = Any
 """An lxml element (trafilatura's ``HtmlElement``); lxml ships no types."""
 Select = Callable[[Tree], list[Tree]]
 
-_REMEMBERED_VALUES = 20_000
-"""Attribute values remembered per regular expression (a bounded cache of a pure function)."""
+_REMEMBERED_VALUES = 4096
+"""Attribute values remembered per regular expression (a cache of a pure function, emptied when full)."""
 
 _active: contextvars.ContextVar[bool] = contextvars.ContextVar("trafilatura_xpaths", default=False)
 
@@ -78,9 +78,9 @@ def _search(pattern: str, flags: int = 0) -> Callable[[str], bool]:
     def test(value: str) -> bool:
         result = found.get(value)
         if result is None:
-            result = search(value) is not None
-            if len(found) < _REMEMBERED_VALUES:
-                found[value] = result
+            if len(found) >= _REMEMBERED_VALUES:  # bounded for a long-running worker; a page repeats its own
+                found.clear()
+            result = found[value] = search(value) is not None
         return result
 
     return test
