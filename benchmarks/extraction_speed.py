@@ -131,6 +131,11 @@ def work_trafilatura(pages_file: Path, out_file: Path) -> None:
     htmls = {key: (page["body"].decode(page.get("charset") or "utf-8", "replace"), page["url"])
              for key, page in pages.items()}  # fmt: skip
     trafilatura.extract("<html><body><p>warm-up</p></body></html>")
+    # As our warm_up does: jusText's set of trafilatura's merged stoplist, made on its first call (~70 ms).
+    from justext.core import define_stoplist  # noqa: PLC0415
+    from trafilatura import external  # noqa: PLC0415
+
+    define_stoplist(external.JT_STOPLIST or external.jt_stoplist_init())
     started = time.process_time()
     for html, url in htmls.values():
         trafilatura.extract(html, url=url)

@@ -209,10 +209,13 @@ def warm_up() -> None:
     justext's merged stoplists (trafilatura's fallback) and the first-call set-up of lxml, extruct,
     trafilatura and the language detector. Records are unaffected: these are caches of constants.
     """
+    from justext.core import define_stoplist  # noqa: PLC0415
     from trafilatura import external  # noqa: PLC0415 (a private module, touched only to warm it)
 
-    if not getattr(external, "JT_STOPLIST", None):
-        external.jt_stoplist_init()
+    # The merged stoplist trafilatura hands jusText (~154,000 words), and the lower-cased set jusText
+    # makes of it on its first call and caches: 70 ms or more, else paid inside the first page that
+    # needs jusText's rescue.
+    define_stoplist(external.JT_STOPLIST or external.jt_stoplist_init())
     paragraph = "<p>Warm-up text long enough to be taken for the main content of a page.</p>"
     html = f"<html lang='en'><title>w</title><body><article>{paragraph * 8}</article></body></html>"
     page = {
