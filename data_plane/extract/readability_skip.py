@@ -28,13 +28,14 @@ The behaviour relied upon is pinned by ``tests/data_plane/extract/test_readabili
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from trafilatura import core, external
 from trafilatura.utils import fromstring_bytes
+
+from dualplane.data_plane.extract.inside_calls import Switch
 
 _VIDEO_IFRAME_CHARS = len("VIDEO") + 1
 """What readability may add per ``<iframe>``: its word and a space."""
@@ -45,7 +46,7 @@ _RAW_TEXT_TAGS = ("xmp", "noembed", "noframes", "plaintext", "noscript", "iframe
 """Elements libxml2 may read as raw text, where ``&``, ``<`` and ``>`` come back from XML escaped."""
 _ESCAPED = frozenset("&<>")
 
-_active: contextvars.ContextVar[bool] = contextvars.ContextVar("readability_skip", default=False)
+_switch = Switch("readability_skip")
 _original: Callable[..., tuple[Any, str]] = external.compare_extraction
 
 
@@ -86,7 +87,7 @@ def readability_cannot_win(raw_tree: Any, body: Any, text: str, options: Any) ->
 def _compare_extraction(
     cleaned_tree: Any, raw_tree: Any, body: Any, text: str, options: Any
 ) -> tuple[Any, str]:
-    if _active.get() and readability_cannot_win(raw_tree, body, text, options):
+    if _switch.on and readability_cannot_win(raw_tree, body, text, options):
         raw_tree = fromstring_bytes("<html><body></body></html>")
     return _original(cleaned_tree, raw_tree, body, text, options)
 
@@ -95,11 +96,6 @@ def _compare_extraction(
 setattr(core, "compare_extraction", _compare_extraction)  # noqa: B010 (not re-exported, for mypy)
 
 
-@contextlib.contextmanager
-def skipping() -> Iterator[None]:
+def skipping() -> AbstractContextManager[None]:
     """Within this block (this thread or task only), trafilatura skips readability where it cannot win."""
-    token = _active.set(True)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+    return _switch.within()

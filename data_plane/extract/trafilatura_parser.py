@@ -23,22 +23,23 @@ the trees are the same, node for node and class for class, on real pages.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import importlib
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from itertools import product
 from typing import Any
 
 from lxml import etree  # type: ignore[import-untyped]
 from lxml import html as lxml_html
 
+from dualplane.data_plane.extract.inside_calls import Switch
+
 _utils = importlib.import_module("trafilatura.utils")
 _core = importlib.import_module("trafilatura.core")
 _external = importlib.import_module("trafilatura.external")
 
-_active: contextvars.ContextVar[bool] = contextvars.ContextVar("trafilatura_parser", default=False)
+_switch = Switch("trafilatura_parser")
 
 
 def case_variants(name: str) -> list[str]:
@@ -88,7 +89,7 @@ load_html = _with_parser(_utils.load_html, _namespace)
 
 def _dispatch(original: Callable[..., Any], ours: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
-        return (ours if _active.get() else original)(*args, **kwargs)
+        return (ours if _switch.on else original)(*args, **kwargs)
 
     call.__wrapped__ = original  # type: ignore[attr-defined]
     return call
@@ -107,11 +108,6 @@ def _install() -> None:
 _install()
 
 
-@contextlib.contextmanager
-def parsing() -> Iterator[None]:
+def parsing() -> AbstractContextManager[None]:
     """Within this block (this thread or task only), trafilatura parses pages with :data:`PARSER`."""
-    token = _active.set(True)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+    return _switch.within()

@@ -30,15 +30,16 @@ records of the dev, test, large, docs and sites sets are byte-identical with and
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import importlib
 import re
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 from lxml.etree import XPath  # type: ignore[import-untyped]
 from trafilatura import xpaths
+
+from dualplane.data_plane.extract.inside_calls import Switch
 
 Tree = Any
 """An lxml element (trafilatura's ``HtmlElement``); lxml ships no types."""
@@ -47,7 +48,7 @@ Select = Callable[[Tree], list[Tree]]
 _REMEMBERED_VALUES = 4096
 """Attribute values remembered per regular expression (a cache of a pure function, emptied when full)."""
 
-_active: contextvars.ContextVar[bool] = contextvars.ContextVar("trafilatura_xpaths", default=False)
+_switch = Switch("trafilatura_xpaths")
 
 _ARTICLE_BLOCKS = ("article", "div", "main", "section")
 _DISCARD_BLOCKS = ("div", "item", "list", "p", "section", "span")
@@ -368,7 +369,7 @@ class _Selector:
         self.xpath, self.form = xpath, form
 
     def __call__(self, tree: Tree, **variables: Any) -> Any:
-        if _active.get() and not variables:
+        if _switch.on and not variables:
             return self.form(tree)
         return self.xpath(tree, **variables)
 
@@ -413,11 +414,6 @@ def _install() -> None:
 _install()
 
 
-@contextlib.contextmanager
-def selecting() -> Iterator[None]:
+def selecting() -> AbstractContextManager[None]:
     """Within this block (this thread or task only), trafilatura's selectors run their Python forms."""
-    token = _active.set(True)
-    try:
-        yield
-    finally:
-        _active.reset(token)
+    return _switch.within()
