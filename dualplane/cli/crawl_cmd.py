@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import seeding_progress
 
@@ -55,6 +56,7 @@ def crawl(
     ] = False,
     timeout_s: Annotated[float, typer.Option(min=0, help="Give up waiting after this long.")] = 3600,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
     from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
@@ -63,9 +65,8 @@ def crawl(
     from dualplane.connectors.seeds import open_seed_list
     from dualplane.control_plane.frontier.client import JobClient
     from dualplane.control_plane.frontier.submit import default_scope
-    from dualplane.core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
     if priority not in ("high", "normal", "bulk"):
         raise typer.BadParameter(

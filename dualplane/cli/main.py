@@ -37,6 +37,9 @@ COMMANDS = {
     "crawl": _cmd(
         "crawl_cmd", "crawl", "Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ.",
     ),
+    "namespace": _cmd(
+        "namespace_cmd", "app", "Namespaces: private sets of topics and queues on shared brokers."
+    ),
     "job": _cmd("job_cmd", "app", "Crawl jobs: cancel one (its queued pages are dropped unfetched)."),
     "status": _cmd(
         "status_cmd", "status",

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core.clock import utc_now
 from dualplane.core.exceptions import DualplaneError
@@ -34,10 +35,10 @@ DomainArgument = Annotated[
 
 
 @app.command("show")
-def show(as_json: JsonOption = False) -> None:
+def show(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Per domain: P_d, delay, pause, the window's counts and block ratio, the last command and why;
     then the operator overrides in force."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     path = settings.throttle_snapshot_path
     snapshot = read_snapshot(path) if path is not None and path.exists() else None
     active = overrides.active_overrides(settings)
@@ -74,9 +75,10 @@ def set_(
     ] = False,
     reason: Annotated[str, typer.Option(help="Why; shown by `throttle show`.")] = "",
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Override the processor's limits for DOMAIN, fleet-wide, at once, until it expires or is cleared."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     command = ThrottleCommand(
         domain=_domain(domain),
         concurrency=concurrency,
@@ -96,10 +98,10 @@ def set_(
 
 
 @app.command("clear")
-def clear(domain: DomainArgument, as_json: JsonOption = False) -> None:
+def clear(domain: DomainArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again.
     DOMAIN '*' ends the fleet-wide pause a scraping API's used-up quota started."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     command = overrides.clearing(settings, clear_target(domain), f"operator: cleared by {_who()}")
     _issue(settings, command, as_json)
 
