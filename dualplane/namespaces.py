@@ -103,6 +103,7 @@ def _drop_rabbitmq(settings: Settings) -> None:
     queues += [stats.name for stats in queue_stats(settings.amqp, settings.queues.permits_prefix)]
     exchanges = [topology.discovery_exchange, topology.tasks_exchange, topology.dead_exchange]
     exchanges += [topology.reports_exchange, topology.throttle_exchange, *tiers]
+    exchanges.append(topology.fetch_control_exchange)
     connection = amqp.connect(settings.amqp)
     try:
         for queue in queues:

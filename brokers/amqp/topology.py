@@ -10,6 +10,7 @@
                                                    lane as routing key (at-least-once)
     dead (fanout) ───────► <dead>                 quorum; readable reason in the headers
     throttle (fanout) ───► one exclusive queue per listening process
+    <tasks>.control (fanout) ► one exclusive queue per running fetcher (job cancels, answered)
     <permits>.<domain>                            per-domain permits (see brokers.amqp.permits)
 
 Job progress is not here: frontier shards write it to a compacted Kafka topic
@@ -46,6 +47,9 @@ class Topology:
         self.dead_queue = queues.dead_letters
         self.reports_exchange = queues.reports
         self.throttle_exchange = queues.throttle_exchange
+        # Cancels broadcast to every running fetcher, each on an exclusive queue of its own
+        # (:mod:`brokers.amqp.fetch_control`).
+        self.fetch_control_exchange = f"{queues.crawl_tasks}.control"
         self.tiers = queues.tiers()
 
     def frontier_queue(self, shard: int) -> str:
@@ -97,6 +101,7 @@ class Topology:
             (self.dead_exchange, "fanout"),
             (self.reports_exchange, "direct"),
             (self.throttle_exchange, "fanout"),
+            (self.fetch_control_exchange, "fanout"),
         ):
             channel.exchange_declare(exchange, kind, durable=True)
         self._queue(channel, self.dead_queue, self.dead_exchange, "", dead_letter=False)
