@@ -179,7 +179,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     data = read_structured(html, final_url, tree)
     element = main_element(tree)
-    docs = documentation_page(tree)
+    docs = documentation_page(tree, html)
     markup = Markup(tree)
     docs = docs or preformatted_page(markup.tree)  # read on the pruned tree: scripts and styles are gone
     description = description_of(markup)
