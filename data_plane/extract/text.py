@@ -23,19 +23,17 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
-from contextlib import AbstractContextManager
 
 import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
+from dualplane.data_plane.extract._trafilatura import SHORTCUTS
 from dualplane.data_plane.extract.boilerplate import trim_boilerplate
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.markup import line as line_of
-from dualplane.data_plane.extract.readability_skip import skipping as skipping_readability
+from dualplane.data_plane.extract.metrics import text_failed
 from dualplane.data_plane.extract.text_route import TextRoute, text_route
-from dualplane.data_plane.extract.trafilatura_parser import parsing as parsing_with_c_lookup
-from dualplane.data_plane.extract.trafilatura_xpaths import selecting as selecting_in_python
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
@@ -66,13 +64,6 @@ _BULK = re.compile(
     r"<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<svg\b.*?</svg\s*>", re.I | re.S
 )
 
-SHORTCUTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
-    "readability skip": skipping_readability,
-    "XPath selectors in Python": selecting_in_python,
-    "element classes chosen in C": parsing_with_c_lookup,
-}
-"""What our calls of trafilatura enter: each makes trafilatura cheaper inside them, with the same text
-(``benchmarks/trafilatura_shortcuts.py`` times each one)."""
 
 logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page it finds too short
 
@@ -122,8 +113,13 @@ def _trafilatura_text(html: str, url: str | None) -> str | None:
                 deduplicate=False,
                 with_metadata=False,
             )
-    except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
-        logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
+    except Exception as error:  # trafilatura and lxml raise a zoo of errors on pathological markup
+        # The record goes on without a main text (its title, links, data are still worth keeping), but
+        # the failure is counted, by error type, and logged where an operator looks.
+        text_failed("trafilatura", error)
+        logging.getLogger(__name__).warning(
+            "trafilatura failed on %s (%s: %s): the record has no main text", url, type(error).__name__, error
+        )
         return None
     return text
 
