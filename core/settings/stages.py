@@ -80,7 +80,17 @@ class FetchSettings(BaseSettings):
     # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every
     # page is fetched once per job). >0: follow inline, recording the chain (may refetch targets).
     max_redirects: int = Field(default=0, ge=0)
-    backend: Literal["direct", "scraping_api"] = "direct"
+    backend: Literal["direct", "scraping_api", "browser"] = "direct"
+    # The browser backend (control_plane/fetcher/backends/browser.py): Debian's chromium, at most
+    # browser_contexts pages rendering at once per fetcher, a new browser after pages_per_launch
+    # renders; each render waits for browser_wait (load or networkidle) and browser_wait_selector,
+    # each at most browser_wait_s, then keeps the DOM as it stands.
+    browser_executable: str = "/usr/bin/chromium"
+    browser_contexts: int = Field(default=4, ge=1, le=64)
+    browser_pages_per_launch: int = Field(default=200, ge=1)
+    browser_wait: Literal["load", "networkidle"] = "load"
+    browser_wait_selector: str = ""
+    browser_wait_s: float = Field(default=10.0, gt=0, le=120)
     scraping_api_url: str = "https://api.scrapingant.com/v2/general"
     scraping_api_key: SecretStr | None = None
     scraping_api_render_js: bool = False
