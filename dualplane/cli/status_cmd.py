@@ -134,6 +134,9 @@ def render(view: dict[str, Any]) -> Group:
         parts.append(_credits_line(view["credits"]))
     if view.get("quota"):
         parts.append(_quota_line(view["quota"]))
+    replication = view.get("replication") or {"alarms": []}
+    if replication["alarms"] or "replication" in errors:
+        parts.append(_replication_lines(replication, errors))
     if view["throttled"] or "throttled" in errors:
         parts.append(_throttled_table(view["throttled"], errors))
     if "job" in view:
@@ -189,6 +192,17 @@ def _throttled_table(throttled: list[dict[str, Any]], errors: dict[str, str]) ->
              f"{r['blocked_ratio']:.1%}"] for r in throttled]  # fmt: skip
     title = _title("throttled domains", "throttled", errors)
     return table(title, ["domain", "P_d", "delay", "paused", "block ratio"], rows)
+
+
+def _replication_lines(replication: dict[str, Any], errors: dict[str, str]) -> Text:
+    """Shown only when something is short of copies (or could not be read): a healthy cluster, or
+    one node, adds nothing to the view."""
+    text = Text("replication", style="bold red")
+    if "replication" in errors:
+        text.append(f" (unavailable: {errors['replication']})", style="red")
+    for alarm in replication["alarms"]:
+        text.append(f"\n  {alarm}")
+    return text
 
 
 def _title(title: str, part: str, errors: dict[str, str]) -> str:
