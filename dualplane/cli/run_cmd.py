@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dualplane.cli import values
 from dualplane.cli.output import configure_logging, stderr
 
 if TYPE_CHECKING:  # imported when the command runs, so that `run --help` starts fast
@@ -24,7 +25,9 @@ def run(
     services: Annotated[
         list[str], typer.Argument(help=f"Services to run: {', '.join(SERVICE_NAMES)}, or all.")
     ],
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        str, typer.Option(parser=values.log_level, help="debug, info, warning or error.")
+    ] = "info",
     heartbeat_file: Annotated[
         Path | None,
         typer.Option(help="Touch this file every 2 s while every service runs (for healthchecks)."),
@@ -60,6 +63,8 @@ def run(
             f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(SERVICE_NAMES)} or all"
         )
     settings = Settings.from_env()
+    if "extractor" in names:
+        check_extractor_settings(settings)
     shards = _shards(settings, shard)
     cores = usable_cores() if processes is None and "extractor" in names else 1
     if processes is None and cores > 1:
@@ -74,6 +79,16 @@ def run(
 
     configure_logging(log_level, settings.log.format)
     run_services(settings, names, shards, heartbeat=heartbeat_file)
+
+
+def check_extractor_settings(settings: Settings) -> None:
+    """Refuse to start an extractor whose settings name a schema version or a plugin it lacks."""
+    from dualplane.core.exceptions import ConfigurationError
+    from dualplane.data_plane.extractor.startup_checks import configuration_problems
+
+    problems = configuration_problems(settings.extract)
+    if problems:
+        raise ConfigurationError("; ".join(problems))
 
 
 def _partitions_for(settings: Settings, extractors: int) -> None:
