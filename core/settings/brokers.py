@@ -7,13 +7,12 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings
 
 from dualplane.core.settings import checks
-from dualplane.core.settings.base import section
+from dualplane.core.settings.base import Section, section
 
 
-class KafkaSettings(BaseSettings):
+class KafkaSettings(Section):
     """Data-plane broker. Security options are handed to every Kafka client unchanged."""
 
     model_config = section("KAFKA_")
@@ -51,6 +50,11 @@ class KafkaSettings(BaseSettings):
             )
         return self
 
+    @field_validator("client_id", "group_prefix")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        return checks.name(value)
+
     def client_config(self) -> dict[str, str]:
         """librdkafka connection and security keys shared by producers, consumers and admins."""
         config = {
@@ -75,7 +79,7 @@ class KafkaSettings(BaseSettings):
         return config
 
 
-class SchemaRegistrySettings(BaseSettings):
+class SchemaRegistrySettings(Section):
     """Confluent Schema Registry mode (``schemas.serde``); off, single-object encoding, while unset.
 
     ``url``: ``DUALPLANE_SCHEMA_REGISTRY_URL``, the base URL of a registry speaking the Confluent
@@ -92,8 +96,13 @@ class SchemaRegistrySettings(BaseSettings):
     auto_register: bool = True
     timeout_s: float = Field(default=10.0, gt=0)
 
+    @field_validator("url")
+    @classmethod
+    def _http_urls(cls, value: str | None) -> str | None:
+        return None if value is None else checks.http_urls(value, "http://127.0.0.1:8081")
 
-class TopicSettings(BaseSettings):
+
+class TopicSettings(Section):
     """Kafka topic names of the data plane."""
 
     model_config = section("TOPIC_")
@@ -119,8 +128,13 @@ class TopicSettings(BaseSettings):
     # Raw pages are the replay source: keep them long (default 30 days).
     pages_raw_retention_ms: int = Field(default=30 * 86_400_000, ge=-1)
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _topic_names(cls, value: object) -> object:
+        return checks.topic_name(value) if isinstance(value, str) else value
 
-class AmqpSettings(BaseSettings):
+
+class AmqpSettings(Section):
     """Control-plane broker: the AMQP URL (credentials inside) and the management API.
 
     ``fallback_urls`` (``DUALPLANE_AMQP_FALLBACK_URLS``): the other nodes of a RabbitMQ cluster,
@@ -170,12 +184,17 @@ class AmqpSettings(BaseSettings):
         """Every node's management API, ``management_url`` first."""
         return [self.management_url, *_split(self.fallback_management_urls)]
 
+    @field_validator("management_url")
+    @classmethod
+    def _an_http_url(cls, value: str) -> str:
+        return checks.http_url(value, "http://127.0.0.1:15672")
+
 
 def _split(urls: str) -> list[str]:
     return [url.strip() for url in urls.split(",") if url.strip()]
 
 
-class QueueSettings(BaseSettings):
+class QueueSettings(Section):
     """RabbitMQ names and queue policies of the control plane."""
 
     model_config = section("QUEUE_")
@@ -200,6 +219,19 @@ class QueueSettings(BaseSettings):
     # puts one on every node the cluster has when the queue is declared. A cluster sets 3. The
     # argument is part of a queue's identity: change it only for queues that do not exist yet.
     quorum_members: int = Field(default=0, ge=0)
+
+    @field_validator(
+        "discovery",
+        "crawl_tasks",
+        "dead_letters",
+        "throttle_exchange",
+        "reports",
+        "retry_prefix",
+        "permits_prefix",
+    )
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        return checks.name(value)
 
     @field_validator("retry_tiers")
     @classmethod
@@ -226,7 +258,7 @@ def _parse_tiers(value: str) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(tiers, key=lambda tier: tier[1]))
 
 
-class S3Settings(BaseSettings):
+class S3Settings(Section):
     """S3-compatible object store used by the sink, the seed source and the claim-check store.
 
     ``claim_check_refresh_s`` (``DUALPLANE_S3_CLAIM_CHECK_REFRESH_S``): a claim-checked body stored this
@@ -250,3 +282,13 @@ class S3Settings(BaseSettings):
         if not value:  # unset or empty: the AWS endpoint of the region
             return value
         return checks.http_url(value, "http://127.0.0.1:9000 (empty for AWS)")
+
+    @field_validator("bucket")
+    @classmethod
+    def _a_bucket(cls, value: str) -> str:
+        return checks.bucket_name(value)
+
+    @field_validator("region")
+    @classmethod
+    def _a_region(cls, value: str) -> str:
+        return checks.name(value)

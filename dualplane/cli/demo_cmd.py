@@ -35,8 +35,8 @@ from dualplane.stack import LocalStack
 
 
 def demo(
-    hosts: Annotated[int, typer.Option(help="Hosts of the sample site.")] = 3,
-    pages: Annotated[int, typer.Option(help="Pages per host.")] = 60,
+    hosts: Annotated[int, typer.Option(min=1, help="Hosts of the sample site.")] = 3,
+    pages: Annotated[int, typer.Option(min=1, help="Pages per host.")] = 60,
     live: Annotated[
         bool, typer.Option("--live/--no-live", help="Live view; --no-live for scripts and CI.")
     ] = True,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dualplane.cli import values
 from dualplane.cli.namespace import NAMESPACE_ENV, NamespaceOption, settings_in
 from dualplane.cli.output import configure_logging, stderr
 
@@ -26,7 +27,9 @@ def run(
     services: Annotated[
         list[str], typer.Argument(help=f"Services to run: {', '.join(SERVICE_NAMES)}, or all.")
     ],
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        str, typer.Option(parser=values.log_level, help="debug, info, warning or error.")
+    ] = "info",
     heartbeat_file: Annotated[
         Path | None,
         typer.Option(help="Touch this file every 2 s while every service runs (for healthchecks)."),
@@ -64,6 +67,8 @@ def run(
     settings = settings_in(namespace)
     if namespace is not None:  # child processes are `dualplane run` too: they read it from there
         os.environ[NAMESPACE_ENV] = namespace
+    if "extractor" in names:
+        check_extractor_settings(settings)
     shards = _shards(settings, shard)
     cores = usable_cores() if processes is None and "extractor" in names else 1
     if processes is None and cores > 1:
@@ -78,6 +83,16 @@ def run(
 
     configure_logging(log_level, settings.log.format)
     run_services(settings, names, shards, heartbeat=heartbeat_file)
+
+
+def check_extractor_settings(settings: Settings) -> None:
+    """Refuse to start an extractor whose settings name a schema version or a plugin it lacks."""
+    from dualplane.core.exceptions import ConfigurationError
+    from dualplane.data_plane.extractor.startup_checks import configuration_problems
+
+    problems = configuration_problems(settings.extract)
+    if problems:
+        raise ConfigurationError("; ".join(problems))
 
 
 def _partitions_for(settings: Settings, extractors: int) -> None:

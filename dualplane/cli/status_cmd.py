@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
@@ -24,10 +25,14 @@ KAFKA_PROBE_S = 8.0  # a metadata answer takes milliseconds; 8 s leaves room for
 
 
 def status(
-    job: Annotated[str | None, typer.Option("--job", help="Show this job's progress counters.")] = None,
+    job: Annotated[
+        str | None, typer.Option("--job", parser=values.non_empty, help="Show this job's progress counters.")
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=0, help="Show this many jobs, running first.")] = 10,
     watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval-s until Ctrl-C.")] = False,
-    interval_s: Annotated[float, typer.Option("--interval-s", min=0.5, help="Redraw period.")] = 2.0,
+    interval_s: Annotated[
+        float, typer.Option("--interval-s", min=0.5, max=3600, help="Redraw period.")
+    ] = 2.0,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:

@@ -15,7 +15,7 @@ from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core.clock import utc_now
 from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings
+from dualplane.core.settings import Settings, checks
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 from dualplane.data_plane.throttle import overrides
@@ -66,9 +66,20 @@ def set_(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="P_d: concurrent requests to the domain, fleet-wide.")
     ],
-    delay_ms: Annotated[int, typer.Option("--delay-ms", min=0, help="Pause between two requests, in ms.")],
+    delay_ms: Annotated[
+        int,
+        typer.Option(
+            "--delay-ms", min=0, max=checks.MAX_DURATION_S * 1000, help="Pause between two requests, in ms."
+        ),
+    ],
     ttl_s: Annotated[
-        int | None, typer.Option("--ttl-s", min=1, help="Expire after this many seconds (default: never).")
+        int | None,
+        typer.Option(
+            "--ttl-s",
+            min=1,
+            max=checks.MAX_DURATION_S,
+            help="Expire after this many seconds (default: never).",
+        ),
     ] = None,
     pause: Annotated[
         bool, typer.Option("--pause", help="Send nothing to the domain while in force.")
