@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import seeding_progress
@@ -62,13 +63,18 @@ def crawl(
     wait: Annotated[
         bool, typer.Option(help="Follow the job until its pages are fetched and its records committed.")
     ] = False,
-    timeout_s: Annotated[
-        float, typer.Option(parser=values.seconds, help="Give up waiting after this long.")
+    timeout: Annotated[
+        float, typer.Option("--timeout", parser=values.duration, help="With --wait: give up after this long.")
     ] = 3600,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
+    timeout_s: Annotated[
+        float | None,
+        typer.Option("--timeout-s", parser=values.seconds, hidden=True, help="Old name of --timeout."),
+    ] = None,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
+    timeout = renamed_value(timeout, timeout_s, "--timeout-s", "--timeout 1h")
     from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
@@ -127,13 +133,13 @@ def crawl(
     if sitemap or sitemaps_from_robots:
         count += submit_sitemaps(jobs, spec, sitemap or [], seeds if sitemaps_from_robots else [])
     stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
-    progress, verdict = follow(settings, spec.job_id, timeout_s, seeds=count) if wait else (None, None)
+    progress, verdict = follow(settings, spec.job_id, timeout, seeds=count) if wait else (None, None)
     _report(spec, count, seed_list.bad if seed_list else 0, progress, verdict, as_json)
     if verdict is None:
         return
     if not verdict.finished:  # never exit 0 while pages or records are missing
         ended = "was cancelled" if verdict.cancelled else "stalled" if verdict.stalled else "did not finish"
-        within = "" if verdict.cancelled or verdict.stalled else f" within {timeout_s:g} s"
+        within = "" if verdict.cancelled or verdict.stalled else f" within {timeout:g} s"
         goes_on = "" if verdict.cancelled else "; it goes on"
         stderr.print(f"error: job {spec.job_id} {ended}{within} ({verdict.why}){goes_on}", soft_wrap=True)
         raise typer.Exit(1)

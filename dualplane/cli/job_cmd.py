@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout
 
@@ -26,7 +27,10 @@ def cancel(
         ),
     ] = False,
     timeout_s: Annotated[
-        float, typer.Option("--timeout", min=0, help="With --wait: give up (exit 1) after this many seconds.")
+        float,
+        typer.Option(
+            "--timeout", parser=values.duration, help="With --wait: give up (exit 1) after this long."
+        ),
     ] = 60,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,

@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
@@ -29,21 +30,27 @@ def status(
         str | None, typer.Option("--job", parser=values.non_empty, help="Show this job's progress counters.")
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=0, help="Show this many jobs, running first.")] = 10,
-    watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval-s until Ctrl-C.")] = False,
-    interval_s: Annotated[
-        float, typer.Option("--interval-s", min=0.5, max=3600, help="Redraw period.")
+    watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval until Ctrl-C.")] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", parser=values.duration, help="Redraw period, e.g. 2s (0.5s to 1h).")
     ] = 2.0,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
+    interval_s: Annotated[
+        float | None, typer.Option("--interval-s", hidden=True, help="Old name of --interval, in seconds.")
+    ] = None,
 ) -> None:
     """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
+    interval = renamed_value(interval, interval_s, "--interval-s", "--interval 2s")
+    if not 0.5 <= interval <= 3600:
+        raise typer.BadParameter("redraw at most every 0.5s and at least every 1h", param_hint="--interval")
     from dualplane.control_plane.frontier.progress import ProgressReader
 
     settings = settings_in(namespace)
     reader = _open_reader(settings)
     try:
         if watch:
-            _watch(settings, reader, job, jobs, interval_s)
+            _watch(settings, reader, job, jobs, interval)
             return
         view = _view(settings, reader, job, jobs)
         if as_json:

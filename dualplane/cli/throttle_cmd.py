@@ -11,11 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
+from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core.clock import utc_now
 from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings, checks
+from dualplane.core.settings import Settings
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 from dualplane.data_plane.throttle import overrides
@@ -66,19 +68,14 @@ def set_(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="P_d: concurrent requests to the domain, fleet-wide.")
     ],
-    delay_ms: Annotated[
-        int,
+    delay: Annotated[
+        float | None,
+        typer.Option("--delay", parser=values.duration, help="Pause between two requests, e.g. 250ms or 2s."),
+    ] = None,
+    ttl: Annotated[
+        float | None,
         typer.Option(
-            "--delay-ms", min=0, max=checks.MAX_DURATION_S * 1000, help="Pause between two requests, in ms."
-        ),
-    ],
-    ttl_s: Annotated[
-        int | None,
-        typer.Option(
-            "--ttl-s",
-            min=1,
-            max=checks.MAX_DURATION_S,
-            help="Expire after this many seconds (default: never).",
+            "--ttl", parser=values.duration, help="Expire after this long, e.g. 10m (default: never)."
         ),
     ] = None,
     pause: Annotated[
@@ -87,21 +84,35 @@ def set_(
     reason: Annotated[str, typer.Option(help="Why; shown by `throttle show`.")] = "",
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
+    delay_ms: Annotated[
+        int | None, typer.Option("--delay-ms", min=0, hidden=True, help="Old name of --delay, in ms.")
+    ] = None,
+    ttl_s: Annotated[
+        int | None, typer.Option("--ttl-s", min=1, hidden=True, help="Old name of --ttl.")
+    ] = None,
 ) -> None:
     """Override the processor's limits for DOMAIN, fleet-wide, at once, until it expires or is cleared."""
+    delay_s = renamed_value(delay or 0.0, delay_ms, "--delay-ms", "--delay 250ms", old_unit_s=0.001)
+    if delay is None and delay_ms is None:
+        raise typer.BadParameter(
+            "give the pause between two requests, e.g. --delay 250ms", param_hint="--delay"
+        )
+    expire_s = renamed_value(ttl or 0.0, ttl_s, "--ttl-s", "--ttl 10m") if ttl or ttl_s else None
+    if expire_s is not None and expire_s < 1:
+        raise typer.BadParameter("expire after at least 1s", param_hint="--ttl")
     settings = settings_in(namespace)
     command = ThrottleCommand(
         domain=_domain(domain),
         concurrency=concurrency,
-        delay_ms=delay_ms,
+        delay_ms=round(delay_s * 1000),
         paused=pause,
-        ttl_s=ttl_s,
+        ttl_s=None if expire_s is None else round(expire_s),
         source=OPERATOR,
         reason=reason or f"operator: set by {_who()}",
     )
     _issue(settings, command, as_json)
     floor_ms = settings.limits.domain_delay_ms
-    if delay_ms < floor_ms and not as_json:
+    if command.delay_ms < floor_ms and not as_json:
         stderr.print(
             f"note: fetchers never wait less than DUALPLANE_LIMIT_DOMAIN_DELAY_MS={floor_ms} ms between "
             "requests to a domain, nor less than its robots.txt Crawl-delay"

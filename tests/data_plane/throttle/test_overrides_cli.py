@@ -32,9 +32,7 @@ def test_throttle_set_show_and_clear(control_plane: ControlPlaneFactory, tmp_pat
 
     defaults = (settings.limits.domain_concurrency, settings.limits.domain_delay_ms, False)
     with ThrottleView(settings) as view:
-        result = cli(
-            "set", "Shop.Test", "--concurrency", "1", "--delay-ms", "7000", "--ttl-s", "600", "--json"
-        )
+        result = cli("set", "Shop.Test", "--concurrency", "1", "--delay", "7000ms", "--ttl", "600s", "--json")
         assert result.exit_code == 0, result.stderr
         issued = result.json()
         assert issued["domain"] == "shop.test" and issued["state_key"] == "shop.test@operator"
@@ -54,6 +52,13 @@ def test_throttle_set_show_and_clear(control_plane: ControlPlaneFactory, tmp_pat
         table = cli("show")
         assert "shop.test" in table.stdout and "7000 ms" in table.stdout, table.stdout
 
+        # The old flag names still work for one release, and say what replaced them.
+        old = cli("set", "shop.test", "--concurrency", "1", "--delay-ms", "6000", "--ttl-s", "600", "--json")
+        assert old.exit_code == 0, old.stderr
+        assert (old.json()["delay_ms"], old.json()["ttl_s"]) == (6000, 600)
+        assert "--delay-ms is deprecated" in old.stderr and "--ttl-s is deprecated" in old.stderr
+        wait_until(lambda: view.limits("shop.test") == (1, 6000, False))
+
         cleared = cli("clear", "shop.test")
         assert cleared.exit_code == 0, cleared.stderr
         wait_until(lambda: view.limits("shop.test") == defaults)
@@ -67,11 +72,11 @@ def test_throttle_set_show_and_clear(control_plane: ControlPlaneFactory, tmp_pat
     ("args", "code", "message"),
     [
         (
-            ["set", "https://shop.test/x", "--concurrency", "1", "--delay-ms", "10"],
+            ["set", "https://shop.test/x", "--concurrency", "1", "--delay", "10ms"],
             1,
             "did you mean 'shop.test'",
         ),
-        (["set", "shop.test", "--concurrency", "0", "--delay-ms", "10"], 2, "--concurrency"),
+        (["set", "shop.test", "--concurrency", "0", "--delay", "10ms"], 2, "--concurrency"),
     ],
 )
 def test_throttle_set_explains_bad_input(args: list[str], code: int, message: str) -> None:

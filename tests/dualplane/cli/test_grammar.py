@@ -38,7 +38,17 @@ NO_JSON = {
     "records export": "writes records to -o/--output in the --format chosen",
 }
 # Option names the grammar replaced: each is either gone or a hidden alias that warns.
-RETIRED = {"--out": "-o/--output"}
+RETIRED = {
+    "--out": "-o/--output",
+    "--timeout-s": "--timeout 90s",
+    "--interval-s": "--interval 2s",
+    "--delay-ms": "--delay 250ms",
+    "--ttl-s": "--ttl 30m",
+    "--latency-ms": "--latency 20ms",
+    "--change-every-s": "--change-every 90s",
+}
+# A duration option takes "90s" or "250ms": no unit in its name.
+UNIT_SUFFIXES = ("-s", "-ms")
 
 
 def leaves(command: click.Command, path: tuple[str, ...]) -> Iterator[tuple[str, click.Command]]:
@@ -76,6 +86,11 @@ def broken_rules(path: str, command: click.Command) -> list[str]:
     for old, new in RETIRED.items():
         if old in shown:
             broken.append(f"`{path}` shows {old}: the grammar's name is {new} (keep {old} hidden)")
+    for name in shown:
+        if name.endswith(UNIT_SUFFIXES) and name not in RETIRED:
+            broken.append(f"`{path}`'s {name} names its unit: take a duration (90s, 250ms) instead")
+    if path == "sample-site" and "--seed" in shown:
+        broken.append("`sample-site` shows --seed, which elsewhere is a start URL: its name is --random-seed")
     namespace = next((p for p in command.params if "--namespace" in getattr(p, "opts", ())), None)
     if namespace is not None and namespace.envvar != "DUALPLANE_NAMESPACE":
         broken.append(f"`{path}`'s --namespace does not read DUALPLANE_NAMESPACE")
