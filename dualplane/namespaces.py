@@ -10,6 +10,7 @@ names (``--namespace demo`` on ``records``, ``report``, ``status`` and ``replay`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -73,6 +74,17 @@ def private_namespace(settings: Settings, prefix: str, data_dir: Path) -> Settin
             "frontier": settings.frontier.model_copy(update={"data_dir": data_dir}),
         }
     )
+
+
+def namespaces_in(topics: Iterable[str]) -> dict[str, int]:
+    """The named namespaces among Kafka topic names, with how many topics each has."""
+    found: dict[str, int] = {}
+    for topic in topics:
+        head, dot, _rest = topic.partition(".")
+        name = head.removeprefix(NAMESPACE_PREFIX)
+        if dot and head.startswith(NAMESPACE_PREFIX) and NAMESPACE_NAME.fullmatch(name):
+            found[name] = found.get(name, 0) + 1
+    return found
 
 
 def drop_namespace(settings: Settings) -> None:

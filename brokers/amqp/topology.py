@@ -124,7 +124,7 @@ class Topology:
         single_active: bool = False,
         dead_letter: bool = True,
     ) -> None:
-        arguments: dict[str, Any] = {"x-queue-type": "quorum"}
+        arguments = self._quorum()
         if dead_letter:
             arguments["x-delivery-limit"] = self.queues.delivery_limit
             arguments["x-dead-letter-exchange"] = self.dead_exchange
@@ -133,10 +133,17 @@ class Topology:
         channel.queue_declare(name, durable=True, arguments=arguments)
         channel.queue_bind(name, exchange, routing_key=routing_key)
 
+    def _quorum(self) -> dict[str, Any]:
+        """A quorum queue's type and, when set, its member count (RabbitMQ caps it at the node count)."""
+        arguments: dict[str, Any] = {"x-queue-type": "quorum"}
+        if self.queues.quorum_members:
+            arguments["x-quorum-initial-group-size"] = self.queues.quorum_members
+        return arguments
+
     def _declare_tier(self, channel: BlockingChannel, name: str, ttl_ms: int) -> None:
         channel.exchange_declare(name, "fanout", durable=True)
         arguments = {
-            "x-queue-type": "quorum",
+            **self._quorum(),
             "x-message-ttl": ttl_ms,
             # No dead-letter routing key: an expired task keeps its lane as routing key.
             "x-dead-letter-exchange": self.tasks_exchange,

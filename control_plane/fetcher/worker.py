@@ -21,7 +21,12 @@ from urllib.parse import urljoin
 
 from dualplane.brokers.amqp.messages import CrawlTask, Validators
 from dualplane.control_plane.fetcher import metrics
-from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.base import (
+    RENDERED_HEADER,
+    FetchBackend,
+    FetchRequest,
+    FetchResponse,
+)
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
 from dualplane.control_plane.fetcher.backends.proxies import ProxyPool
 from dualplane.control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
@@ -39,7 +44,7 @@ log = logging.getLogger(__name__)
 # Response headers worth keeping with a raw page (for extraction, caching and debugging).
 KEPT_HEADERS = (
     "content-type", "content-language", "last-modified", "etag", "cache-control", "expires",
-    "link", "x-robots-tag", "server", "date", "content-length",
+    "link", "x-robots-tag", "server", "date", "content-length", RENDERED_HEADER,
 )  # fmt: skip
 # Outcomes whose response goes to pages.raw: a 304 too, with its headers and no body, so that the
 # archive can record the revisit and readers of pages.raw see that the page was seen unchanged.
@@ -131,6 +136,12 @@ def backend_from_settings(settings: Settings) -> FetchBackend:
             fetch.scraping_api_key.get_secret_value(),
             render_js=fetch.scraping_api_render_js,
         )
+    if fetch.backend == "browser":
+        from dualplane.control_plane.fetcher.backends.browser import (  # noqa: PLC0415
+            BrowserBackend,  # imported here: only fetchers that render load Playwright
+        )
+
+        return BrowserBackend.from_settings(settings)
     proxies = [p.strip() for p in fetch.proxies.split(",") if p.strip()]
     return DirectBackend(
         SsrfGuard.from_setting(fetch.allow_hosts),

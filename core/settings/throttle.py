@@ -11,13 +11,13 @@ import difflib
 import os
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings
+from pydantic import Field, field_validator, model_validator
 
-from dualplane.core.settings.base import ENV_PREFIX, section
+from dualplane.core.settings import checks
+from dualplane.core.settings.base import ENV_PREFIX, Section, section
 
 
-class ThrottleSettings(BaseSettings):
+class ThrottleSettings(Section):
     """The throttle processor (``data_plane.throttle``) and the politeness tuning shared with fetchers.
 
     Windows, policy tuning (``data_plane.throttle.policy.PolicyConfig.from_settings``) and the
@@ -72,6 +72,16 @@ class ThrottleSettings(BaseSettings):
     snapshot_interval_s: float = Field(default=1.0, gt=0)
     web_port: int = Field(default=0, ge=0, lt=65536)  # 0: no web server; else GET /throttle/...
     web_bind: str = "127.0.0.1"
+
+    @field_validator("web_bind")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        return checks.host(value)
+
+    @field_validator("app_id")
+    @classmethod
+    def _a_name(cls, value: str | None) -> str | None:
+        return checks.name(value) if value else value  # unset or empty: from the group prefix
 
     @model_validator(mode="before")
     @classmethod

@@ -46,9 +46,10 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.3.0"
-"""1.3.0: a lone element named as an article's content is read alone (1.2.0: pages of mostly
-preformatted text, listings, are read by resiliparse, not trafilatura)."""
+EXTRACTOR_VERSION = "1.3.1"
+"""1.3.1: rustdoc and Javadoc pages, and short documentation pages, are read by resiliparse (1.3.0: a lone
+element named as an article's content is read alone; 1.2.0: pages of mostly preformatted text, listings,
+are read by resiliparse, not trafilatura)."""
 SCHEMA_VERSIONS = (1, 2, 3)
 log = logging.getLogger(__name__)
 REQUIRED_FIELDS = ("url", "domain", "job_id", "trace_id", "fetched_at", "status", "body")
@@ -179,7 +180,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     data = read_structured(html, final_url, tree)
     element = main_element(tree)
-    docs = documentation_page(tree)
+    docs = documentation_page(tree, html)
     markup = Markup(tree)
     docs = docs or preformatted_page(markup.tree)  # read on the pruned tree: scripts and styles are gone
     description = description_of(markup)

@@ -382,9 +382,10 @@ def _back_off(
         return None  # a lone block at a rate that held: a nudge, not a backoff
     if state.reverted and _in_echo(state, config, now_s):
         return None  # the failed probe's last answers, and the site still counting its requests
-    if state.rate_rps is not None and counts.span_s < 2 * config.step_s:
+    if state.rate_rps is not None and _steps_since_change(state, config, now_s) < 2:
         # The first step after a change still holds answers to requests sent before it: judging
-        # them again cut a rate just set to 90% of the limit to 40% of it.
+        # them again cut a rate just set to 90% of the limit to 40% of it. Counted in time, not in
+        # the window's span: that runs from the domain's first fetch, and a burst is a second long.
         return None
     rate = _backoff_rate(counts, state, config)
     threshold = f"threshold {config.threshold:.1%}{_retry_after_text(counts)}"
@@ -615,6 +616,14 @@ def _changed(state: DomainState, now_s: float, **changes: Any) -> DomainState:
 def _can_change(state: DomainState, config: PolicyConfig, now_s: float) -> bool:
     """At most one change per window step."""
     return state.last_change_s is None or _step(now_s, config) > _step(state.last_change_s, config)
+
+
+def _steps_since_change(state: DomainState, config: PolicyConfig, now_s: float) -> float:
+    """Whole steps from the first step boundary after the last change to ``now_s``: how much of a
+    window judged now (it starts at that boundary) can hold only answers to what followed it."""
+    if state.last_change_s is None:
+        return math.inf
+    return (now_s - math.ceil(state.last_change_s / config.step_s) * config.step_s) / config.step_s
 
 
 def _step(time_s: float, config: PolicyConfig) -> int:

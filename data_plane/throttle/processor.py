@@ -182,7 +182,8 @@ class ThrottleProcessor:
         state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
         window = window_to_judge(now_s, self.size_s, self.step_s, state.last_change_s)
         value = self.buckets.window_value(domain, window) if window is not None else {}
-        span = span_s(window, now_s, self.step_s) if window is not None else 0.0
+        since = state.last_change_s
+        span = span_s(window, now_s, self.step_s, value.get("first_s"), since) if window is not None else 0.0
         counts = counts_of(value, span, self.step_s)
         budget = self._budget(now_s, used)
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,

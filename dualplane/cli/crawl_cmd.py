@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dualplane.cli import values
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import seeding_progress
 
@@ -23,7 +25,10 @@ EXIT_INCOMPLETE = 3
 
 
 def crawl(
-    seed: Annotated[list[str] | None, typer.Option("--seed", help="A start URL; repeat for more.")] = None,
+    seed: Annotated[
+        list[str] | None,
+        typer.Option("--seed", parser=values.non_empty, help="A start URL; repeat for more."),
+    ] = None,
     seeds_file: Annotated[
         str | None,
         typer.Option(help="Start URLs, one per line: a local file or s3://bucket/key, gzip or not."),
@@ -45,19 +50,26 @@ def crawl(
     ] = None,
     max_depth: Annotated[int | None, typer.Option(min=0, help="Links followed from a seed at most.")] = None,
     allow_domain: Annotated[
-        list[str] | None, typer.Option(help="Domains in scope (default: the seeds' domains).")
+        list[str] | None,
+        typer.Option(parser=values.non_empty, help="Domains in scope (default: the seeds' domains)."),
     ] = None,
     any_domain: Annotated[bool, typer.Option(help="Follow links to any domain.")] = False,
     deny: Annotated[list[str] | None, typer.Option(help="Regex; matching URLs are skipped.")] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
     extractor: Annotated[
-        str | None, typer.Option(help="Extractor plugin for the job's pages (entry point name).")
+        str | None,
+        typer.Option(
+            parser=values.non_empty, help="Extractor plugin for the job's pages (entry point name)."
+        ),
     ] = None,
     wait: Annotated[
         bool, typer.Option(help="Follow the job until its pages are fetched and its records committed.")
     ] = False,
-    timeout_s: Annotated[float, typer.Option(min=0, help="Give up waiting after this long.")] = 3600,
+    timeout_s: Annotated[
+        float, typer.Option(parser=values.seconds, help="Give up waiting after this long.")
+    ] = 3600,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
     from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
@@ -66,9 +78,8 @@ def crawl(
     from dualplane.connectors.seeds import open_seed_list
     from dualplane.control_plane.frontier.client import JobClient
     from dualplane.control_plane.frontier.submit import default_scope
-    from dualplane.core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
     if priority not in ("high", "normal", "bulk"):
         raise typer.BadParameter(

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout
 
 app = typer.Typer(help="Crawl jobs: cancel one (its queued pages are dropped unfetched).")
@@ -28,6 +29,7 @@ def cancel(
         float, typer.Option("--timeout", min=0, help="With --wait: give up (exit 1) after this many seconds.")
     ] = 60,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Cancel a job: its frontiers admit none of its URLs from now on and drop its backlog, and
     fetchers drop its queued tasks unfetched. Pages already fetched keep their records. An id no
@@ -36,13 +38,14 @@ def cancel(
     finish first)."""
     from dualplane.brokers.amqp.messages import check_job_id
     from dualplane.control_plane.frontier.client import JobClient
-    from dualplane.core.settings import Settings
 
     try:
         check_job_id(job_id)
     except ValueError as error:
         raise typer.BadParameter(str(error), param_hint="JOB") from None
-    confirmed = JobClient(Settings.from_env()).cancel(job_id, force=force, wait_s=timeout_s if wait else None)
+    confirmed = JobClient(settings_in(namespace)).cancel(
+        job_id, force=force, wait_s=timeout_s if wait else None
+    )
     if as_json:
         print_json({"job_id": job_id, "cancelled": True, "fetchers_confirmed": confirmed})
         return

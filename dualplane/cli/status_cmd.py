@@ -11,6 +11,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
@@ -24,10 +25,14 @@ KAFKA_PROBE_S = 8.0  # a metadata answer takes milliseconds; 8 s leaves room for
 
 
 def status(
-    job: Annotated[str | None, typer.Option("--job", help="Show this job's progress counters.")] = None,
+    job: Annotated[
+        str | None, typer.Option("--job", parser=values.non_empty, help="Show this job's progress counters.")
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=0, help="Show this many jobs, running first.")] = 10,
     watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval-s until Ctrl-C.")] = False,
-    interval_s: Annotated[float, typer.Option("--interval-s", min=0.5, help="Redraw period.")] = 2.0,
+    interval_s: Annotated[
+        float, typer.Option("--interval-s", min=0.5, max=3600, help="Redraw period.")
+    ] = 2.0,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
@@ -134,6 +139,9 @@ def render(view: dict[str, Any]) -> Group:
         parts.append(_credits_line(view["credits"]))
     if view.get("quota"):
         parts.append(_quota_line(view["quota"]))
+    replication = view.get("replication") or {"alarms": []}
+    if replication["alarms"] or "replication" in errors:
+        parts.append(_replication_lines(replication, errors))
     if view["throttled"] or "throttled" in errors:
         parts.append(_throttled_table(view["throttled"], errors))
     if "job" in view:
@@ -189,6 +197,17 @@ def _throttled_table(throttled: list[dict[str, Any]], errors: dict[str, str]) ->
              f"{r['blocked_ratio']:.1%}"] for r in throttled]  # fmt: skip
     title = _title("throttled domains", "throttled", errors)
     return table(title, ["domain", "P_d", "delay", "paused", "block ratio"], rows)
+
+
+def _replication_lines(replication: dict[str, Any], errors: dict[str, str]) -> Text:
+    """Shown only when something is short of copies (or could not be read): a healthy cluster, or
+    one node, adds nothing to the view."""
+    text = Text("replication", style="bold red")
+    if "replication" in errors:
+        text.append(f" (unavailable: {errors['replication']})", style="red")
+    for alarm in replication["alarms"]:
+        text.append(f"\n  {alarm}")
+    return text
 
 
 def _title(title: str, part: str, errors: dict[str, str]) -> str:

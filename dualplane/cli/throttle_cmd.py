@@ -11,10 +11,11 @@ from typing import Annotated, Any
 
 import typer
 
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core.clock import utc_now
 from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings
+from dualplane.core.settings import Settings, checks
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 from dualplane.data_plane.throttle import overrides
@@ -34,10 +35,10 @@ DomainArgument = Annotated[
 
 
 @app.command("show")
-def show(as_json: JsonOption = False) -> None:
+def show(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Per domain: P_d, delay, pause, the window's counts and block ratio, the last command and why;
     then the operator overrides in force."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     path = settings.throttle_snapshot_path
     snapshot = read_snapshot(path) if path is not None and path.exists() else None
     active = overrides.active_overrides(settings)
@@ -65,18 +66,30 @@ def set_(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="P_d: concurrent requests to the domain, fleet-wide.")
     ],
-    delay_ms: Annotated[int, typer.Option("--delay-ms", min=0, help="Pause between two requests, in ms.")],
+    delay_ms: Annotated[
+        int,
+        typer.Option(
+            "--delay-ms", min=0, max=checks.MAX_DURATION_S * 1000, help="Pause between two requests, in ms."
+        ),
+    ],
     ttl_s: Annotated[
-        int | None, typer.Option("--ttl-s", min=1, help="Expire after this many seconds (default: never).")
+        int | None,
+        typer.Option(
+            "--ttl-s",
+            min=1,
+            max=checks.MAX_DURATION_S,
+            help="Expire after this many seconds (default: never).",
+        ),
     ] = None,
     pause: Annotated[
         bool, typer.Option("--pause", help="Send nothing to the domain while in force.")
     ] = False,
     reason: Annotated[str, typer.Option(help="Why; shown by `throttle show`.")] = "",
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Override the processor's limits for DOMAIN, fleet-wide, at once, until it expires or is cleared."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     command = ThrottleCommand(
         domain=_domain(domain),
         concurrency=concurrency,
@@ -96,10 +109,10 @@ def set_(
 
 
 @app.command("clear")
-def clear(domain: DomainArgument, as_json: JsonOption = False) -> None:
+def clear(domain: DomainArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again.
     DOMAIN '*' ends the fleet-wide pause a scraping API's used-up quota started."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     command = overrides.clearing(settings, clear_target(domain), f"operator: cleared by {_who()}")
     _issue(settings, command, as_json)
 
