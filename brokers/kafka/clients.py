@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -26,6 +26,36 @@ T = TypeVar("T")
 
 class ClientWedged(Exception):
     """A client call did not return within its own timeout: the client must be abandoned."""
+
+
+# librdkafka's errors of a broker that is away for a while (restarting): the client, or a new one, gets
+# through once it is back. Anything else may need a person.
+OUTAGE_CODES = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+        KafkaError._TIMED_OUT,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._RESOLVE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` says Kafka was away (a restart, a broker unreachable for a while) rather than
+    something a person must fix: a call that wedged, or a Kafka error that is retriable or one of
+    :data:`OUTAGE_CODES`. Services log these as one WARNING line and start over, without a traceback."""
+    if isinstance(error, ClientWedged):
+        return True
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        kafka_error = error.args[0]
+        return bool(kafka_error.retriable()) or kafka_error.code() in OUTAGE_CODES
+    return False
 
 
 _QUIET = {"log_level": 0}  # health probes must not spray librdkafka connection errors
