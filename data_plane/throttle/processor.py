@@ -219,7 +219,10 @@ class ThrottleProcessor:
         }
         command = None
         if decision.command is not None:
-            command = ThrottleCommand.from_policy(domain, decision.command, counts)
+            new = decision.state
+            command = ThrottleCommand.from_policy(
+                domain, decision.command, counts, rate_rps=new.rate_rps, limit_rps=new.limit_rps
+            )
         elif decision.state == state:
             return
         last_command = command.model_dump(mode="json") if command else record.get("last_command")
