@@ -141,14 +141,14 @@ def crawl(
     progress, verdict = follow(settings, spec.job_id, timeout, seeds=count) if wait else (None, None)
     _report(spec, count, seed_list.bad if seed_list else 0, progress, verdict, as_json)
     if verdict is not None:
-        _conclude(spec.job_id, verdict, timeout_s)
+        _conclude(spec.job_id, verdict, timeout)
 
 
 def _conclude(job_id: str, verdict: Verdict, timeout_s: float) -> None:
     """``crawl --wait``'s last line and exit code: 0 only when every fetched page has its record."""
     if not verdict.finished:  # never exit 0 while pages or records are missing
         ended = "was cancelled" if verdict.cancelled else "stalled" if verdict.stalled else "did not finish"
-        within = "" if verdict.cancelled or verdict.stalled else f" within {timeout:g} s"
+        within = "" if verdict.cancelled or verdict.stalled else f" within {timeout_s:g} s"
         goes_on = "" if verdict.cancelled else "; it goes on"
         stderr.print(f"error: job {job_id} {ended}{within} ({verdict.why}){goes_on}", soft_wrap=True)
         raise typer.Exit(1)

@@ -38,26 +38,36 @@ DomainArgument = Annotated[
 
 @app.command("show")
 def show(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
-    """Per domain: P_d, delay, pause, the window's counts and block ratio, the last command and why;
-    then the operator overrides in force."""
+    """Per domain, read from the brokers (the compacted throttle.state topic, from any machine):
+    P_d, delay, pause, the rate the processor set and the site's limit as it knows it, its last
+    decision and why; then the operator overrides in force. Where this machine has the processor's
+    snapshot, --json adds it (its windows, hot or not)."""
     settings = settings_in(namespace)
+    processor, active = overrides.latest_state(settings)
     path = settings.throttle_snapshot_path
     snapshot = read_snapshot(path) if path is not None and path.exists() else None
-    active = overrides.active_overrides(settings)
-    if snapshot is None and not active:
+    if not processor and not active and snapshot is None:
         raise DualplaneError(
-            f"no throttle snapshot at {path} and no operator override in force: start the processor "
-            "with `dualplane run throttle` (or point DUALPLANE_THROTTLE_SNAPSHOT_PATH at its file)"
+            f"no throttle state in {settings.topics.throttle_state!r} and no operator override in "
+            "force: no domain was throttled yet, or no processor runs (`dualplane run throttle`); "
+            "a crawl in a namespace needs --namespace"
         )
     if as_json:
-        print_json({"snapshot": snapshot, "overrides": [_override_entry(c) for c in active]})
-        return
-    if snapshot is None:
-        stderr.print(
-            f"[yellow]no processor snapshot at {path}[/yellow]: is `dualplane run throttle` running?"
+        print_json(
+            {
+                "namespace": namespace,
+                "domains": [_state_entry(c) for c in processor],
+                "overrides": [_override_entry(c) for c in active],
+                "snapshot": snapshot,
+            }
         )
-    else:
+        return
+    if processor:
+        stdout.print(_state_table(processor))
+    elif snapshot is not None:
         stdout.print(_snapshot_table(snapshot))
+    else:
+        stderr.print("[yellow]the processor has throttled no domain yet[/yellow]")
     if active:
         stdout.print(_overrides_table(active))
 
@@ -192,6 +202,38 @@ def _override_entry(command: ThrottleCommand) -> dict[str, Any]:
         "ttl_s": command.ttl_s,
         "expires_at": expires_at.isoformat() if expires_at else None,
     }
+
+
+def _state_entry(command: ThrottleCommand) -> dict[str, Any]:
+    """The processor's latest command for a domain, as `throttle show --json` lists it."""
+    decision, _, why = command.reason.partition(": ")
+    return {
+        **command.model_dump(
+            mode="json",
+            include={"domain", "concurrency", "delay_ms", "paused", "rate_rps", "limit_rps"},
+        ),
+        "decision": decision,
+        "why": why,
+        "reason": command.reason,
+        "issued_at": command.issued_at.isoformat(),
+        "blocked_ratio": command.blocked_ratio,
+        "window_total": command.window_total,
+        "window_blocked": command.window_blocked,
+    }
+
+
+def _state_table(processor: list[ThrottleCommand]) -> Any:
+    now = utc_now()
+    rows = []
+    for command in processor:
+        entry = _state_entry(command)
+        rate = "unthrottled" if command.rate_rps is None else f"{command.rate_rps:.2f}/s"
+        limit = "" if command.limit_rps is None else f"{command.limit_rps:.2f}/s"
+        age = f"{(now - command.issued_at).total_seconds():.0f} s ago"
+        limits = [str(command.concurrency), f"{command.delay_ms} ms", str(command.paused)]
+        rows.append([command.domain, *limits, rate, limit, entry["decision"], age, entry["why"]])
+    columns = ["domain", "P_d", "delay", "paused", "rate", "limit", "decision", "when", "why"]
+    return table("throttle (the processor's latest decisions, from the brokers)", columns, rows)
 
 
 def _overrides_table(active: list[ThrottleCommand]) -> Any:

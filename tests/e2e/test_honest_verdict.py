@@ -94,7 +94,7 @@ def services(brokers: BrokerSession, tmp_path_factory: pytest.TempPathFactory) -
 
 def crawl(settings: Settings, *args: str) -> CliResult:
     return run_cli(
-        "crawl", *args, "--wait", "--timeout-s", "180", "--json", env=settings.to_env(), timeout_s=240
+        "crawl", *args, "--wait", "--timeout", "180s", "--json", env=settings.to_env(), timeout_s=240
     )
 
 

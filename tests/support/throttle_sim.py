@@ -19,7 +19,7 @@ from typing import Any
 
 from dualplane.core.limits import cooldown_s
 from dualplane.data_plane.throttle.events import FetchSample
-from dualplane.data_plane.throttle.policy import DomainState, PolicyConfig, decide
+from dualplane.data_plane.throttle.policy import PolicyConfig, decide
 from dualplane.data_plane.throttle.signals import WindowCounts
 from dualplane.data_plane.throttle.windows import add_sample, counts_of, merged, span_s, window_to_judge
 
@@ -104,6 +104,7 @@ class _Fleet:
         self.limits = (self.state.concurrency, self.state.delay_ms)
         self.applied: list[tuple[float, tuple[int, int]]] = [(0.0, self.limits)]
         self.buckets: dict[int, dict[str, Any]] = {}
+        self.slow_buckets: dict[int, dict[str, Any]] = {}
         self.offset = 0
         self.seconds: list[SimSecond] = []
         self.commands: list[tuple[float, str]] = []
@@ -147,8 +148,12 @@ class _Fleet:
             hold_s = max(hold_s, cool)
         self.push(now + hold_s, "release")
         self._count(now, blocked, latency_ms)
-        counts = _counts(self.buckets, now, self.window_s, self.config, self.state)
-        decision = decide(counts, self.state, self.config, now_s=now, rng=self.rng)
+        config, state = self.config, self.state
+        counts = _counts(self.buckets, now, self.window_s, config.step_s, state.last_change_s)
+        slow = None
+        if config.slow_window_s > 0:  # the slow layer, as the processor judges it
+            slow = _counts(self.slow_buckets, now, config.slow_window_s, config.slow_step_s, state.backoff_s)
+        decision = decide(counts, state, config, now_s=now, rng=self.rng, slow=slow)
         self.state = decision.state
         if decision.command is not None:
             self.commands.append((now, decision.command.reason))
@@ -157,25 +162,29 @@ class _Fleet:
 
     def _count(self, now: float, blocked: bool, latency_ms: float) -> None:
         # The processor's own bucket values (windows.add_sample), so spans and peaks are measured alike.
-        bucket = math.floor(now / self.config.step_s)
         retry_after = self.site.retry_after_s if blocked else None
         outcome = "rate_limited" if blocked else "ok"
         sample = FetchSample("sim.test", outcome, now, round(latency_ms), retry_after)
         self.offset += 1
-        self.buckets[bucket] = add_sample(self.buckets.get(bucket, {}), sample, 0, self.offset)
+        for buckets, step_s in (
+            (self.buckets, self.config.step_s),
+            (self.slow_buckets, self.config.slow_step_s),
+        ):
+            if step_s > 0:
+                bucket = math.floor(now / step_s)
+                buckets[bucket] = add_sample(buckets.get(bucket, {}), sample, 0, self.offset)
 
 
 def _counts(
     buckets: dict[int, dict[str, Any]],
     now: float,
     window_s: float,
-    config: PolicyConfig,
-    state: DomainState,
+    step_s: float,
+    since_s: float | None,
 ) -> WindowCounts:
-    window = window_to_judge(now, window_s, config.step_s, state.last_change_s)
+    window = window_to_judge(now, window_s, step_s, since_s)
     if window is None:
         return WindowCounts()
-    first = round(window[0] / config.step_s)
-    value = merged(buckets.get(first + i, {}) for i in range(round(window_s / config.step_s)))
-    span = span_s(window, now, config.step_s, value.get("first_s"), state.last_change_s)
-    return counts_of(value, span, config.step_s)
+    first = round(window[0] / step_s)
+    value = merged(buckets.get(first + i, {}) for i in range(round(window_s / step_s)))
+    return counts_of(value, span_s(window, now, step_s, value.get("first_s"), since_s), step_s)

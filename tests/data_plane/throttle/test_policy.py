@@ -30,11 +30,13 @@ from dualplane.data_plane.throttle.signals import WindowCounts
 pytestmark = pytest.mark.unit
 
 CONFIG = PolicyConfig.from_settings(
-    ThrottleSettings(
+    ThrottleSettings(  # one window, no fast layer: the rules themselves (test_two_layers: both)
         window_size_s=60,
         window_step_s=10,
+        fast_window_s=0,
         threshold=0.05,
         min_samples=20,
+        recovery_min_samples=5,
         recovery_s=30,
         ceiling=8,
         base_delay_ms=1000,
