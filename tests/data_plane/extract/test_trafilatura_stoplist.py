@@ -60,3 +60,11 @@ def test_outside_our_calls_jusText_gets_the_tuple(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(stoplist, "lowered", lambda words: asked.append(words) or frozenset())
     trafilatura.extract(REDIRECT)
     assert not asked
+
+
+def test_the_warm_up_makes_the_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[Any] = []
+    real = stoplist.lowered
+    monkeypatch.setattr(stoplist, "lowered", lambda words: made.append(words) or real(words))
+    _trafilatura.warm_up()
+    assert made == [external.JT_STOPLIST]
