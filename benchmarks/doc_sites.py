@@ -67,6 +67,8 @@ DOC_SITES = (
           "2d44ad3c584c6974645d501c0c9cd636aacebce1", "", "BSD-2-Clause"),
     _site("tqdm", "MkDocs 1.4, Material", "test", "tqdm/tqdm.github.io",
           "a69d00d4b939118ff53b3fbca2b9c5f827f74379", "", "MPL-2.0 and MIT (tqdm's)"),
+    _site("libcomposition", "Doxygen 1.13, doxygen-awesome theme", "test", "4D-STAR/libcomposition",
+          "30da87c74c2b99a0983cb7061d1406d2352132d0", "docs/html", "GPL-3.0", include=r"^(?!search/)"),
     _site("topbarplus", "MkDocs 1.6, Material", "test", "1ForeverHD/TopbarPlus",
           "44514e1df3d401185cc70cf8c4f6913c3b0bc881", "site", "TopbarPlus's own (credit required)"),
 )  # fmt: skip

@@ -26,6 +26,7 @@ from dualplane.control_plane.frontier.jobs import FinishRule, Verdict, eta_s, fi
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.core.settings import Settings
 from dualplane.data_plane.throttle.snapshot import read_snapshot
+from dualplane.extraction_status import extraction
 
 MAX_THROTTLED = 20
 
@@ -46,6 +47,7 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
         "quota": _part(errors, "throttled", lambda: quota_pause(settings, time.time()), None),
         "credits": _part(errors, "throttled", lambda: credits_today(settings), None),
         "replication": _replication(settings, reader, errors),
+        "extraction": _part(errors, "extraction", lambda: extraction(settings), None),
         "errors": errors,
     }
 

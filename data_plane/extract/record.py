@@ -26,6 +26,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from dualplane.core.web.urls import without_credentials
 from dualplane.data_plane.extract import metrics
+from dualplane.data_plane.extract._trafilatura import warm_up as warm_up_shortcuts
 from dualplane.data_plane.extract.article import extract_article
 from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
 from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
@@ -220,6 +221,7 @@ def warm_up() -> None:
     # makes of it on its first call and caches: 70 ms or more, else paid inside the first page that
     # needs jusText's rescue.
     define_stoplist(external.JT_STOPLIST or external.jt_stoplist_init())
+    warm_up_shortcuts()  # and the set our calls hand jusText instead
     paragraph = "<p>Warm-up text long enough to be taken for the main content of a page.</p>"
     html = f"<html lang='en'><title>w</title><body><article>{paragraph * 8}</article></body></html>"
     page = {

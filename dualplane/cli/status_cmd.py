@@ -151,6 +151,8 @@ def render(view: dict[str, Any]) -> Group:
         parts.append(_replication_lines(replication, errors))
     if view["throttled"] or "throttled" in errors:
         parts.append(_throttled_table(view["throttled"], errors))
+    if view.get("extraction"):
+        parts.append(extraction_line(view["extraction"]))
     if "job" in view:
         rows = [[key, str(value)] for key, value in view["job"].items()]
         parts.append(table(f"job {view['job']['job_id']}", ["counter", "value"], rows))
@@ -178,6 +180,19 @@ def _lag_table(lag: list[dict[str, Any]], errors: dict[str, str]) -> Table:
     rows = [[str(row["consumer"]), str(row["topic"]), str(row["lag"])] for row in lag]
     title = _title("consumer lag (records not committed yet)", "lag", errors)
     return table(title, ["consumer", "topic", "lag"], rows)
+
+
+def extraction_line(found: dict[str, Any]) -> Text:
+    """The extractors' own figures (read from their metrics endpoints), failed main texts in red."""
+    line = Text(f"extraction: {found['pages']} pages by {found['extractors']} extractor(s), ")
+    line.append(f"{found['cpu_ms_per_page']} CPU ms/page; ")
+    failed = found["text_failures"]
+    if failed:
+        detail = ", ".join(f"{key} {count}" for key, count in found["text_failures_by_error"].items())
+        line.append(f"main text failed on {failed} page(s) ({detail})", style="red")
+    else:
+        line.append("no main text failed")
+    return line
 
 
 def _quota_line(quota: dict[str, Any]) -> Text:

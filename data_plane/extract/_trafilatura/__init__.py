@@ -3,12 +3,13 @@
 Each shortcut replaces a name inside trafilatura and acts only within our own calls
 (:mod:`.inside_calls`): readability skipped where it cannot win (:mod:`.readability_skip`), trafilatura's
 costly XPath selectors as the same tests in Python (:mod:`.xpaths`), lxml.html's element classes chosen
-in C (:mod:`.parser`). Each was written against trafilatura's source of one release, and its tests pin
-that source: another release may rename, reorder or change what they replace, and then a shortcut could
-change texts in silence. So the shortcut modules are imported only when the installed trafilatura is
-:data:`WRITTEN_FOR` and every name they replace is there; on any other version (or if one of them fails
-to load) :data:`SHORTCUTS` is empty, a warning says so once, and our calls run plain trafilatura: the same
-texts, at trafilatura's own cost.
+in C (:mod:`.parser`), jusText's stoplist handed over as the set it makes of it (:mod:`.stoplist`). Each
+was written against trafilatura's source of one release, and its tests pin that source: another release
+may rename, reorder or change what they replace, and then a shortcut could change texts in silence. So
+the shortcut modules are imported only when the installed trafilatura is :data:`WRITTEN_FOR` and every
+name they replace is there; on any other version (or if one of them fails to load) :data:`SHORTCUTS` is
+empty, a warning says so once, and our calls run plain trafilatura: the same texts, at trafilatura's own
+cost.
 
 ``text._trafilatura_text`` enters every one of :data:`SHORTCUTS`; ``benchmarks/trafilatura_shortcuts.py``
 times each. ``constraints.txt`` pins the release below, so an install from it gets the shortcuts.
@@ -23,13 +24,14 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 import trafilatura
+from trafilatura import external
 
 WRITTEN_FOR = "2.3.1"
 """The trafilatura release whose source every shortcut was written from (and its tests pin)."""
 REPLACED = {
     "trafilatura.core": ("compare_extraction", "load_html"),
     "trafilatura.utils": ("load_html", "fromstring_bytes", "HTML_PARSER"),
-    "trafilatura.external": ("fromstring_bytes",),
+    "trafilatura.external": ("fromstring_bytes", "classify_paragraphs", "JT_STOPLIST"),
     "trafilatura.baseline": ("BASIC_CLEAN_XPATH",),
     "trafilatura.xpaths": (
         "BODY_XPATH",
@@ -47,7 +49,7 @@ log = logging.getLogger(__name__)
 
 
 def shortcuts_for(version: str) -> dict[str, Shortcut]:
-    """The shortcuts to enter under trafilatura ``version`` (the installed one's, by default): all three
+    """The shortcuts to enter under trafilatura ``version`` (the installed one's, by default): all four
     on :data:`WRITTEN_FOR` with every replaced name present, none on anything else (warned once)."""
     if version != WRITTEN_FOR:
         _warn_once(f"trafilatura {version} is installed, and our shortcuts were written for {WRITTEN_FOR}")
@@ -59,7 +61,12 @@ def shortcuts_for(version: str) -> dict[str, Shortcut]:
         return {}
     try:
         # Imported only now: each replaces its names inside trafilatura when imported.
-        from dualplane.data_plane.extract._trafilatura import parser, readability_skip, xpaths  # noqa: PLC0415
+        from dualplane.data_plane.extract._trafilatura import (  # noqa: PLC0415
+            parser,
+            readability_skip,
+            stoplist,
+            xpaths,
+        )
     except Exception as error:
         _warn_once(f"our trafilatura shortcuts failed to load ({type(error).__name__}: {error})")
         return {}
@@ -67,7 +74,17 @@ def shortcuts_for(version: str) -> dict[str, Shortcut]:
         "readability skip": readability_skip.skipping,
         "XPath selectors in Python": xpaths.selecting,
         "element classes chosen in C": parser.parsing,
+        "jusText's stoplist as its set": stoplist.handing_the_set,
     }
+
+
+def warm_up() -> None:
+    """Make now what the shortcuts entered otherwise make inside the first page that needs it: the
+    lower-cased set of jusText's merged stoplist (~70 ms)."""
+    if "jusText's stoplist as its set" in SHORTCUTS:
+        from dualplane.data_plane.extract._trafilatura import stoplist  # noqa: PLC0415 (loaded already)
+
+        stoplist.lowered(external.JT_STOPLIST or external.jt_stoplist_init())
 
 
 @functools.cache

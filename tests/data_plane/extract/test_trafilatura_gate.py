@@ -36,7 +36,7 @@ def test_the_installed_release_is_the_one_the_shortcuts_were_written_for() -> No
     assert trafilatura.__version__ == WRITTEN_FOR
     assert set(shortcuts_for(WRITTEN_FOR)) == set(_trafilatura.SHORTCUTS) == set(vars(text)["SHORTCUTS"])
     assert vars(text)["SHORTCUTS"] is _trafilatura.SHORTCUTS  # the dict our calls enter
-    assert len(_trafilatura.SHORTCUTS) == 3
+    assert len(_trafilatura.SHORTCUTS) == 4
 
 
 def test_another_release_runs_plain_trafilatura_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
