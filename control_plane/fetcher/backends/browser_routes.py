@@ -83,7 +83,7 @@ class Router:
     def report(self) -> None:
         if self.refused:
             reasons = ", ".join(f"{count} {why}" for why, count in self.refused.most_common())
-            log.info("rendering %s: refused %s", self.document.final_url, reasons)
+            log.debug("rendering %s: refused %s", self.document.final_url, reasons)
 
     async def _answer(self, route: Route, request: Request) -> None:
         if _top_level_navigation(request) and not self.served_document:
