@@ -1,0 +1,152 @@
+"""A script-drawn shop crawled by the real pipeline: prices only with a browser profile, set at run time.
+
+One pipeline (frontier, fetcher, extractor as processes, Debian's chromium) crawls the sample
+site's JS shop host twice: without a profile every product's price and stock are null; then
+``dualplane profile set`` gives the host the browser backend while the fetcher runs, and a second
+job finds every product's price and stock as the site's truth says, even though the fetcher's
+browser is killed in the middle of it (its renders are retried, none is lost).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from dualplane.brokers.amqp.consumer import wait_for
+from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.web.urls import canonicalize, domain_of
+from dualplane.data_plane.extractor.records import PageRecord, iter_records
+from dualplane.sample_site import SampleSite, SiteSpec
+from tests.support.cli import run_cli
+from tests.support.factories import ControlPlaneFactory
+from tests.support.frontier import JobProbe
+from tests.support.pipeline import Pipeline
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+JS_HOST = 0
+SITE = SiteSpec(seed=11, hosts=3, pages_per_host=12, latency_ms=5, js_hosts=(JS_HOST,))
+AVAILABILITY = {
+    "https://schema.org/InStock": "in_stock",
+    "https://schema.org/OutOfStock": "out_of_stock",
+    "https://schema.org/LimitedAvailability": "limited",
+    "https://schema.org/PreOrder": "preorder",
+}
+
+
+@pytest.fixture
+def settings(control_plane: ControlPlaneFactory) -> Settings:
+    return control_plane.settings().model_copy(
+        update={
+            "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=10, fetch_concurrency=8),
+            "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
+        }
+    )
+
+
+@pytest.fixture
+def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
+    pipeline = Pipeline(settings, tmp_path)
+    yield pipeline
+    pipeline.stop_all()
+
+
+@pytest.mark.timeout(420)
+def test_js_shop_prices_come_only_with_a_browser_profile_and_survive_a_browser_crash(
+    settings: Settings, pipeline: Pipeline
+) -> None:
+    with SampleSite(SITE) as site:
+        for service in ("frontier", "extractor"):
+            pipeline.start(service)
+        fetcher = pipeline.start("fetcher")
+        origin = site.spec.origin(JS_HOST)
+        truths = {canonicalize(p.url): p for p in site.truth().products if p.url.startswith(origin + "/")}
+        probe = JobProbe(settings)
+
+        crawl(probe, origin, "plain")
+        probe.wait_finished("plain", timeout_s=180)
+        plain = records(settings, "plain", set(truths), pipeline)
+        made = run_cli(
+            "profile", "set", "js-shop", "--domain", domain_of(origin), "--backend", "browser",
+            "--wait-selector", "body[data-priced]", "--json", env=settings.to_env(),
+        )  # fmt: skip
+        assert made.exit_code == 0, made.stderr
+        time.sleep(2)  # the running fetcher follows the profiles topic (within about a second)
+
+        crawl(probe, origin, "rendered")
+        assert wait_for(lambda: api_calls(site) >= 3, timeout_s=120, interval_s=0.1), pipeline.logs()
+        killed = kill_browsers(fetcher.pid)
+        probe.wait_finished("rendered", timeout_s=300)
+        rendered = records(settings, "rendered", set(truths), pipeline)
+
+    assert killed >= 1, "no browser of the fetcher was found to kill"
+    assert all(r.product is None or r.product.price is None for r in plain.values()), (
+        "prices without a browser"
+    )
+    for url, truth in truths.items():
+        product = rendered[url].product
+        assert product is not None, url
+        assert (product.price, product.currency) == (Decimal(truth.price), truth.currency), url
+        assert product.availability == AVAILABILITY[truth.availability], url
+
+
+def crawl(probe: JobProbe, origin: str, job_id: str) -> None:
+    probe.submit(JobSpec(job_id=job_id, allowed_domains=(domain_of(origin),)), [origin + "/"])
+
+
+def records(settings: Settings, job_id: str, urls: set[str], pipeline: Pipeline) -> dict[str, PageRecord]:
+    """The job's records of ``urls``, once the extractor has written them all."""
+    found: dict[str, PageRecord] = {}
+
+    def complete() -> bool:
+        for record in iter_records(settings, follow=False, job_id=job_id):
+            found[record.canonical_url] = record
+        return urls <= set(found)
+
+    assert wait_for(complete, timeout_s=120, interval_s=1), f"missing {urls - set(found)}\n{pipeline.logs()}"
+    return found
+
+
+def api_calls(site: SampleSite) -> int:
+    """How often a rendering browser asked the JS host for a product's price (only browsers do)."""
+    return sum(1 for entry in site.log(JS_HOST) if entry.path.startswith("/api/products/"))
+
+
+def kill_browsers(ancestor: int) -> int:
+    """SIGKILL every main browser process (no ``--type=``) descending from process ``ancestor``."""
+    parents: dict[int, int] = {}
+    commands: dict[int, list[bytes]] = {}
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            parents[int(proc.name)] = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            commands[int(proc.name)] = (proc / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+    killed = 0
+    for pid, arguments in commands.items():
+        is_browser = any(b"host-resolver-rules" in a for a in arguments) and not any(
+            a.startswith(b"--type=") for a in arguments
+        )
+        if is_browser and _descends(pid, ancestor, parents):
+            os.kill(pid, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
+    for _ in range(64):
+        pid = parents.get(pid, 0)
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
