@@ -1,10 +1,11 @@
-"""A script-drawn shop crawled by the real pipeline: prices only with a browser profile, set at run time.
+"""Script-drawn shops crawled by the real pipeline: prices only with a browser profile, set at run time.
 
-One pipeline (frontier, fetcher, extractor as processes, Debian's chromium) crawls the sample
-site's JS shop host twice: without a profile every product's price and stock are null; then
-``dualplane profile set`` gives the host the browser backend while the fetcher runs, and a second
-job finds every product's price and stock as the site's truth says, even though the fetcher's
-browser is killed in the middle of it (its renders are retried, none is lost).
+One pipeline (frontier, fetcher, extractor as processes, Debian's chromium) crawls two of the
+sample site's JS shop hosts in one job, after ``dualplane profile set`` gave the first the browser
+backend while the fetcher was already running. The first host's products all come with the price,
+currency and stock the site's truth says, although the fetcher's browser is killed in the middle
+of the crawl (its renders are retried, none is lost); the second host's, without a profile, with
+no price at all.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from tests.support.pipeline import Pipeline
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-JS_HOST = 0
-SITE = SiteSpec(seed=11, hosts=3, pages_per_host=12, latency_ms=5, js_hosts=(JS_HOST,))
+RENDERED, PLAIN = 0, 3  # two script-drawn shops; the profile names the first only
+SITE = SiteSpec(seed=11, hosts=4, pages_per_host=6, latency_ms=5, js_hosts=(RENDERED, PLAIN))
 AVAILABILITY = {
     "https://schema.org/InStock": "in_stock",
     "https://schema.org/OutOfStock": "out_of_stock",
@@ -45,7 +46,7 @@ AVAILABILITY = {
 def settings(control_plane: ControlPlaneFactory) -> Settings:
     return control_plane.settings().model_copy(
         update={
-            "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=10, fetch_concurrency=8),
+            "limits": LimitSettings(domain_concurrency=4, domain_delay_ms=10, fetch_concurrency=8),
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
@@ -58,7 +59,7 @@ def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
     pipeline.stop_all()
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(300)
 def test_js_shop_prices_come_only_with_a_browser_profile_and_survive_a_browser_crash(
     settings: Settings, pipeline: Pipeline
 ) -> None:
@@ -66,39 +67,33 @@ def test_js_shop_prices_come_only_with_a_browser_profile_and_survive_a_browser_c
         for service in ("frontier", "extractor"):
             pipeline.start(service)
         fetcher = pipeline.start("fetcher")
-        origin = site.spec.origin(JS_HOST)
-        truths = {canonicalize(p.url): p for p in site.truth().products if p.url.startswith(origin + "/")}
-        probe = JobProbe(settings)
-
-        crawl(probe, origin, "plain")
-        probe.wait_finished("plain", timeout_s=180)
-        plain = records(settings, "plain", set(truths), pipeline)
+        rendered, plain = site.spec.origin(RENDERED), site.spec.origin(PLAIN)
+        truths = {canonicalize(p.url): p for p in site.truth().products if p.url.startswith(rendered + "/")}
+        untouched = {canonicalize(p.url) for p in site.truth().products if p.url.startswith(plain + "/")}
         made = run_cli(
-            "profile", "set", "js-shop", "--domain", domain_of(origin), "--backend", "browser",
+            "profile", "set", "js-shop", "--domain", domain_of(rendered), "--backend", "browser",
             "--wait-selector", "body[data-priced]", "--json", env=settings.to_env(),
         )  # fmt: skip
         assert made.exit_code == 0, made.stderr
-        time.sleep(2)  # the running fetcher follows the profiles topic (within about a second)
+        time.sleep(1)  # the running fetcher follows the profiles topic (within about a second)
 
-        crawl(probe, origin, "rendered")
-        assert wait_for(lambda: api_calls(site) >= 3, timeout_s=120, interval_s=0.1), pipeline.logs()
+        probe = JobProbe(settings)
+        domains = (domain_of(rendered), domain_of(plain))
+        seeds = sorted(set(truths) | untouched)  # the products themselves: no hops through listings first
+        probe.submit(JobSpec(job_id="shops", allowed_domains=domains), seeds)
+        assert wait_for(lambda: api_calls(site) >= 2, timeout_s=120, interval_s=0.1), pipeline.logs()
         killed = kill_browsers(fetcher.pid)
-        probe.wait_finished("rendered", timeout_s=300)
-        rendered = records(settings, "rendered", set(truths), pipeline)
+        probe.wait_finished("shops", timeout_s=240)
+        found = records(settings, "shops", set(truths) | untouched, pipeline)
 
     assert killed >= 1, "no browser of the fetcher was found to kill"
-    assert all(r.product is None or r.product.price is None for r in plain.values()), (
-        "prices without a browser"
-    )
+    assert api_calls(site, PLAIN) == 0
+    assert all(found[url].product is None or found[url].product.price is None for url in untouched)
     for url, truth in truths.items():
-        product = rendered[url].product
+        product = found[url].product
         assert product is not None, url
         assert (product.price, product.currency) == (Decimal(truth.price), truth.currency), url
         assert product.availability == AVAILABILITY[truth.availability], url
-
-
-def crawl(probe: JobProbe, origin: str, job_id: str) -> None:
-    probe.submit(JobSpec(job_id=job_id, allowed_domains=(domain_of(origin),)), [origin + "/"])
 
 
 def records(settings: Settings, job_id: str, urls: set[str], pipeline: Pipeline) -> dict[str, PageRecord]:
@@ -114,9 +109,9 @@ def records(settings: Settings, job_id: str, urls: set[str], pipeline: Pipeline)
     return found
 
 
-def api_calls(site: SampleSite) -> int:
-    """How often a rendering browser asked the JS host for a product's price (only browsers do)."""
-    return sum(1 for entry in site.log(JS_HOST) if entry.path.startswith("/api/products/"))
+def api_calls(site: SampleSite, host: int = RENDERED) -> int:
+    """How often a browser asked a JS shop host for a product's price (only browsers do)."""
+    return sum(1 for entry in site.log(host) if entry.path.startswith("/api/products/"))
 
 
 def kill_browsers(ancestor: int) -> int:
