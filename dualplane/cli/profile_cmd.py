@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
 import typer
+from rich.markup import escape
 
 from dualplane.cli.monitor_cmd import parse_duration_s
 from dualplane.cli.namespace import NamespaceOption, settings_in
@@ -74,7 +75,8 @@ def set_(
     if as_json:
         print_json({"profile": profile.public(), "topic": settings.topics.profiles})
         return
-    stdout.print(f"profile {name}: {_summary(profile)} (in {settings.topics.profiles})")
+    # Escaped: a selector such as body[data-priced] is no rich markup.
+    stdout.print(escape(f"profile {name}: {_summary(profile)} (in {settings.topics.profiles})"))
 
 
 @app.command("show")
@@ -148,14 +150,17 @@ def _summary(profile: Profile) -> str:
 def _table(profiles: list[Profile]) -> Any:
     rows = [
         [
-            profile.name,
-            " ".join(profile.domains),
-            profile.backend,
-            profile.wait
-            + (f" + {profile.wait_selector}" if profile.wait_selector else "")
-            + f" ≤{profile.wait_s:g}s",
-            profile.user_agent or "",
-            " ".join(sorted(profile.headers)),
+            escape(cell)
+            for cell in (
+                profile.name,
+                " ".join(profile.domains),
+                profile.backend,
+                profile.wait
+                + (f" + {profile.wait_selector}" if profile.wait_selector else "")
+                + f" ≤{profile.wait_s:g}s",
+                profile.user_agent or "",
+                " ".join(sorted(profile.headers)),
+            )
         ]
         for profile in profiles
     ]

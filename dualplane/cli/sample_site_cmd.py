@@ -56,6 +56,15 @@ def sample_site(
     change_share: Annotated[
         float, typer.Option("--change-share", min=0.001, max=1, help="Share of products changed each time.")
     ] = 0.1,
+    js_hosts: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--js-host",
+            min=0,
+            help="A shop host (by index) whose product pages draw price and stock with a script "
+            "(repeatable): only a rendering fetcher sees them.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Serve a deterministic multi-host website on 127.0.0.1 for demos, tests and benchmarks.
@@ -74,7 +83,19 @@ def sample_site(
             param_hint="--public-host",
         )
     changes = Changes(change_every_s, change_share) if change_every_s is not None else None
-    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot, public_host or bind, changes)
+    if any(host >= hosts for host in js_hosts or ()):
+        raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint="--js-host")
+    spec = SiteSpec(
+        seed,
+        hosts,
+        pages,
+        base_port,
+        latency_ms,
+        anti_bot,
+        public_host or bind,
+        changes,
+        tuple(js_hosts or ()),
+    )
     site = SampleSite(spec, bind=bind)
     progress("site", f"starting {hosts} hosts, {pages} pages each, seed {seed}")
     signal.signal(signal.SIGTERM, lambda _signum, _frame: site.stop())
@@ -130,6 +151,7 @@ def _hosts(site: SampleSite) -> list[dict[str, Any]]:
                 "name": site_name(site.spec, index),
                 "url": url,
                 "anti_bot": shown,
+                "scripted_prices": index in site.spec.js_hosts,
             }
         )
     return hosts

@@ -88,7 +88,7 @@ def test_js_shop_prices_come_only_with_a_browser_profile_and_survive_a_browser_c
 
     assert killed >= 1, "no browser of the fetcher was found to kill"
     assert api_calls(site, PLAIN) == 0
-    assert all(found[url].product is None or found[url].product.price is None for url in untouched)
+    assert all(not (product := found[url].product) or product.price is None for url in untouched)
     for url, truth in truths.items():
         product = found[url].product
         assert product is not None, url
