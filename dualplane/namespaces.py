@@ -29,6 +29,7 @@ NAMESPACED_TOPICS = (
     "dead_letters",
     "schemas",
     "throttle_state",
+    "profiles",
     "frontier_changelog",
     "job_progress",
     "extracted",

@@ -113,6 +113,7 @@ class TopicSettings(Section):
     dead_letters: str = "dead-letters"
     schemas: str = "_dualplane.schemas"
     throttle_state: str = "throttle.state"
+    profiles: str = "fetch.profiles"  # compacted; one fetch profile per name (`dualplane profile set`)
     frontier_changelog: str = "frontier.changelog"  # compacted; partition i is frontier shard i's state
     job_progress: str = "jobs.progress"  # compacted; partition i holds shard i's latest snapshot per job
     # The (job, URL) keys of the pages the extractor has handled, partitioned like pages.raw and written

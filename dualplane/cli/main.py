@@ -93,6 +93,10 @@ COMMANDS = {
         "throttle_cmd", "app",
         "Adaptive throttling: what the block-ratio processor decided per domain, and why.",
     ),
+    "profile": _cmd(
+        "profile_cmd", "app",
+        "Fetch profiles: per domain pattern, the backend (direct or our own browser), render waits, headers.",
+    ),
 }  # fmt: skip
 
 

@@ -61,6 +61,15 @@ def sample_site(
     change_share: Annotated[
         float, typer.Option("--change-share", min=0.001, max=1, help="Share of products changed each time.")
     ] = 0.1,
+    js_hosts: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--js-host",
+            min=0,
+            help="A shop host (by index) whose product pages draw price and stock with a script "
+            "(repeatable): only a rendering fetcher sees them.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     seed: Annotated[
         int | None, typer.Option("--seed", hidden=True, help="Old name of --random-seed.")
@@ -95,8 +104,18 @@ def sample_site(
     if every_s is not None and every_s < 1:
         raise typer.BadParameter("change at most every 1s", param_hint="--change-every")
     changes = Changes(every_s, change_share) if every_s is not None else None
+    if any(host >= hosts for host in js_hosts or ()):
+        raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint="--js-host")
     spec = SiteSpec(
-        random_seed, hosts, pages, base_port, round(latency_s * 1000), anti_bot, public_host or bind, changes
+        random_seed,
+        hosts,
+        pages,
+        base_port,
+        round(latency_s * 1000),
+        anti_bot,
+        public_host or bind,
+        changes,
+        tuple(js_hosts or ()),
     )
     site = SampleSite(spec, bind=bind)
     progress("site", f"starting {hosts} hosts, {pages} pages each, random seed {random_seed}")
@@ -153,6 +172,7 @@ def _hosts(site: SampleSite) -> list[dict[str, Any]]:
                 "name": site_name(site.spec, index),
                 "url": url,
                 "anti_bot": shown,
+                "scripted_prices": index in site.spec.js_hosts,
             }
         )
     return hosts

@@ -105,8 +105,7 @@ class BrowserBackend(FetchBackend):
     async def _render(self, request: FetchRequest, response: FetchResponse) -> str:
         url = response.final_url
         async with self.pool.context(
-            user_agent=request.user_agent,
-            extra_http_headers=dict(request.headers),
+            user_agent=request.user_agent,  # navigator.userAgent; the requests are ours (browser_routes)
             accept_downloads=False,
             service_workers="block",  # a worker's requests would escape the page's interception
         ) as lease:

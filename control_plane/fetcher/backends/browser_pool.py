@@ -141,6 +141,7 @@ class BrowserPool:
         self._closed = True
         launch, self._current = self._current, None
         if launch is not None:
+            launch.retired = True  # closed by us, not dead
             await _close_quietly(launch.browser)
         playwright, self._playwright = self._playwright, None
         if playwright is not None:

@@ -26,6 +26,8 @@ from playwright.async_api import Request, Route, WebSocketRoute
 from dualplane.control_plane.fetcher.backends.base import FetchRequest, FetchResponse
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
 from dualplane.control_plane.fetcher.exceptions import FetchFailed, SsrfRefused
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,7 @@ class Router:
     def report(self) -> None:
         if self.refused:
             reasons = ", ".join(f"{count} {why}" for why, count in self.refused.most_common())
-            log.info("rendering %s: refused %s", self.document.final_url, reasons)
+            log.debug("rendering %s: refused %s", self.document.final_url, reasons)
 
     async def _answer(self, route: Route, request: Request) -> None:
         if _top_level_navigation(request) and not self.served_document:
@@ -119,8 +121,10 @@ class Router:
         return None
 
     def _subrequest(self, url: str) -> FetchRequest:
+        # A profile's headers (a region cookie, a token) are for its own domain, never a third party's.
+        headers = self.request.headers if _same_domain(url, self.request.url) else {}
         return dataclasses.replace(
-            self.request, url=url, accept_types=SUBRESOURCE_TYPES, conditional_headers={}
+            self.request, url=url, accept_types=SUBRESOURCE_TYPES, conditional_headers={}, headers=headers
         )
 
     async def _refuse(self, route: Route, why: str, *, error: str = "blockedbyclient") -> None:
@@ -130,6 +134,13 @@ class Router:
 
 def refuse_socket(socket: WebSocketRoute) -> None:
     """A WebSocket handler that never connects it to a server: the page's socket stays unanswered."""
+
+
+def _same_domain(url: str, other: str) -> bool:
+    try:
+        return domain_of(url) == domain_of(other)
+    except InvalidUrl:
+        return False
 
 
 def _top_level_navigation(request: Request) -> bool:

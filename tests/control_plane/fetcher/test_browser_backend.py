@@ -92,12 +92,12 @@ def _ip(action: str) -> int:
     return subprocess.run(command, capture_output=True, check=False).returncode
 
 
-def shop_page(trap_port: int) -> str:
+def shop_page(trap_port: int, cdn: str) -> str:
     local = f"http://127.0.0.1:{trap_port}"
     return f"""<!doctype html><html><head><title>Lamp</title>
 <link rel="preconnect" href="{local}/"><link rel="dns-prefetch" href="{local}/">
 <link rel="stylesheet" href="{local}/steal.css"><link rel="prefetch" href="http://{METADATA}/p">
-<script src="/redirect-to-loopback.js"></script><script src="file:///etc/passwd"></script>
+<script src="/redirect-to-loopback.js"></script><script src="{cdn}/lib.js"></script><script src="file:///etc/passwd"></script>
 </head><body><h1>Lamp</h1><p>Price: <span class="price">loading</span></p>
 <img src="{local}/pixel.png"><iframe src="http://{METADATA}/latest/meta-data/"></iframe>
 <script>
@@ -110,11 +110,26 @@ try {{ navigator.sendBeacon("{local}/beacon", "x"); }} catch (e) {{}}
 </script></body></html>"""
 
 
-def shop_app(trap_port: int, slow_s: float = 0.0, asked: asyncio.Event | None = None) -> web.Application:
-    async def page(_request: web.Request) -> web.Response:
-        return web.Response(text=shop_page(trap_port), content_type="text/html")
+def shop_app(
+    trap_port: int,
+    slow_s: float = 0.0,
+    asked: asyncio.Event | None = None,
+    cookies: dict[str, str | None] | None = None,
+) -> web.Application:
+    """``/lamp`` and what it loads; ``cookies`` gets the Cookie header each path came with."""
+    seen = cookies if cookies is not None else {}
 
-    async def price(_request: web.Request) -> web.Response:
+    async def page(request: web.Request) -> web.Response:
+        seen[request.path] = request.headers.get("Cookie")
+        cdn = f"http://cdn.test:{request.url.port}"
+        return web.Response(text=shop_page(trap_port, cdn), content_type="text/html")
+
+    async def library(request: web.Request) -> web.Response:
+        seen[request.path] = request.headers.get("Cookie")
+        return web.Response(text="window.lib = 1;", content_type="text/javascript")
+
+    async def price(request: web.Request) -> web.Response:
+        seen[request.path] = request.headers.get("Cookie")
         if asked is not None:
             asked.set()
         await asyncio.sleep(slow_s)
@@ -126,20 +141,25 @@ def shop_app(trap_port: int, slow_s: float = 0.0, asked: asyncio.Event | None = 
     app = web.Application()
     app.router.add_get("/lamp", page)
     app.router.add_get("/api/price.json", price)
+    app.router.add_get("/lib.js", library)
     app.router.add_get("/redirect-to-loopback.js", to_loopback)
     return app
 
 
 def guard() -> SsrfGuard:
     loopback = ipaddress.ip_address("127.0.0.1")
-    return SsrfGuard(
-        ["shop.test"], resolve=lambda host, port: [loopback] if host == "shop.test" else _resolve(host, port)
-    )
+    ours = ("shop.test", "cdn.test")
+    return SsrfGuard(ours, resolve=lambda host, port: [loopback] if host in ours else _resolve(host, port))
 
 
-def request(url: str) -> FetchRequest:
+def request(url: str, headers: dict[str, str] | None = None) -> FetchRequest:
     return FetchRequest(
-        url=url, user_agent="dualplane-test", connect_timeout_s=5, read_timeout_s=10, max_bytes=2**20
+        url=url,
+        user_agent="dualplane-test",
+        connect_timeout_s=5,
+        read_timeout_s=10,
+        max_bytes=2**20,
+        headers=headers or {},
     )
 
 
@@ -154,10 +174,13 @@ async def backend(tmp_path: Path) -> AsyncIterator[BrowserBackend]:
 async def test_rendered_dom_comes_back_and_no_request_reaches_a_refused_address(
     backend: BrowserBackend, loopback_listener: Listener, metadata_listener: Listener | None
 ) -> None:
-    server = TestServer(shop_app(loopback_listener.port), host="127.0.0.1")
+    cookies: dict[str, str | None] = {}
+    server = TestServer(shop_app(loopback_listener.port, cookies=cookies), host="127.0.0.1")
     await server.start_server()
     try:
-        response = await backend.fetch(request(f"http://shop.test:{server.port}/lamp"))
+        response = await backend.fetch(
+            request(f"http://shop.test:{server.port}/lamp", {"Cookie": "region=de"})
+        )
     finally:
         await server.close()
 
@@ -171,6 +194,8 @@ async def test_rendered_dom_comes_back_and_no_request_reaches_a_refused_address(
     )
     if metadata_listener is not None:
         assert metadata_listener.accepted == 0
+    # A profile's headers go to its own domain's requests, never to another domain's (cdn.test).
+    assert cookies == {"/lamp": "region=de", "/api/price.json": "region=de", "/lib.js": None}
 
 
 async def test_a_browser_killed_mid_render_fails_the_fetch_for_a_retry_and_the_pool_recovers(
