@@ -77,6 +77,10 @@ COMMANDS = {
         "kafka_cmd", "kafka", "Run a Kafka command-line tool, e.g. `dualplane kafka topics --list`.",
         allow_extra_args=True, ignore_unknown_options=True,
     ),
+    "cluster": _cmd(
+        "cluster_cmd", "app",
+        "Bring replication back after a broker is lost for good (docs/multi-machine.md).",
+    ),
     "config": _cmd(
         "config_cmd", "app", "Inspect the effective settings (DUALPLANE_* environment variables).",
     ),
