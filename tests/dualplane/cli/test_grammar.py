@@ -29,6 +29,7 @@ NO_NAMESPACE = {
     "stack install": "fetches jars",
     "namespace list": "lists namespaces",
     "namespace drop": "the namespace is its argument",
+    "cluster reassignment": "moves every topic's replicas, whatever the namespace",
 }
 # Commands without results to print as JSON.
 NO_JSON = {
@@ -36,6 +37,7 @@ NO_JSON = {
     "kafka": "Kafka's own tools print their own output",
     "stack install": "prints progress only",
     "records export": "writes records to -o/--output in the --format chosen",
+    "cluster reassignment": "prints Kafka's own reassignment JSON (or writes it to -o/--output)",
 }
 # Option names the grammar replaced: each is either gone or a hidden alias that warns.
 RETIRED = {
