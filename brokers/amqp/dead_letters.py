@@ -42,6 +42,7 @@ class DeadLetter:
     kind: str | None
     redrives: int
     body_preview: str
+    url: str | None = None  # the message's page, when it names one (crawl tasks, discovered URLs)
 
     @classmethod
     def parse(cls, properties: pika.BasicProperties, body: bytes) -> DeadLetter:
@@ -58,6 +59,7 @@ class DeadLetter:
             kind=fields.get("kind") if isinstance(fields.get("kind"), str) else None,
             redrives=int(headers.get(REDRIVES, 0)),
             body_preview=body[:200].decode("utf-8", "replace"),
+            url=fields.get("url") if isinstance(fields.get("url"), str) else None,
         )
 
 
