@@ -159,8 +159,11 @@ class Extractor:
             except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
                 log.warning("extractor: %s; resuming at the committed offsets in %s s", error, STORE_RETRY_S)
                 self._stop.wait(STORE_RETRY_S)
-            except Exception:
-                log.exception("extractor: failure; resuming from the committed offsets in 2 s")
+            except Exception as error:
+                if not clients.is_outage(error):
+                    log.exception("extractor: failure; resuming from the committed offsets in 2 s")
+                else:  # a broker restarting: nothing for a person to do, nothing lost
+                    log.warning("extractor: Kafka unavailable (%s); resuming in 2 s", error)
                 self._stop.wait(2.0)
 
     def _run_once(self) -> None:
@@ -299,7 +302,7 @@ class Extractor:
             reason = failure.reason if isinstance(failure, ExtractionFailed) else repr(failure)
             self._dead_letter(message, producer, reason, stage, raw)
             return
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             record = self.extract(page, schema_version=self.schema_version)
             value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
@@ -312,6 +315,7 @@ class Extractor:
         url_key = (message.key() or str(raw["url"]).encode()).decode()  # pages.raw's key: the task's URL
         self.latest.write(producer, message.partition() or 0, url_key, record, value)
         metrics.EXTRACT_SECONDS.observe(time.perf_counter() - started)
+        metrics.EXTRACT_CPU_SECONDS.observe(time.thread_time() - cpu_started)
         self.records += 1
 
     def _dead_letter(
