@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urljoin, urlsplit
 
 from dualplane.data_plane.extract.availability import availability_of
+from dualplane.data_plane.extract.availability_decision import IN_STOCK_LIKE
 from dualplane.data_plane.extract.dates import parse_datetime
 from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
 from dualplane.data_plane.extract.identifiers import gtin_of, sku_of
@@ -185,7 +186,9 @@ def _currency(offer: Node) -> str | None:
 
 def _availability(node: Node, offer: Node | None) -> str | None:
     """The chosen offer's availability, else any offer's, else one published on the Product itself, as
-    published (a schema.org URL, or a shop's own word).
+    published (a schema.org URL, or a shop's own word); none when it is "out of stock" and another offer
+    of the product is in stock: variants published as offers, the first of them sold out, are no
+    statement that the product is (a false "out of stock" is the costliest error).
 
     schema.org puts availability on the Offer, but some shop templates (Magento 1 microdata among them)
     write ``<meta itemprop="availability">`` on the Product, beside its name.
@@ -195,7 +198,20 @@ def _availability(node: Node, offer: Node | None) -> str | None:
         (_first(o.get("availability")) for o in _offers(node) if o.get("availability")), None
     )
     value = value or _first(node.get("availability"))
-    return value.strip() if isinstance(value, str) and value.strip() else None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    if availability_of(value) == "out_of_stock" and _some_offer_in_stock(node):
+        return None  # one variant (a size, a colour) sold out: no statement about the product
+    return value.strip()
+
+
+def _some_offer_in_stock(node: Node) -> bool:
+    """True when an offer of ``node`` is published as in stock (or low, or on pre-order)."""
+    return any(
+        isinstance(value := _first(offer.get("availability")), str)
+        and availability_of(value) in IN_STOCK_LIKE
+        for offer in _offers(node)
+    )
 
 
 def _product_id(node: Node) -> str | None:

@@ -159,3 +159,24 @@ def test_an_availability_published_on_the_product_itself_counts() -> None:
     product = product_of(html)
     assert product is not None
     assert (product.availability, product.source_of("availability")) == ("in_stock", "microdata")
+
+
+def test_a_sold_out_first_variant_is_no_statement_that_the_product_is_sold_out() -> None:
+    offers = [
+        '{"@type":"Offer","sku":"T-S","price":"20.00","priceCurrency":"USD",'
+        '"availability":"https://schema.org/OutOfStock"}',
+        '{"@type":"Offer","sku":"T-M","price":"20.00","priceCurrency":"USD",'
+        '"availability":"https://schema.org/InStock"}',
+    ]
+
+    def page(*listed: str, button: str = "") -> str:
+        return f"""<html><head><script type="application/ld+json">{{"@context":"https://schema.org",
+        "@type":"Product","name":"Tee","offers":[{",".join(listed)}]}}</script></head>
+        <body><h1>Tee</h1>{button}</body></html>"""
+
+    mixed = product_of(page(*offers))
+    assert mixed is not None and mixed.availability is None
+    with_button = product_of(page(*offers, button="<button>Add to cart</button>"))
+    assert with_button is not None and with_button.availability == "in_stock"
+    sold_out = product_of(page(offers[0]))
+    assert sold_out is not None and sold_out.availability == "out_of_stock"
