@@ -28,6 +28,7 @@ from dualplane.brokers.amqp import lanes
 from dualplane.brokers.amqp.exceptions import MessageRejected
 from dualplane.core.clock import utc_now
 from dualplane.core.json_bounds import JsonTooDeep, loads_bounded
+from dualplane.core.settings.checks import MAX_DURATION_S
 
 Priority = lanes.Priority  # defined apart for the topology (see lanes.py); named here as before
 PRIORITIES = lanes.PRIORITIES
@@ -385,9 +386,10 @@ class MonitorSpec(ControlMessage):
 
     monitor_id: Annotated[str, Field(pattern=MONITOR_ID)]
     job: JobSpec
-    interval_s: int = Field(ge=1)
-    min_interval_s: int = Field(ge=1)
-    max_interval_s: int = Field(ge=1)
+    # Bounded: an interval of 99999999999999999999 days overflowed SQLite's integers in the frontier.
+    interval_s: int = Field(ge=1, le=MAX_DURATION_S)
+    min_interval_s: int = Field(ge=1, le=MAX_DURATION_S)
+    max_interval_s: int = Field(ge=1, le=MAX_DURATION_S)
     seeds: int = Field(default=0, ge=0)  # how many seeds the first visit was given (shown by `monitor show`)
     sitemaps: tuple[str, ...] = ()
     created_at: datetime = Field(default_factory=utc_now)

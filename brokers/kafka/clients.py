@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -26,6 +26,36 @@ T = TypeVar("T")
 
 class ClientWedged(Exception):
     """A client call did not return within its own timeout: the client must be abandoned."""
+
+
+# librdkafka's errors of a broker that is away for a while (restarting): the client, or a new one, gets
+# through once it is back. Anything else may need a person.
+OUTAGE_CODES = frozenset(
+    {
+        KafkaError._TRANSPORT,
+        KafkaError._ALL_BROKERS_DOWN,
+        KafkaError._WAIT_COORD,
+        KafkaError._TIMED_OUT,
+        KafkaError._MSG_TIMED_OUT,
+        KafkaError._RESOLVE,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+    }
+)
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` says Kafka was away (a restart, a broker unreachable for a while) rather than
+    something a person must fix: a call that wedged, or a Kafka error that is retriable or one of
+    :data:`OUTAGE_CODES`. Services log these as one WARNING line and start over, without a traceback."""
+    if isinstance(error, ClientWedged):
+        return True
+    if isinstance(error, KafkaException) and error.args and isinstance(error.args[0], KafkaError):
+        kafka_error = error.args[0]
+        return bool(kafka_error.retriable()) or kafka_error.code() in OUTAGE_CODES
+    return False
 
 
 _QUIET = {"log_level": 0}  # health probes must not spray librdkafka connection errors
@@ -103,7 +133,7 @@ def ensure_topics(
             name,
             num_partitions=partitions,
             replication_factor=kafka.replication_factor,
-            config=config or {},
+            config=replicated(kafka, config or {}),
         )
         for name in names
         if name not in existing
@@ -116,6 +146,15 @@ def ensure_topics(
         except Exception as error:
             if "TOPIC_ALREADY_EXISTS" not in str(error):  # lost a race with another creator
                 raise RuntimeError(f"could not create Kafka topic {name!r}: {error}") from error
+
+
+def replicated(kafka: KafkaSettings, config: dict[str, str]) -> dict[str, str]:
+    """``config`` with ``min.insync.replicas`` from the settings, unless the caller set it: with
+    ``acks=all`` a write then waits for that many copies, so losing a broker loses no acknowledged
+    write. Left to the broker's default at 1, so a single broker's topics carry no override."""
+    if kafka.min_insync_replicas == 1:
+        return config
+    return {"min.insync.replicas": str(kafka.min_insync_replicas), **config}
 
 
 def wait_for_leaders(kafka: KafkaSettings, names: list[str], *, timeout_s: float = 30.0) -> None:

@@ -14,9 +14,10 @@ so a healthy run at the default WARNING prints none. One line per client and kin
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
+
+from dualplane.core.logs import Repeats
 
 LIBRDKAFKA_LOG_LEVEL = 4  # syslog's warning: librdkafka builds no notice, info or debug lines
 REPEAT_S = 30.0
@@ -40,9 +41,7 @@ class KafkaLog:
     ) -> None:
         self.logger = logger or logging.getLogger("librdkafka")
         self.repeat_s = repeat_s
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._last: dict[tuple[str, str], tuple[float, int]] = {}  # (client, facility) -> (at, folded)
+        self._repeats = Repeats(repeat_s, clock)  # per (client name, facility)
 
     def log(self, level: int, message: str, *args: object) -> None:
         """As :meth:`logging.Logger.log`; confluent-kafka passes ``"%s [%s] %s"``, facility,
@@ -60,16 +59,7 @@ class KafkaLog:
 
     def _folded(self, client: str, facility: str) -> int | None:
         """None to fold this line; else how many lines of its kind were folded since the last one."""
-        now = self.clock()
-        with self._lock:
-            last = self._last.get((client, facility))
-            if last is not None and now - last[0] < self.repeat_s:
-                self._last[(client, facility)] = (last[0], last[1] + 1)
-                return None
-            self._last[(client, facility)] = (now, 0)
-            if len(self._last) > 10_000:  # clients come and go: forget the oldest kinds
-                self._last = dict(sorted(self._last.items(), key=lambda item: item[1][0])[-5_000:])
-        return last[1] if last is not None else 0
+        return self._repeats.folded((client, facility))
 
 
 KAFKA_LOG = KafkaLog()

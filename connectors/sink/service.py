@@ -114,8 +114,11 @@ class S3Sink:
                     error,
                     delay_s,
                 )
-            except Exception:
-                log.exception("s3-sink: failure; resuming from the committed offsets in %.0f s", delay_s)
+            except Exception as error:
+                if not clients.is_outage(error):
+                    log.exception("s3-sink: failure; resuming from the committed offsets in %.0f s", delay_s)
+                else:  # a broker restarting: nothing for a person to do, nothing lost
+                    log.warning("s3-sink: Kafka unavailable (%s); resuming in %.0f s", error, delay_s)
             self.stopping.wait(delay_s * random.uniform(0.8, 1.2))
             delay_s = min(delay_s * 2, self.settings.sink.retry_max_s)
 

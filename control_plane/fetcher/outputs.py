@@ -55,6 +55,7 @@ from dualplane.core.settings import Settings
 from dualplane.schemas.exceptions import RegistryUnavailable
 
 log = logging.getLogger(__name__)
+FATAL = "failed fatally"
 
 LOCAL_QUEUE_KBYTES = 128 * 1024
 REPORT_GRACE_S = 5.0  # past the delivery timeout, ``send`` stops waiting for a report that never came
@@ -154,7 +155,7 @@ class KafkaOutputs:
     def _on_error(self, error: KafkaError) -> None:
         """librdkafka's error callback (poll thread): remember a fatal error; the rest it retries itself."""
         if error.fatal():
-            self._broken = f"failed fatally ({error})"
+            self._broken = f"{FATAL} ({error})"
 
     def _break(self, producer: Producer, reason: str) -> None:
         """Have ``producer`` replaced before the next message, unless it has been already."""
@@ -169,7 +170,10 @@ class KafkaOutputs:
                 return
             old, self.producer = self.producer, self._create_producer()
             self.producers_replaced += 1
-        log.error("Kafka producer %s; replaced it. Its unconfirmed pages are fetched again.", reason)
+        # A message unconfirmed past the hand-off timeout is a broker restarting: recovered here, nothing
+        # lost, so a warning. A fatal error (fenced, say) is recovered too, but may recur: an error.
+        level = logging.ERROR if reason.startswith(FATAL) else logging.WARNING
+        log.log(level, "Kafka producer %s; replaced it. Its unconfirmed pages are fetched again.", reason)
         old.purge()  # in queue and in flight: each delivery report fails, so its task is requeued
         old.flush(5)  # serves those reports now (the poll thread only polls the new producer)
 
@@ -192,7 +196,7 @@ class KafkaOutputs:
                 error: KafkaError | None, message: Message, producer: Producer = producer
             ) -> None:
                 if error is not None and error.fatal():
-                    self._break(producer, f"failed fatally ({error})")
+                    self._break(producer, f"{FATAL} ({error})")
                 elif error is not None and error.code() == KafkaError._MSG_TIMED_OUT:
                     self._break(producer, f"left a message unconfirmed for {self.hand_off_timeout_s:.0f} s")
                 loop.call_soon_threadsafe(_settle, confirmed, error, topic)

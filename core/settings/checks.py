@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import math
 import re
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,6 +21,83 @@ from urllib.parse import urlsplit
 LABEL = r"[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?"
 HOST_NAME = re.compile(rf"^(?=.{{1,253}}$){LABEL}(\.{LABEL})*\.?$")
 KAFKA_SCHEMES = frozenset({"plaintext", "ssl", "sasl_plaintext", "sasl_ssl"})
+# Ten years: a longer duration is a typo, and past 2**63 ms it no longer fits SQLite or Kafka.
+MAX_DURATION_S = 10 * 365 * 86_400
+DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
+_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
+KAFKA_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")  # Kafka's legal topic names
+BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def bounded_duration(value_s: float, *, unit_s: float = 1) -> float:
+    """A finite duration of at most :data:`MAX_DURATION_S` (``unit_s``: the unit the user wrote)."""
+    if math.isnan(value_s) or value_s > MAX_DURATION_S:
+        limit = f"{MAX_DURATION_S / unit_s:.0f}" if unit_s != 1 else f"{MAX_DURATION_S} (10 years)"
+        raise ValueError(f"{value_s / unit_s:g} is too long a duration; give at most {limit}")
+    return value_s
+
+
+def duration_s(text: str) -> int:
+    """``90``, ``90s``, ``15m``, ``6h`` or ``7d`` in whole seconds, above 0 and at most ten years."""
+    match = _DURATION.match(text)
+    if match is None or int(match.group(1)) == 0:
+        raise ValueError(f"{text!r} is no duration; write e.g. 90s, 15m, 6h or 7d")
+    seconds = int(match.group(1)) * DURATION_UNITS_S[match.group(2) or "s"]
+    if seconds > MAX_DURATION_S:
+        raise ValueError(f"{text!r} is too long a duration; give at most {MAX_DURATION_S // 86_400}d")
+    return seconds
+
+
+def header_value(value: str) -> str:
+    """An HTTP header value (a user agent): not blank, no CR, LF or other control character."""
+    if not value.strip():
+        raise ValueError("is empty; give a value such as 'dualplane/0.1 (+https://example.com/bot)'")
+    if CONTROL.search(value):
+        raise ValueError(f"{value!r} holds a line break or control character; give it on one line")
+    return value
+
+
+def name(value: str) -> str:
+    """A queue name, prefix or identifier: not blank, no control characters, at most 200 characters."""
+    if not value.strip() or CONTROL.search(value) or len(value) > 200:
+        raise ValueError(f"{value!r} is no name; give 1-200 printable characters, e.g. dualplane")
+    return value
+
+
+def topic_name(value: str) -> str:
+    """A Kafka topic name: 1-249 of letters, digits, '.', '_' and '-'."""
+    if not KAFKA_NAME.match(value):
+        raise ValueError(f"{value!r} is no Kafka topic name; use 1-249 letters, digits, '.', '_' or '-'")
+    return value
+
+
+def non_empty(value: str) -> str:
+    """Text that filters or names something: an empty value would match nothing, silently."""
+    if not value.strip():
+        raise ValueError("is empty; give a value, or leave the option out")
+    return value
+
+
+def host(value: str) -> str:
+    """An address or host name to bind or connect to (``127.0.0.1``, ``0.0.0.0``, ``::``, ``localhost``)."""
+    if not (_is_ip(value) or HOST_NAME.match(value.lower())):
+        raise ValueError(f"{value!r} is no address or host name; expected e.g. 127.0.0.1 or 0.0.0.0")
+    return value
+
+
+def bucket_name(value: str) -> str:
+    """An S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', starting and ending alphanumeric."""
+    if not BUCKET.match(value):
+        raise ValueError(f"{value!r} is no S3 bucket name; use 3-63 of a-z, 0-9, '.' and '-', e.g. dualplane")
+    return value
+
+
+def http_urls(value: str, example: str) -> str:
+    """Comma-separated ``http(s)://`` URLs (a schema registry cluster)."""
+    for entry in value.split(","):
+        http_url(entry, example)
+    return value
 
 
 def bootstrap_servers(value: str) -> str:

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings
 
-from dualplane.core.settings.base import section
+from dualplane.core.settings import checks
+from dualplane.core.settings.base import Section, section
 
 MIB = 1024 * 1024
 SinkStream = Literal["warc", "avro"]
@@ -17,7 +17,7 @@ GZIP_LEVELS = {"isal": (0, 3), "zlib": (1, 9)}
 GZIP_DEFAULT_LEVELS = {"isal": 2, "zlib": 6}  # ISA-L's own default; zlib's usual one
 
 
-class SinkSettings(BaseSettings):
+class SinkSettings(Section):
     """The S3 sink (``connectors.sink``, ``dualplane run s3-sink``): what it archives, where, when files end.
 
     - ``bucket`` (``DUALPLANE_SINK_BUCKET``): where archives go; default ``DUALPLANE_S3_BUCKET``. It must
@@ -67,6 +67,11 @@ class SinkSettings(BaseSettings):
     retry_max_s: float = Field(default=60.0, gt=0)
     spool_dir: Path | None = None
 
+    @field_validator("bucket")
+    @classmethod
+    def _a_bucket(cls, value: str | None) -> str | None:
+        return checks.bucket_name(value) if value else value  # unset or empty: DUALPLANE_S3_BUCKET
+
     @field_validator("streams")
     @classmethod
     def _known_streams(cls, value: str) -> str:
@@ -102,7 +107,7 @@ class SinkSettings(BaseSettings):
         return tuple(_parse(self.partition_by, ("date", "job"), "", allow_empty=True))  # type: ignore[arg-type]
 
 
-class SeedSettings(BaseSettings):
+class SeedSettings(Section):
     """Seed lists (``connectors.seeds``, ``crawl --seeds-file``): local or ``s3://bucket/key``, gzip or not.
 
     - ``max_line_bytes`` (``DUALPLANE_SEEDS_MAX_LINE_BYTES``): a longer line is counted as bad and skipped

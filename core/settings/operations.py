@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-from pydantic_settings import BaseSettings
+from pydantic import Field, field_validator
 
-from dualplane.core.settings.base import section
+from dualplane.core.settings import checks
+from dualplane.core.settings.base import Section, section
 
 LogFormat = Literal["text", "json"]
 
 
-class MetricsSettings(BaseSettings):
+class MetricsSettings(Section):
     """The Prometheus endpoint of each service process (``DUALPLANE_METRICS_*``)."""
 
     model_config = section("METRICS_")
@@ -33,8 +33,13 @@ class MetricsSettings(BaseSettings):
     bind: str = "127.0.0.1"
     max_domains: int = Field(default=50, ge=0)
 
+    @field_validator("bind")
+    @classmethod
+    def _an_address(cls, value: str) -> str:
+        return checks.host(value)
 
-class LogSettings(BaseSettings):
+
+class LogSettings(Section):
     """How services write their logs (``DUALPLANE_LOG_*``)."""
 
     model_config = section("LOG_")

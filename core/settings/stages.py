@@ -6,17 +6,17 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, NoDecode
+from pydantic_settings import NoDecode
 
 from dualplane.core.settings import checks
-from dualplane.core.settings.base import section
+from dualplane.core.settings.base import Section, section
 
 
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "dualplane"
 
 
-class LimitSettings(BaseSettings):
+class LimitSettings(Section):
     """Sizes and concurrency ceilings shared by the services."""
 
     model_config = section("LIMIT_")
@@ -27,7 +27,7 @@ class LimitSettings(BaseSettings):
     domain_delay_ms: int = Field(default=1000, ge=0)
 
 
-class FrontierSettings(BaseSettings):
+class FrontierSettings(Section):
     """The frontier: dedup storage, admission caps and robots.txt handling."""
 
     model_config = section("FRONTIER_")
@@ -54,14 +54,17 @@ class FrontierSettings(BaseSettings):
     pass_messages: int = Field(default=100, ge=1)
 
 
-class FetchSettings(BaseSettings):
+class FetchSettings(Section):
     """The fetch side of the control contract: capacity, politeness and identity."""
 
     model_config = section("FETCH_")
 
     user_agent: str = "dualplane/0.1 (+https://example.invalid/dualplane)"
-    # Extra delay on top of DUALPLANE_LIMIT_DOMAIN_DELAY_MS, as a fraction: 0.5 = up to +50%.
-    delay_jitter: float = Field(default=0.5, ge=0, le=2)
+    # Extra delay on top of DUALPLANE_LIMIT_DOMAIN_DELAY_MS, as a fraction: 0.2 = up to +20%.
+    # Against "at most R requests in any second" a throttled slot is safe only at its shortest
+    # hold, so its mean rate reaches at most 1 / (1 + jitter / 2) of R: 80% at the former 0.5
+    # (the throttle could never hold the 80% issue 33 asks for), 91% at 0.2, still never periodic.
+    delay_jitter: float = Field(default=0.2, ge=0, le=2)
     permit_wait_s: float = Field(default=2.0, ge=0)
     # On SIGTERM a fetcher stops pulling and finishes its running requests for at most this long
     # (below the 30 s a supervisor waits); what is still running then is requeued by the broker.
@@ -80,7 +83,17 @@ class FetchSettings(BaseSettings):
     # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every
     # page is fetched once per job). >0: follow inline, recording the chain (may refetch targets).
     max_redirects: int = Field(default=0, ge=0)
-    backend: Literal["direct", "scraping_api"] = "direct"
+    backend: Literal["direct", "scraping_api", "browser"] = "direct"
+    # The browser backend (control_plane/fetcher/backends/browser.py): Debian's chromium, at most
+    # browser_contexts pages rendering at once per fetcher, a new browser after pages_per_launch
+    # renders; each render waits for browser_wait (load or networkidle) and browser_wait_selector,
+    # each at most browser_wait_s, then keeps the DOM as it stands.
+    browser_executable: str = "/usr/bin/chromium"
+    browser_contexts: int = Field(default=4, ge=1, le=64)
+    browser_pages_per_launch: int = Field(default=200, ge=1)
+    browser_wait: Literal["load", "networkidle"] = "load"
+    browser_wait_selector: str = ""
+    browser_wait_s: float = Field(default=10.0, gt=0, le=120)
     scraping_api_url: str = "https://api.scrapingant.com/v2/general"
     scraping_api_key: SecretStr | None = None
     scraping_api_render_js: bool = False
@@ -95,6 +108,11 @@ class FetchSettings(BaseSettings):
     max_links_per_page: int = Field(default=2000, ge=0)
     # Follow links marked nofollow too (rel nofollow, ugc, sponsored, or a robots <meta>).
     follow_nofollow: bool = False
+
+    @field_validator("user_agent")
+    @classmethod
+    def _one_header_line(cls, value: str) -> str:
+        return checks.header_value(value)
 
     @field_validator("allow_hosts")
     @classmethod
@@ -112,7 +130,7 @@ class FetchSettings(BaseSettings):
         return checks.http_url(value, "https://api.scrapingant.com/v2/general")
 
 
-class ExtractSettings(BaseSettings):
+class ExtractSettings(Section):
     """The extractor: which record schema it writes, how it batches transactions, what it will parse."""
 
     model_config = section("EXTRACT_")
@@ -145,14 +163,14 @@ class ExtractSettings(BaseSettings):
             raise ValueError(f'{error}, such as {{"books.example.com": "reviews"}}') from None
 
 
-class StackSettings(BaseSettings):
+class StackSettings(Section):
     """The embedded local stack: where it keeps data and which Kafka release it runs."""
 
     model_config = section("STACK_")
 
     data_dir: Path = Field(default_factory=_default_data_dir)
     kafka_version: str = "3.9.1"
-    kafka_controller_port: int | None = None
+    kafka_controller_port: int | None = Field(default=None, ge=1, le=65535)
     kafka_heap_mb: int = Field(default=768, ge=256)
-    rabbitmq_dist_port: int | None = None
+    rabbitmq_dist_port: int | None = Field(default=None, ge=1, le=65535)
     start_timeout_s: float = Field(default=120.0, gt=0)

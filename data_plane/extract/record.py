@@ -47,8 +47,11 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.3.1"
-"""1.3.1: rustdoc and Javadoc pages, and short documentation pages, are read by resiliparse (1.3.0: a lone
+EXTRACTOR_VERSION = "1.4.0"
+"""1.4.0: product fields read as on unseen shops: a price that links to another page, a per-unit price or
+a quantity tier's floor is not the product's, whole and cents in elements of their own are one price, and
+the id in the page's URL is its SKU when the page prints it and nothing else gives one (1.3.1: rustdoc and
+Javadoc pages, and short documentation pages, are read by resiliparse; 1.3.0: a lone
 element named as an article's content is read alone; 1.2.0: pages of mostly preformatted text, listings,
 are read by resiliparse, not trafilatura)."""
 SCHEMA_VERSIONS = (1, 2, 3)

@@ -159,8 +159,11 @@ class Extractor:
             except (ClaimCheckUnavailable, RegistryUnavailable) as error:  # an outage: no traceback, wait
                 log.warning("extractor: %s; resuming at the committed offsets in %s s", error, STORE_RETRY_S)
                 self._stop.wait(STORE_RETRY_S)
-            except Exception:
-                log.exception("extractor: failure; resuming from the committed offsets in 2 s")
+            except Exception as error:
+                if not clients.is_outage(error):
+                    log.exception("extractor: failure; resuming from the committed offsets in 2 s")
+                else:  # a broker restarting: nothing for a person to do, nothing lost
+                    log.warning("extractor: Kafka unavailable (%s); resuming in 2 s", error)
                 self._stop.wait(2.0)
 
     def _run_once(self) -> None:

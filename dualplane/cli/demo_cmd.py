@@ -35,8 +35,8 @@ from dualplane.stack import LocalStack
 
 
 def demo(
-    hosts: Annotated[int, typer.Option(help="Hosts of the sample site.")] = 3,
-    pages: Annotated[int, typer.Option(help="Pages per host.")] = 60,
+    hosts: Annotated[int, typer.Option(min=1, help="Hosts of the sample site.")] = 3,
+    pages: Annotated[int, typer.Option(min=1, help="Pages per host.")] = 60,
     live: Annotated[
         bool, typer.Option("--live/--no-live", help="Live view; --no-live for scripts and CI.")
     ] = True,
@@ -133,6 +133,6 @@ def _commands(summary: CrawlSummary) -> list[str]:
         f"dualplane records export --namespace {DEMO_NAMESPACE} --topic {v2} -o records-v2.jsonl",
         f"dualplane replay --namespace {DEMO_NAMESPACE} --from-time {since} --schema-version 3 "
         f"--to-topic {summary.topics['records']}.v3",
-        f"dualplane report {job} --namespace {DEMO_NAMESPACE} --out report-{job}",
+        f"dualplane report {job} --namespace {DEMO_NAMESPACE} -o report-{job}",
         f"xdg-open {summary.report}",
     ]

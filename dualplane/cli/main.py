@@ -1,6 +1,7 @@
 """Entry point of the ``dualplane`` command: lists the sub-commands and turns errors into exit codes.
 
-Exit codes: 0 success, 1 failure (one readable line on stderr), 2 usage error (from click).
+Exit codes: 0 success, 1 failure, 2 usage or configuration error; each error is one readable line on
+stderr (click's usage errors too, instead of rich's framed box of five lines and more).
 
 A command's module is imported only when that command is used (:mod:`dualplane.cli.lazy`), so
 ``dualplane --help`` and ``dualplane status --help`` start without loading Kafka, AMQP, extraction
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from dualplane.cli.lazy import LazyCommand, LazyGroup
 from dualplane.cli.output import stderr
-from dualplane.core.exceptions import DualplaneError
+from dualplane.core.exceptions import ConfigurationError, DualplaneError
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
@@ -36,6 +37,9 @@ COMMANDS = {
     ),
     "crawl": _cmd(
         "crawl_cmd", "crawl", "Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ.",
+    ),
+    "namespace": _cmd(
+        "namespace_cmd", "app", "Namespaces: private sets of topics and queues on shared brokers."
     ),
     "job": _cmd("job_cmd", "app", "Crawl jobs: cancel one (its queued pages are dropped unfetched)."),
     "status": _cmd(
@@ -73,6 +77,10 @@ COMMANDS = {
         "kafka_cmd", "kafka", "Run a Kafka command-line tool, e.g. `dualplane kafka topics --list`.",
         allow_extra_args=True, ignore_unknown_options=True,
     ),
+    "cluster": _cmd(
+        "cluster_cmd", "app",
+        "Bring replication back after a broker is lost for good (docs/multi-machine.md).",
+    ),
     "config": _cmd(
         "config_cmd", "app", "Inspect the effective settings (DUALPLANE_* environment variables).",
     ),
@@ -88,6 +96,10 @@ COMMANDS = {
     "throttle": _cmd(
         "throttle_cmd", "app",
         "Adaptive throttling: what the block-ratio processor decided per domain, and why.",
+    ),
+    "profile": _cmd(
+        "profile_cmd", "app",
+        "Fetch profiles: backend, rendering, user agent and headers per domain pattern.",
     ),
 }  # fmt: skip
 
@@ -113,8 +125,23 @@ app = LazyGroup(
 
 
 def main() -> None:
+    from typer import Abort
+    from typer import _click as click
+
     try:
-        app.main(prog_name=None)
+        code = app.main(prog_name=None, standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as error:
+        error.show()  # the help text the user asked for by giving nothing
+        sys.exit(error.exit_code)
+    except click.exceptions.UsageError as error:
+        where = f" (`{error.ctx.command_path} --help` says what it takes)" if error.ctx else ""
+        _fail(f"{error.format_message()}{where}", error.exit_code)
+    except click.exceptions.ClickException as error:
+        _fail(error.format_message(), error.exit_code)
+    except Abort:
+        _fail("aborted", 1)
+    except ConfigurationError as error:
+        _fail(f"invalid configuration: {error}", 2)
     except DualplaneError as error:
         _fail(str(error), 1)
     except Exception as error:
@@ -128,6 +155,7 @@ def main() -> None:
         if line is None:
             raise  # a bug: its traceback is what helps
         _fail(line, 1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _fail(line: str, code: int) -> None:

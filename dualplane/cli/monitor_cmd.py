@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 
@@ -22,22 +23,21 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Monitors: crawl jobs that come back, revisiting each page when it is due.")
 
-UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400}
-_DURATION = re.compile(r"^\s*(\d+)\s*([smhd]?)\s*$")
 MonitorArg = Annotated[str, typer.Argument(help="The monitor id, as `dualplane monitor list` shows it.")]
 
 
 def parse_duration_s(text: str, option: str) -> int:
-    """``90``, ``90s``, ``15m``, ``6h`` or ``7d`` in seconds; a usage error naming ``option`` else."""
-    match = _DURATION.match(text)
-    if match is None or int(match.group(1)) == 0:
-        raise typer.BadParameter(f"{text!r} is no duration: write e.g. 90s, 15m, 6h or 7d", param_hint=option)
-    return int(match.group(1)) * UNITS_S[match.group(2) or "s"]
+    """``90``, ``90s``, ``15m``, ``6h`` or ``7d`` in seconds (at most ten years); a usage error naming
+    ``option`` else."""
+    return values.duration_s(text, option)
 
 
 @app.command("create")
 def create(
-    seed: Annotated[list[str] | None, typer.Option("--seed", help="A start URL; repeat for more.")] = None,
+    seed: Annotated[
+        list[str] | None,
+        typer.Option("--seed", parser=values.non_empty, help="A start URL; repeat for more."),
+    ] = None,
     seeds_file: Annotated[str | None, typer.Option(help="Start URLs, one per line (local or s3://).")] = None,
     sitemap: Annotated[
         list[str] | None, typer.Option("--sitemap", help="A sitemap whose pages are seeds.")
@@ -61,7 +61,8 @@ def create(
     ] = None,
     max_depth: Annotated[int | None, typer.Option(min=0, help="Links followed from a seed at most.")] = None,
     allow_domain: Annotated[
-        list[str] | None, typer.Option(help="Domains in scope (default: the seeds').")
+        list[str] | None,
+        typer.Option(parser=values.non_empty, help="Domains in scope (default: the seeds')."),
     ] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
     as_json: JsonOption = False,

@@ -14,6 +14,7 @@ from fastavro import writer as avro_writer
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from dualplane import schemas
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, stderr, stdout, table
 from dualplane.core.exceptions import DualplaneError
@@ -25,9 +26,14 @@ app = typer.Typer(help="Read extracted page records (the records topic, committe
 
 Format = Literal["jsonl", "avro"]
 FormatOption = Annotated[str, typer.Option("--format", help="jsonl (one JSON object per line) or avro.")]
-JobOption = Annotated[str | None, typer.Option("--job", help="Only this job's records.")]
+JobOption = Annotated[
+    str | None, typer.Option("--job", parser=values.non_empty, help="Only this job's records.")
+]
 TopicOption = Annotated[
-    str | None, typer.Option("--topic", help="The records topic to read (default: the namespace's).")
+    str | None,
+    typer.Option(
+        "--topic", parser=values.non_empty, help="The records topic to read (default: the namespace's)."
+    ),
 ]
 
 
@@ -38,8 +44,11 @@ def tail(
     output_format: FormatOption = "jsonl",
     namespace: NamespaceOption = None,
     topic: TopicOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines (the same as --format jsonl).")] = False,
 ) -> None:
     """Print records as extractors commit them, until Ctrl-C."""
+    if as_json:
+        output_format = "jsonl"
     settings = _reading(settings_in(namespace), topic)
     records = iter_records(settings, from_beginning=from_beginning, follow=True, job_id=job)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends
@@ -111,12 +120,14 @@ def _write(records: Iterator[PageRecord], output_format: Format, out: BinaryIO) 
 @app.command("latest")
 def latest(
     url: Annotated[
-        str | None, typer.Option("--url", help="Only this URL (as the frontier wrote it).")
+        str | None,
+        typer.Option("--url", parser=values.non_empty, help="Only this URL (as the frontier wrote it)."),
     ] = None,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """The current record of every URL (or of --url): records.latest, one record per URL."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     with stderr.status(f"reading {settings.topics.records_latest}"):
         records = latest_records(settings, url=url)
     if url is not None and url not in records:

@@ -16,6 +16,7 @@ from rich.progress import (
 )
 
 from dualplane import schemas
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core import metrics
@@ -33,8 +34,10 @@ def replay_command(
     to_offset: Annotated[
         list[str] | None, typer.Option(help="PARTITION:OFFSET to stop before; repeat.")
     ] = None,
-    to_topic: Annotated[str | None, typer.Option(help="Target topic (default: the records topic).")] = None,
-    processes: Annotated[int, typer.Option(help="Worker processes (partitions in parallel).")] = 2,
+    to_topic: Annotated[
+        str | None, typer.Option(parser=values.non_empty, help="Target topic (default: the records topic).")
+    ] = None,
+    processes: Annotated[int, typer.Option(min=1, help="Worker processes (partitions in parallel).")] = 2,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:

@@ -6,11 +6,14 @@ CPU) and the other services in one process; ``--processes N`` runs all the servi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from dualplane.cli import values
+from dualplane.cli.namespace import NAMESPACE_ENV, NamespaceOption, settings_in
 from dualplane.cli.output import configure_logging, stderr
 
 if TYPE_CHECKING:  # imported when the command runs, so that `run --help` starts fast
@@ -24,7 +27,9 @@ def run(
     services: Annotated[
         list[str], typer.Argument(help=f"Services to run: {', '.join(SERVICE_NAMES)}, or all.")
     ],
-    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+    log_level: Annotated[
+        str, typer.Option(parser=values.log_level, help="debug, info, warning or error.")
+    ] = "info",
     heartbeat_file: Annotated[
         Path | None,
         typer.Option(help="Touch this file every 2 s while every service runs (for healthchecks)."),
@@ -44,13 +49,13 @@ def run(
             help="Frontier shards to serve (repeat); default all of DUALPLANE_QUEUE_FRONTIER_SHARDS."
         ),
     ] = None,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Run services until Ctrl-C or SIGTERM (then they stop cleanly); with --processes N, in N child
     processes (frontier shards are divided among them), each restarted never: one that dies stops all.
 
     Without --processes, the extractor runs in one child process per usable core and `pages.raw` is
     given at least that many partitions."""
-    from dualplane.core.settings import Settings
     from dualplane.processes import per_core_commands, run_children, run_processes, usable_cores
 
     names = list(SERVICE_NAMES) if "all" in services else services
@@ -59,7 +64,11 @@ def run(
         raise typer.BadParameter(
             f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(SERVICE_NAMES)} or all"
         )
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
+    if namespace is not None:  # child processes are `dualplane run` too: they read it from there
+        os.environ[NAMESPACE_ENV] = namespace
+    if "extractor" in names:
+        check_extractor_settings(settings)
     shards = _shards(settings, shard)
     cores = usable_cores() if processes is None and "extractor" in names else 1
     if processes is None and cores > 1:
@@ -74,6 +83,16 @@ def run(
 
     configure_logging(log_level, settings.log.format)
     run_services(settings, names, shards, heartbeat=heartbeat_file)
+
+
+def check_extractor_settings(settings: Settings) -> None:
+    """Refuse to start an extractor whose settings name a schema version or a plugin it lacks."""
+    from dualplane.core.exceptions import ConfigurationError
+    from dualplane.data_plane.extractor.startup_checks import configuration_problems
+
+    problems = configuration_problems(settings.extract)
+    if problems:
+        raise ConfigurationError("; ".join(problems))
 
 
 def _partitions_for(settings: Settings, extractors: int) -> None:

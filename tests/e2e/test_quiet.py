@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import re
 import signal
-import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import ConsumerGroupState
 
-from dualplane.brokers.kafka import clients
-from dualplane.core.settings import Settings
 from tests.support.factories import ControlPlaneFactory
-from tests.support.pipeline import Pipeline
+from tests.support.pipeline import Pipeline, wait_stable
 
 pytestmark = pytest.mark.e2e
 
@@ -28,17 +24,6 @@ RAW_LIBRDKAFKA = re.compile(r"^%\d\|")
 BANNER = re.compile(r"ƒaµS†|^\| (transport|datadir|hostname) ")
 # Our text format (core.logs), which Faust's own lines now go through too: time, process, level, logger.
 OUR_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} \d+ (WARNING|ERROR|CRITICAL) [\w.]+: ")
-
-
-def wait_stable(settings: Settings, group: str, timeout_s: float = 90) -> None:
-    admin = clients.admin(settings.kafka)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        (future,) = admin.describe_consumer_groups([group], request_timeout=5).values()
-        if future.result().state == ConsumerGroupState.STABLE:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"the throttle's group {group} did not become stable in {timeout_s:.0f} s")
 
 
 def test_the_throttle_service_at_warning_prints_no_banner_and_no_raw_librdkafka_line(

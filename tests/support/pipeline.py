@@ -7,10 +7,14 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import ConsumerGroupState
+
 from dualplane import schemas
+from dualplane.brokers.kafka import clients
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.core.settings import Settings
 from tests.support.paths import REPO_ROOT
@@ -89,3 +93,15 @@ class Pipeline:
 def read_topic(settings: Settings, topic: str) -> list[dict[str, Any]]:
     """Every record of ``topic`` from the beginning to its current end, decoded."""
     return [schemas.decode(message.value() or b"").record for message in read_to_end(settings.kafka, topic)]
+
+
+def wait_stable(settings: Settings, group: str, timeout_s: float = 90) -> None:
+    """Wait until the consumer group ``group`` is stable (its members joined and own partitions)."""
+    admin = clients.admin(settings.kafka)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        (future,) = admin.describe_consumer_groups([group], request_timeout=5).values()
+        if future.result().state == ConsumerGroupState.STABLE:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the consumer group {group} did not become stable in {timeout_s:.0f} s")

@@ -36,6 +36,13 @@ def _the_error_line(result: CliResult) -> str:
         ("DUALPLANE_KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:99999", ["status"]),
         ("DUALPLANE_FETCH_ALLOW_HOSTS", "not a cidr/99", ["run", "fetcher"]),
         ("DUALPLANE_FETCH_PROXIES", "::bad", ["run", "fetcher"]),
+        # #34: each was taken, and failed later (test_bad_values sweeps every setting in-process)
+        ("DUALPLANE_FETCH_USER_AGENT", "bot/1.0\r\nX-Injected: 1", ["run", "fetcher"]),
+        ("DUALPLANE_FETCH_USER_AGENT", "", ["run", "fetcher"]),
+        ("DUALPLANE_FETCH_TOTAL_TIMEOUT_S", "inf", ["run", "fetcher"]),
+        ("DUALPLANE_EXTRACT_SCHEMA_VERSION", "99", ["run", "extractor"]),
+        ("DUALPLANE_EXTRACT_EXTRACTOR_BY_DOMAIN", '{"shop.example": "no-such-plugin"}', ["run", "extractor"]),
+        ("DUALPLANE_AMQP_MANAGEMENT_URL", "notaurl", ["status"]),
     ],
 )
 def test_a_bad_setting_is_one_line_naming_it_and_no_traceback(
@@ -47,6 +54,27 @@ def test_a_bad_setting_is_one_line_naming_it_and_no_traceback(
     assert result.exit_code == 2, (result.exit_code, result.stderr)
     assert f"invalid configuration: {variable}: " in _the_error_line(result)
     assert time.monotonic() - started < 20, "refused at start, before any broker was tried"
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["dlq", "list", "--limit", "-1"], "'--limit'"),  # showed "0 dead letter(s)" while 3 existed
+        (["records", "latest", "--url", ""], "'--url'"),
+        (
+            ["monitor", "create", "--seed", "http://a.example/", "--interval", "99999999999999999999d"],
+            "--interval",
+        ),
+        (["replay", "--schema-version", "99"], "--schema-version"),
+    ],
+    ids=" ".join,
+)
+def test_a_bad_option_is_one_line_naming_it_and_no_traceback(argv: list[str], option: str) -> None:
+    result = run_cli(*argv, timeout_s=60)
+
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert f"Invalid value for {option}" in _the_error_line(result)
+    assert "success" not in result.stdout and "monitor " not in result.stdout
 
 
 def test_good_values_of_the_checked_settings_are_taken() -> None:
