@@ -47,9 +47,10 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.4.1"
-"""1.4.1: a published "out of stock" is no statement about the product when another of its offers is in stock
-(a variant sold out); 1.4.0: product fields read as on unseen shops: a price that links to another page, a
+EXTRACTOR_VERSION = "1.4.2"
+"""1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
+published "out of stock" is no statement about the product when another of its offers is in stock (a
+variant sold out); 1.4.0: product fields read as on unseen shops: a price that links to another page, a
 per-unit price or a quantity tier's floor is not the product's, whole and cents in elements of their own
 are one price, and the id in the page's URL is its SKU when the page prints it and nothing else gives one
 (1.3.1: rustdoc and Javadoc pages, and short documentation pages, are read by resiliparse; 1.3.0: a lone
@@ -185,11 +186,15 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     data = read_structured(html, final_url, tree)
     element = main_element(tree)
-    docs = documentation_page(tree, html)
+    generated = documentation_page(tree, html)
     markup = Markup(tree)
-    docs = docs or preformatted_page(markup.tree)  # read on the pruned tree: scripts and styles are gone
+    docs = generated or preformatted_page(markup.tree)  # read on the pruned tree: scripts and styles are gone
     description = description_of(markup)
-    product = extract_product(markup, data, final_url, html=html)
+    # A page a documentation generator built is a product's only where its structured data says so: the
+    # markup heuristics (prices, stock, buy controls) cost 2-5 ms of a 5-20 ms documentation page and found
+    # no product on any of the 127 such pages of doc_sites.py's dev split. Listings keep them: a book's
+    # page in plain text is one (dev's oreilly.co.jp).
+    product = extract_product(markup, data, final_url, heuristics=not generated, html=html)
     # The route needs to know whether the page is a product page: the product comes first.
     shown = element if element is not None and element.shown_in(markup.tree) else None
     route = text_route(html, shown, product_page=product is not None and not data.articles, docs=docs)

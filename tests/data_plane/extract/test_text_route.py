@@ -236,3 +236,24 @@ def test_a_listing_is_read_without_trafilatura(monkeypatch: pytest.MonkeyPatch) 
     page = raw_page(html.encode(), URL, fetched_at=datetime(2024, 6, 1, tzinfo=UTC), charset="utf-8")
     record = extract_record(page, schema_version=3)
     assert asked == [] and record["text"] is not None and "def f399():" in record["text"]
+
+
+SHOWN_PRODUCT = f"""<main><h1>Pro licence</h1><p class="price">$49.00</p><p class="stock">In stock</p>
+<p>Item number: PRO-49</p><button class="add-to-cart">Add to cart</button>{PARAGRAPH * 3}</main>"""
+DECLARED = """<script type="application/ld+json">{"@type": "Product", "name": "Pro licence",
+"offers": {"price": "49.00", "priceCurrency": "USD"}}</script>"""
+
+
+@pytest.mark.parametrize(
+    ("head", "product"),
+    [
+        ("", True),  # the markup heuristics find it on any other page
+        ('<meta name="generator" content="mkdocs-1.6.1">', False),
+        (f'<meta name="generator" content="mkdocs-1.6.1">{DECLARED}', True),
+    ],
+)
+def test_a_documentation_page_is_a_product_page_only_by_its_structured_data(head: str, product: bool) -> None:
+    html = f"<html><head><title>Pricing</title>{head}</head><body>{SHOWN_PRODUCT}</body></html>"
+    page = raw_page(html.encode(), URL, fetched_at=datetime(2024, 6, 1, tzinfo=UTC), charset="utf-8")
+    record = extract_record(page, schema_version=3)
+    assert (record["product"] is not None) is product
