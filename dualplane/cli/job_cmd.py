@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout
 
@@ -25,9 +26,9 @@ def cancel(
             help="Return only once no fetcher will start a fetch of the job (each running one confirmed).",
         ),
     ] = False,
-    timeout_s: Annotated[
-        float, typer.Option("--timeout", min=0, help="With --wait: give up (exit 1) after this many seconds.")
-    ] = 60,
+    timeout: Annotated[
+        str, typer.Option("--timeout", help="With --wait: give up (exit 1) after this long (60s, 5m).")
+    ] = "60s",
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
@@ -39,6 +40,7 @@ def cancel(
     from dualplane.brokers.amqp.messages import check_job_id
     from dualplane.control_plane.frontier.client import JobClient
 
+    timeout_s = values.duration_s(timeout, "--timeout")
     try:
         check_job_id(job_id)
     except ValueError as error:
