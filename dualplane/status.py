@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from dualplane.brokers.amqp.management import queue_stats
@@ -23,6 +23,7 @@ from dualplane.brokers.kafka.lag import consumer_lag, extractor_lag
 from dualplane.brokers.kafka.replication import kafka_replication
 from dualplane.connectors.sink.lag import sink_lag
 from dualplane.control_plane.frontier.jobs import FinishRule, Verdict, eta_s, finished_count, remaining
+from dualplane.control_plane.frontier.outcomes import job_outcomes
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.core.settings import Settings
 from dualplane.data_plane.throttle.snapshot import read_snapshot
@@ -89,22 +90,43 @@ def job_detail(
     The frontier's own ``idle`` (nothing queued, in flight, retrying or in the backlog) is shown as
     ``frontier_idle``: named ``idle``, it said a job was idle while the extractor was still behind
     (a probe's finding), and a job is finished only once its pages' records are committed too.
+    A finished job's records and dead letters are counted, as ``crawl --wait`` counts them: ``complete``
+    says whether every fetched page has its record (``why`` says how many were dead-lettered and why).
     """
-    row = job_row(snapshot, _verdict(snapshot, extractor_lag, now_s))
+    verdict = _verdict(snapshot, extractor_lag, now_s, settings)
+    row = job_row(snapshot, verdict)
     counters = {key: value for key, value in snapshot.items() if key != "idle"}
     return {
         **counters,
         "state": row["state"],
         "why": row["why"],
+        "complete": verdict.complete if verdict.finished else None,
+        "records": verdict.records,
         "frontier_idle": bool(snapshot.get("idle")),
         "extractor_lag": extractor_lag,
     }
 
 
-def _verdict(snapshot: dict[str, Any], lag: int | None, now_s: float) -> Verdict:
+def _verdict(
+    snapshot: dict[str, Any], lag: int | None, now_s: float, settings: Settings | None = None
+) -> Verdict:
     """:class:`FinishRule`'s verdict given the extractor's ``lag`` read once for the whole view; with
-    it unknown (Kafka did not answer), a job whose records count cannot be called finished."""
+    it unknown (Kafka did not answer), a job whose records count cannot be called finished. With
+    ``settings`` (one job's detail), a finished job's records and dead letters are counted too."""
+    if settings is not None:
+        counted = FinishRule(lambda: lag or 0, outcomes=lambda job, since: job_outcomes(settings, job, since))
+        try:
+            verdict = counted.judge_at(snapshot, now_s, lag)
+        except Exception:  # a broker away while counting: the uncounted verdict, as for the job list
+            verdict = _verdict(snapshot, lag, now_s)
+            return replace(verdict, why=f"{verdict.why} (records not counted: the brokers did not answer)")
+        return _known(verdict, lag)
     verdict = FinishRule(lambda: lag or 0).judge_at(snapshot, now_s, lag)
+    return _known(verdict, lag)
+
+
+def _known(verdict: Verdict, lag: int | None) -> Verdict:
+    """``verdict``, unless the lag is unknown and the verdict needed it: records unknown, not finished."""
     if lag is None and verdict.records_pending is not None:
         why = "records unknown: Kafka did not give the extractor's lag"
         return Verdict(False, why, verdict.pages, stalled=verdict.stalled)

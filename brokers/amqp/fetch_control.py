@@ -14,6 +14,7 @@ starts later reads the cancel from the progress snapshots before it takes any ta
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -21,9 +22,12 @@ from collections.abc import Callable
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
 
+from dualplane.brokers.amqp.exceptions import MessageRejected
 from dualplane.brokers.amqp.lanes import PRIORITIES
 from dualplane.brokers.amqp.messages import JobCancel, decode
 from dualplane.brokers.amqp.topology import Topology
+
+log = logging.getLogger(__name__)
 
 REBROADCAST_S = 1.0  # a fetcher that connected after the last broadcast hears the next one
 
@@ -39,7 +43,11 @@ def listen(
     def on_message(
         _channel: BlockingChannel, _method: object, properties: pika.BasicProperties, body: bytes
     ) -> None:
-        cancel = decode(body, JobCancel)
+        try:
+            cancel = decode(body, JobCancel)
+        except MessageRejected as rejected:  # not ours to act on; the fetcher must not reconnect over it
+            log.warning("ignoring a message on %s: %s", topology.fetch_control_exchange, rejected.reason)
+            return
         on_cancel(cancel, properties.reply_to or "", properties.correlation_id or "")
 
     channel.basic_consume(queue, on_message, auto_ack=True)  # a lost cancel is broadcast again

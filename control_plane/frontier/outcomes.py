@@ -14,7 +14,9 @@ failed extraction a success. Counted from the brokers:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from dualplane.brokers import amqp
 from dualplane.brokers.amqp.dead_letters import list_dead_letters
@@ -43,20 +45,27 @@ class JobOutcomes:
 def job_outcomes(settings: Settings, job_id: str, since_s: float) -> JobOutcomes:
     """Count ``job_id``'s records and dead letters written since ``since_s`` (epoch seconds)."""
     since_ms = int(since_s * 1000) - 60_000  # a minute early: clocks of other machines may lag ours
-    codec = install(settings)
-    records = 0
-    for message in read_to_end(settings.kafka, settings.topics.records, since_ms=since_ms):
-        if codec.decode(message.value() or b"").record.get("job_id") == job_id:
-            records += 1
+    records = sum(1 for _ in _of_job(settings, settings.topics.records, job_id, since_ms))
     reasons: Counter[str] = Counter()
     extraction = 0
-    for message in read_to_end(settings.kafka, settings.topics.dead_letters, since_ms=since_ms):
-        letter = codec.decode(message.value() or b"").record
-        if letter.get("job_id") == job_id:
-            extraction += 1
-            reasons[f"extraction ({letter.get('stage')}): {_first_line(str(letter.get('reason')))}"] += 1
+    for letter in _of_job(settings, settings.topics.dead_letters, job_id, since_ms):
+        extraction += 1
+        reasons[f"extraction ({letter.get('stage')}): {_first_line(str(letter.get('reason')))}"] += 1
     reasons.update(_fetch_reasons(settings, job_id))
     return JobOutcomes(records, extraction, reasons)
+
+
+def _of_job(settings: Settings, topic: str, job_id: str, since_ms: int) -> Iterator[dict[str, Any]]:
+    """The decoded values of ``topic`` since ``since_ms`` that belong to ``job_id``. A value that does
+    not decode is another writer's business (the extractor dead-letters its own): skipped."""
+    codec = install(settings)
+    for message in read_to_end(settings.kafka, topic, since_ms=since_ms):
+        try:
+            record = codec.decode(message.value() or b"").record
+        except Exception:  # undecodable: see above
+            continue
+        if record.get("job_id") == job_id:
+            yield record
 
 
 def _fetch_reasons(settings: Settings, job_id: str) -> Counter[str]:

@@ -162,14 +162,23 @@ def _conclude(job_id: str, verdict: Verdict, timeout_s: float) -> None:
     stderr.print(f"job {job_id} finished: {verdict.why}", soft_wrap=True)
 
 
-def _no_seeds(jobs: Any, job_id: str, as_json: bool) -> None:
+def _no_seeds(jobs: Any, job_id: str, as_json: bool, monitor: str | None = None) -> None:
     """Every seed source failed (all sitemaps unreadable, a seed list of bad lines only): say so now
-    and end the job, rather than leave it "running" with nothing to crawl until it stalls."""
+    and end the job (a monitor's first visit), rather than leave it "running" with nothing to crawl
+    until it stalls. Exits 1."""
     jobs.cancel(job_id, force=True)  # the frontier may not have published it yet
     why = "no seed: every seed source failed (the problems are above, and in `dualplane dlq list`)"
     if as_json:
-        print_json({"job_id": job_id, "seeds": 0, "finished": False, "why": why})
-    stderr.print(f"error: job {job_id} has {why}; it was ended, with nothing crawled", soft_wrap=True)
+        print_json({"job_id": job_id, "monitor_id": monitor, "seeds": 0, "finished": False, "why": why})
+    if monitor is None:
+        stderr.print(f"error: job {job_id} has {why}; it was ended, with nothing crawled", soft_wrap=True)
+    else:
+        stderr.print(
+            f"error: monitor {monitor}'s first visit {job_id} has {why}; the visit was ended, with nothing "
+            f"crawled. The monitor reads its sitemaps again at its next visit (`dualplane monitor visit "
+            f"{monitor}`), or drop it with `dualplane monitor delete {monitor}`",
+            soft_wrap=True,
+        )
     raise typer.Exit(1)
 
 

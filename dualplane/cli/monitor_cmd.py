@@ -70,7 +70,7 @@ def create(
 ) -> None:
     """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due."""
     from dualplane.brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
-    from dualplane.cli.crawl_cmd import _lane, _read_seeds
+    from dualplane.cli.crawl_cmd import _lane, _no_seeds, _read_seeds
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
     from dualplane.control_plane.frontier.client import JobClient
@@ -107,6 +107,8 @@ def create(
         count += submit_sitemaps(
             JobClient(settings), job, sitemap or [], seeds if sitemaps_from_robots else []
         )
+    if count == 0:
+        _no_seeds(JobClient(settings), job.job_id, as_json, monitor=monitor_id)
     summary = {"monitor_id": monitor_id, "first_visit_job": job.job_id, "seeds": count,
                "interval_s": interval_s, "min_interval_s": min_s, "max_interval_s": max_s}  # fmt: skip
     if as_json:

@@ -143,3 +143,20 @@ def test_a_job_whose_sitemaps_all_failed_says_so_at_once(services: Settings) -> 
     assert time.monotonic() - started < 60, "it waited instead of saying so at once"
     assert "has no seed: every seed source failed" in result.stderr
     assert result.json()["seeds"] == 0
+
+
+def test_a_monitor_whose_sitemaps_all_failed_says_so_at_once(services: Settings) -> None:
+    site = Site(robots_failures=0)
+    try:
+        result = run_cli(
+            "monitor", "create", "--sitemap", f"{site.url}/missing-sitemap.xml", "--monitor", "no-seeds",
+            "--interval", "1h", "--json", env=services.to_env(), timeout_s=120,
+        )  # fmt: skip
+    finally:
+        site.close()
+
+    assert result.exit_code == 1, result.stderr
+    assert "monitor no-seeds's first visit" in result.stderr and "has no seed" in result.stderr
+    first_visit = result.json()["job_id"]
+    look = run_cli("status", "--job", first_visit, "--json", env=services.to_env(), timeout_s=60)
+    assert look.json()["job"]["state"] == "cancelled", look.stdout  # over, not "running" until it stalls
