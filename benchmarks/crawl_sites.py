@@ -71,10 +71,10 @@ class Site:
             str(hosts),
             "--pages",
             str(pages_per_host),
-            "--seed",
+            "--random-seed",
             "21",
-            "--latency-ms",
-            str(latency_ms),
+            "--latency",
+            f"{latency_ms}ms",
             "--json",
         ]
         return cls("sample", command)

@@ -53,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import extractor_cpu
 from confluent_kafka import KafkaException
 from crawl_sites import Site
 from real_sites import DEFAULT_CACHE_DIR, DEFAULT_MIRROR_ROOT
@@ -214,14 +215,20 @@ def crawl_dualplane(
     profile: Path | None = None,
     *,
     gil: bool = False,
+    peer_pages: Path | None = None,
 ) -> Crawl:
     settings = _settings(work, concurrency, layout)
     env = {**os.environ, **settings.to_env()}
     names = [name for name, _ in layout.commands()]
+    metrics_port = extractor_cpu.metrics_ports()
+    # Only the processes that extract serve metrics: `run SERVICE --processes N` children of every
+    # service would otherwise take the same ports.
+    with_metrics = {**env, "DUALPLANE_METRICS_PORT": str(metrics_port)}
     services = [
-        subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for _, command in layout.commands()
-    ]
+        subprocess.Popen(command, env=with_metrics if name in {"all", "extractor"} else env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, command in layout.commands()
+    ]  # fmt: skip
     brokers = _broker_pids(settings)
     try:
         time.sleep(8)  # imports, topic and queue declarations, throttle view: before the clock starts
@@ -244,6 +251,7 @@ def crawl_dualplane(
                        for name, pid in brokers.items()}  # fmt: skip
         broker_cpu = sum(each_broker.values())
         rss = peak_rss_mib([p.pid for p in services])
+        service_cpu = extractor_cpu.in_service(metrics_port)
         for spy in spies:  # py-spy writes its samples when interrupted
             spy.send_signal(signal.SIGINT)
             spy.wait(60)
@@ -253,6 +261,15 @@ def crawl_dualplane(
         for process in services:
             process.wait(90)
     log = site.log()
+    if peer_pages is not None:  # trafilatura alone on the pages this crawl fetched, before the next reset
+        peer = extractor_cpu.trafilatura_alone(
+            extractor_cpu.served_pages(site.urls[0], site.description, peer_pages)
+        )
+        service_cpu = {
+            **service_cpu,
+            "trafilatura_alone": peer,
+            "over_trafilatura": round(service_cpu["cpu_ms_per_page"] / max(peer["cpu_ms_per_page"], 1e-9), 3),
+        }
     record_times = [m.timestamp()[1] / 1000 for m in read_to_end(settings.kafka, settings.topics.records)]
     raw = sum(1 for _ in read_to_end(settings.kafka, settings.topics.pages_raw))
     drop_namespace(settings)
@@ -262,7 +279,7 @@ def crawl_dualplane(
     print("   dualplane site duration p50/p90 ms", log.duration_ms_p50_p90, file=sys.stderr)
     return Crawl("dualplane", pages, end - log.first, cpu, broker_cpu, rss, len(record_times),
                  extra={"layout": layout.label(), "raw_pages": raw, "timeline": log.timeline(),
-                        "broker_outages": outages,
+                        "broker_outages": outages, "extract_cpu_in_service": service_cpu,
                         "cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1) for name, c in
                                             zip(names, each, strict=True)},
                         "broker_cpu_ms_per_page": {name: round(1000 * c / max(pages, 1), 1)
@@ -398,6 +415,12 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write py-spy samples of every service here")
     parser.add_argument("--gil", action="store_true", help="profile only threads holding the GIL")
     parser.add_argument("--no-scrapy", action="store_true", help="dualplane alone (profiling runs)")
+    parser.add_argument(
+        "--peer-cpu",
+        action="store_true",
+        help="real sites: also run trafilatura alone on each crawl's pages (its CPU ms/page beside the "
+        "extractor service's own, dualplane_extract_cpu_seconds)",
+    )
     args = parser.parse_args()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -433,7 +456,9 @@ def run_site(site: Site, args: argparse.Namespace, layout: Layout, work: Path) -
     report: dict[str, Any] = {"label": site.label(), "served": site.description.get("sites")}
     ours, theirs = [], []
     for _ in range(args.rounds):
-        ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile, gil=args.gil))
+        peer_pages = args.cache_dir if args.peer_cpu and site.name == "real" else None
+        ours.append(crawl_dualplane(site, args.concurrency, layout, work, args.profile, gil=args.gil,
+                                    peer_pages=peer_pages))  # fmt: skip
         line = f"  round: dualplane {ours[-1].pages} pages, {ours[-1].pages_per_s:.1f} pages/s"
         if not args.no_scrapy:
             theirs.append(crawl_scrapy(site, args.concurrency, work))
@@ -442,7 +467,8 @@ def run_site(site: Site, args: argparse.Namespace, layout: Layout, work: Path) -
         _say(
             args,
             f"{line}; dualplane CPU ms/page {extra['cpu_ms_per_page']}, "
-            f"brokers {extra['broker_cpu_ms_per_page']}",
+            f"brokers {extra['broker_cpu_ms_per_page']}; extraction in the service "
+            f"{extra['extract_cpu_in_service']}",
         )
         if extra["broker_outages"]:
             _say(args, "  (Kafka was restarted during this round by someone else: not comparable)")

@@ -6,6 +6,9 @@ on ``PYTHONPATH``, so the extractor before a change is scored and timed in the s
 the same pages, as the one after it:
 
     PYTHONPATH=/tmp/old-tree python benchmarks/extract_pages.py --set dev
+
+``--pages FILE`` extracts the pages of a plain JSON-lines file instead (``id``, ``url``, ``html`` each):
+``product_generalization.py`` writes the copies it scores (a page without its markup) there.
 """
 
 from __future__ import annotations
@@ -127,9 +130,15 @@ def main() -> None:
     parser.add_argument(
         "--id-prefix", action="append", default=[], help="only entries whose id starts with this (repeatable)"
     )
+    parser.add_argument("--pages", type=Path, help="extract the pages of this JSON-lines file instead")
     args = parser.parse_args()
     names = (args.only,) if args.only else DATASETS
-    for page in dataset(args.split, names, limit=args.limit, id_prefix=tuple(args.id_prefix)):
+    pages = (
+        map(json.loads, args.pages.read_text(encoding="utf-8").splitlines())
+        if args.pages
+        else dataset(args.split, names, limit=args.limit, id_prefix=tuple(args.id_prefix))
+    )
+    for page in pages:
         sys.stdout.write(json.dumps(extract_one(page, args.schema_version), default=_plain) + "\n")
 
 

@@ -37,10 +37,14 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGES = ("data_plane", "control_plane", "dualplane", "schemas", "connectors", "core", "brokers")
-SETS = ("dev", "test", "docs", "large", "sites", "sample-site")
+SETS = ("dev", "test", "docs", "large", "sites", "sample-site", "docsites-dev", "docsites-test")
 LARGE_BYTES = 300_000
 """The ``large`` set: dev pages whose HTML holds at least this many bytes of UTF-8."""
 SITE_PAGES = 100
+DOC_SITE_PAGES = 40
+"""The ``docsites-dev`` and ``docsites-test`` sets: at most this many pages of each documentation site of
+``doc_sites.py`` in that split, spread evenly over its pages in path order. Their report adds each site's
+figures (page ids start with the site's name)."""
 """The ``sites`` set: this many pages of each real site the crawl benchmark serves, spread evenly over its
 pages in path order (the pages a crawl of ``crawl_vs_scrapy.py`` extracts, not pages chosen for size)."""
 TRAFILATURA = "trafilatura"
@@ -61,6 +65,8 @@ def pages_of(name: str) -> dict[str, dict[str, Any]]:
 
     if name == "sites":
         return _site_pages()
+    if name.startswith("docsites-"):
+        return _doc_site_pages(name.removeprefix("docsites-"))
     if name == "docs":
         found = pages_file(DATA / "docs_pages.jsonl.xz")
     elif name == "large":
@@ -75,10 +81,7 @@ def pages_of(name: str) -> dict[str, dict[str, Any]]:
 
 def _site_pages() -> dict[str, dict[str, Any]]:
     """``SITE_PAGES`` HTML pages of each real site of ``real_sites.py``, as built in its cache directory."""
-    from extract_pages import FETCHED_AT  # noqa: PLC0415
     from real_sites import DEFAULT_CACHE_DIR, SITES  # noqa: PLC0415
-
-    from dualplane.data_plane.extract.offline import raw_page  # noqa: PLC0415
 
     found: dict[str, dict[str, Any]] = {}
     for site in SITES:
@@ -89,12 +92,31 @@ def _site_pages() -> dict[str, dict[str, Any]]:
                 f"no pages of {site.name} in {root}: build them first with "
                 f"`.venv/bin/python benchmarks/real_sites.py --build-only`"
             )
-        for path in paths[:: max(1, len(paths) // SITE_PAGES)][:SITE_PAGES]:
-            relative = path.relative_to(root).as_posix()
-            url = f"http://{site.name}.invalid/{relative}"
-            found[f"{site.name}/{relative}"] = raw_page(
-                path.read_bytes(), url, fetched_at=FETCHED_AT, charset="utf-8"
-            )
+        found.update(_spread(site.name, root, paths, SITE_PAGES))
+    return found
+
+
+def _doc_site_pages(split: str) -> dict[str, dict[str, Any]]:
+    """``DOC_SITE_PAGES`` HTML pages of each documentation site of ``doc_sites.py`` in ``split``."""
+    from doc_sites import built  # noqa: PLC0415
+
+    found: dict[str, dict[str, Any]] = {}
+    for name, root in built(split).items():
+        found.update(_spread(name, root, sorted(root.rglob("*.html")), DOC_SITE_PAGES))
+    return found
+
+
+def _spread(name: str, root: Path, paths: list[Path], count: int) -> dict[str, dict[str, Any]]:
+    """``count`` of ``paths`` (below ``root``), evenly spread, as raw pages of host ``NAME.invalid``."""
+    from extract_pages import FETCHED_AT  # noqa: PLC0415
+
+    from dualplane.data_plane.extract.offline import raw_page  # noqa: PLC0415
+
+    found = {}
+    for path in paths[:: max(1, len(paths) // count)][:count]:
+        relative = path.relative_to(root).as_posix()
+        url = f"http://{name}.invalid/{relative}"
+        found[f"{name}/{relative}"] = raw_page(path.read_bytes(), url, fetched_at=FETCHED_AT, charset="utf-8")
     return found
 
 
@@ -113,14 +135,18 @@ def work(pages_file: Path, out_file: Path, keep_records: bool, system: str) -> N
     pages: dict[str, dict[str, Any]] = pickle.loads(pages_file.read_bytes())
     warm_up()
     records: dict[str, Any] = {}
+    page_ms: dict[str, float] = {}
     started = time.process_time()
     for key, page in pages.items():
+        page_started = time.process_time()
         try:
             records[key] = extract_record(page, schema_version=3)
         except ExtractionFailed as error:
             records[key] = ("failed", str(error))
+        page_ms[key] = (time.process_time() - page_started) * 1000
     ms_per_page = (time.process_time() - started) * 1000 / len(pages)
-    out_file.write_bytes(pickle.dumps({"ms": ms_per_page, "records": records if keep_records else None}))
+    result = {"ms": ms_per_page, "page_ms": page_ms, "records": records if keep_records else None}
+    out_file.write_bytes(pickle.dumps(result))
 
 
 def work_trafilatura(pages_file: Path, out_file: Path) -> None:
@@ -136,11 +162,14 @@ def work_trafilatura(pages_file: Path, out_file: Path) -> None:
     from trafilatura import external  # noqa: PLC0415
 
     define_stoplist(external.JT_STOPLIST or external.jt_stoplist_init())
+    page_ms: dict[str, float] = {}
     started = time.process_time()
-    for html, url in htmls.values():
+    for key, (html, url) in htmls.items():
+        page_started = time.process_time()
         trafilatura.extract(html, url=url)
+        page_ms[key] = (time.process_time() - page_started) * 1000
     ms_per_page = (time.process_time() - started) * 1000 / len(pages)
-    out_file.write_bytes(pickle.dumps({"ms": ms_per_page, "records": None}))
+    out_file.write_bytes(pickle.dumps({"ms": ms_per_page, "page_ms": page_ms, "records": None}))
 
 
 def run_worker(
@@ -175,15 +204,18 @@ def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dic
     pages_file.write_bytes(pickle.dumps(pages_of(name)))
     systems = [*trees, TRAFILATURA]
     ms: dict[str, list[float]] = {system: [] for system in systems}
+    page_ms: dict[str, list[dict[str, float]]] = {system: [] for system in systems}
     records: dict[str, Any] = {}
     for index in range(rounds):
         for system in systems if index % 2 == 0 else reversed(systems):
             tree, kind = (trees[system], "extract") if system in trees else (trees["after"], system)
             result = run_worker(tree, pages_file, scratch / f"{system}.out", index == 0, kind)
             ms[system].append(result["ms"])
+            page_ms[system].append(result["page_ms"])
             records.setdefault(system, result["records"])
     medians = {system: statistics.median(values) for system, values in ms.items()}
     return {
+        **({"per_site": per_site(page_ms)} if name.startswith("docsites-") else {}),
         "pages": len(records["after"]),
         "ms_per_page": {system: [round(value, 2) for value in values] for system, values in ms.items()},
         "median_ms_per_page": {system: round(value, 2) for system, value in medians.items()},
@@ -191,6 +223,24 @@ def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dic
         "after_over_trafilatura": round(medians["after"] / medians[TRAFILATURA], 3),
         "differing_records": differing(records["before"], records["after"]),
     }
+
+
+def per_site(page_ms: dict[str, list[dict[str, float]]]) -> dict[str, dict[str, Any]]:
+    """Each site's pages (ids ``SITE/PATH``): CPU ms/page of each system, the median of its rounds, and
+    after / trafilatura."""
+    sites = sorted({key.split("/", 1)[0] for key in page_ms["after"][0]})
+    found: dict[str, dict[str, Any]] = {}
+    for site in sites:
+        medians = {}
+        for system, rounds in page_ms.items():
+            means = [
+                statistics.fmean(v for k, v in one.items() if k.startswith(f"{site}/")) for one in rounds
+            ]
+            medians[system] = round(statistics.median(means), 2)
+        pages = sum(1 for key in page_ms["after"][0] if key.startswith(f"{site}/"))
+        ratio = round(medians["after"] / medians[TRAFILATURA], 3)
+        found[site] = {"pages": pages, "median_ms_per_page": medians, "after_over_trafilatura": ratio}
+    return found
 
 
 def main() -> None:
@@ -232,6 +282,14 @@ def main() -> None:
                 f"records differing: {len(changed)}{' ' + ', '.join(changed[:10]) if changed else ''}",
                 flush=True,
             )
+            for site, figures in report.get("per_site", {}).items():
+                site_medians = figures["median_ms_per_page"]
+                print(
+                    f"  {site:16} {figures['pages']:3} pages: before {site_medians['before']:7.2f}  after "
+                    f"{site_medians['after']:7.2f}  trafilatura {site_medians[TRAFILATURA]:7.2f}  "
+                    f"after / trafilatura x{figures['after_over_trafilatura']}",
+                    flush=True,
+                )
         if args.json:
             found = {"baseline_ref": args.baseline_ref, "rounds": args.rounds, "sets": reports}
             print(json.dumps(found, indent=2))

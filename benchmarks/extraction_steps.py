@@ -63,7 +63,9 @@ def one_page(page: dict[str, Any], lap: Laps, routes: Laps, counts: dict[str, in
     tree = lap("lexbor parse", lambda: LexborHTMLParser(html))
     lap("links", lambda: extract_links(tree, url))
     data = lap("structured data", lambda: read_structured(html, url, tree))
-    element, docs = lap("main element, docs check", lambda: (main_element(tree), documentation_page(tree)))
+    element, docs = lap(
+        "main element, docs check", lambda: (main_element(tree), documentation_page(tree, html))
+    )
     markup = lap("markup tree", lambda: Markup(tree))
     docs = docs or lap("preformatted check", lambda: preformatted_page(markup.tree))
     lap("description", lambda: description_of(markup))

@@ -86,24 +86,29 @@ def _from_record(found: dict[str, Any]) -> Output:
 
 
 def subprocess_runs(args: argparse.Namespace) -> dict[str, dict[str, Output]]:
-    """``ours`` and (with ``--baseline-ref``) ``before``, each extracted by ``extract_pages.py`` in its
-    own process, both at once: on a shared, noisy machine two concurrent runs see the same load, so
-    their ms/page compare fairly. Outputs by system, then by page id."""
+    """``ours`` and (with ``--baseline-ref``) ``before`` on the pages of ``args.split``."""
+    command = ["--set", args.split, "--schema-version", str(args.schema_version)]
+    command += ["--limit", str(args.limit)] if args.limit else []
+    command += ["--only", args.only] if args.only else []
+    command += [f"--id-prefix={prefix}" for prefix in args.id_prefix]
+    return extractor_runs(args.baseline_ref, command)
+
+
+def extractor_runs(baseline_ref: str | None, extract_args: list[str]) -> dict[str, dict[str, Output]]:
+    """``ours`` and (with ``baseline_ref``) ``before``, each extracted by ``extract_pages.py`` (given
+    ``extract_args``) in its own process, both at once: on a shared, noisy machine two concurrent runs
+    see the same load, so their ms/page compare fairly. Outputs by system, then by page id."""
     with tempfile.TemporaryDirectory(prefix="dualplane-before-") as tree:
         trees = {"ours": str(REPO)}
-        if args.baseline_ref:
+        if baseline_ref:
             archive = subprocess.run(
-                ["git", "-C", str(REPO), "archive", args.baseline_ref, *PACKAGES],
+                ["git", "-C", str(REPO), "archive", baseline_ref, *PACKAGES],
                 check=True,
                 capture_output=True,
             ).stdout
             subprocess.run(["tar", "-x", "-C", tree], input=archive, check=True)
             trees["before"] = tree
-        command = [sys.executable, str(Path(__file__).with_name("extract_pages.py")), "--set", args.split]
-        command += ["--schema-version", str(args.schema_version)]
-        command += ["--limit", str(args.limit)] if args.limit else []
-        command += ["--only", args.only] if args.only else []
-        command += [f"--id-prefix={prefix}" for prefix in args.id_prefix]
+        command = [sys.executable, str(Path(__file__).with_name("extract_pages.py")), *extract_args]
         # Each writes to a file, not a pipe: a pipe read only after the other's is drained fills up and
         # stalls its writer, so the two ran one after the other (the same code timed 40% apart).
         files = {name: Path(tree, f"{name}.jsonl") for name in trees}

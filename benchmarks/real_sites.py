@@ -1,6 +1,6 @@
 """Real sites for the crawl benchmark: built HTML of public GitHub repositories, served locally.
 
-Three sites, each pinned to a repository, a commit and a folder (``SITES``), are unpacked from git
+Five sites, each pinned to a repository, a commit and a folder (``SITES``), are unpacked from git
 snapshots under ``--mirror-root`` into ``--cache-dir`` (HTML files only, with their real sizes and
 links) and served one host per site on 127.0.0.1 ports, with ``--latency-ms`` per response, a
 robots.txt per host and a request log (``real_sites_server.py``). Links to anything outside the
@@ -89,6 +89,24 @@ SITES = (
         folder="content",
         licence="Apache-2.0",
         robots="User-agent: *\nDisallow: /zh/\n",
+    ),
+    # Added for issue #35 (figures before that are of the three above): documentation of generators the
+    # extractor's routes were not written on, from the test split of doc_sites.py.
+    MirrorSite(
+        name="rusty-machine",
+        kind="API documentation (rustdoc 2017, built)",
+        repo="AtheMathmo/rusty-machine",
+        commit="ffa15674a3bc893b06cf7d3f72043e0b801223c8",
+        folder="",
+        licence="MIT",
+    ),
+    MirrorSite(
+        name="csveed",
+        kind="project site (Maven site 2025: Doxia pages, Javadoc 21, JXR source, JaCoCo reports; built)",
+        repo="42BV/CSVeed",
+        commit="54ea51cdff30a041b6e1c430cd63046e5f8d3ebe",
+        folder="",
+        licence="Apache-2.0",
     ),
 )
 

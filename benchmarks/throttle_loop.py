@@ -4,10 +4,14 @@ Runs :mod:`tests.support.anti_bot_loop` (the frontier and a fetcher in this proc
 as a child, a sample-site host that blocks beyond ``--max-rps``; anti-bot off after ``--blocking-s``)
 and writes the time series as JSON and a PNG: requests/s and blocked requests/s as the site counted
 them, with its limit; below, P_d and the delay the fleet was running at. Prints the summary figures.
+The processor runs at the shipped ``DUALPLANE_THROTTLE_*`` defaults, a fresh domain, P_d 8 and delay
+0 (so the site's limit binds); ``--tuned`` is the labelled second row (6 s windows, one layer).
+The site is the sample site (a generated shop, 20 ms per page), not a real one.
 Needs the stack up (``dualplane stack up``).
 
     .venv/bin/python benchmarks/throttle_loop.py --out benchmarks/results/throttle_loop \
-        [--max-rps 5] [--mode 429|captcha] [--blocking-s 90] [--relaxed-s 45] [--json]
+        [--max-rps 5] [--mode captcha|429] [--retry-after 1|0] [--tuned] [--blocking-s 90] \
+        [--relaxed-s 60] [--json]
     .venv/bin/python benchmarks/throttle_loop.py --out docs/throttle_loop --combine a.json b.json
 """
 
@@ -101,6 +105,10 @@ def main() -> None:
     parser.add_argument("--blocking-s", type=float, default=LoopSpec.blocking_s)
     parser.add_argument("--relaxed-s", type=float, default=LoopSpec.relaxed_s)
     parser.add_argument("--mode", choices=("429", "captcha"), default=LoopSpec.mode)
+    parser.add_argument(
+        "--retry-after", type=int, default=LoopSpec.retry_after_s, help="a 429's Retry-After; 0: none"
+    )
+    parser.add_argument("--tuned", action="store_true", help="6 s windows, 1 s steps: the second row")
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--combine", type=Path, nargs="+", help="plot these runs' .json together into --out's .png; no run"
@@ -111,8 +119,9 @@ def main() -> None:
         print(f"wrote {args.out.with_suffix('.png')}")
         return
     spec = replace(
-        LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s, mode=args.mode
-    )
+        LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s,
+        mode=args.mode, retry_after_s=args.retry_after, tuned=args.tuned,
+    )  # fmt: skip
     with tempfile.TemporaryDirectory() as work_dir:
         settings = loop_settings(Settings.from_env(), spec, Path(work_dir))
         try:
@@ -131,7 +140,11 @@ def main() -> None:
     s = summary
     held = f"{s['held_rate']} requests/s against R = {spec.max_rps:g} ({s['held_fraction_of_limit']:.0%})"
     blocked = f"{s['held_blocked']} of {s['held_requests']} blocked ({s['held_blocked_ratio']:.1%})"
-    print(f"\nheld (after the first {spec.settle_s:g} s of the block): {held}, {blocked}")
+    print(f"\n{spec.label}, {s['mode']}, R = {spec.max_rps:g}/s")
+    print(f"held (after the first {spec.settle_s:g} s of the block): {held}, {blocked}, "
+          f"{s['held_over_s']} s over the limit")  # fmt: skip
+    print(f"500 pages served after {s['pages_500_s']} s; {s['crawl_blocked']} of {s['crawl_requests']} "
+          f"requests blocked until then ({s['crawl_blocked_ratio']:.1%})")  # fmt: skip
     print(f"back to P_d {spec.ceiling}, delay {spec.delay_ms} ms {s['recovered_s']} s after the site "
           f"relaxed (ended at P_d {s['end_concurrency']}, delay {s['end_delay_ms']} ms)")  # fmt: skip
     print(f"wrote {png} and {series}")

@@ -10,6 +10,7 @@ names (``--namespace demo`` on ``records``, ``report``, ``status`` and ``replay`
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -28,6 +29,7 @@ NAMESPACED_TOPICS = (
     "dead_letters",
     "schemas",
     "throttle_state",
+    "profiles",
     "frontier_changelog",
     "job_progress",
     "extracted",
@@ -75,6 +77,17 @@ def private_namespace(settings: Settings, prefix: str, data_dir: Path) -> Settin
     )
 
 
+def namespaces_in(topics: Iterable[str]) -> dict[str, int]:
+    """The named namespaces among Kafka topic names, with how many topics each has."""
+    found: dict[str, int] = {}
+    for topic in topics:
+        head, dot, _rest = topic.partition(".")
+        name = head.removeprefix(NAMESPACE_PREFIX)
+        if dot and head.startswith(NAMESPACE_PREFIX) and NAMESPACE_NAME.fullmatch(name):
+            found[name] = found.get(name, 0) + 1
+    return found
+
+
 def drop_namespace(settings: Settings) -> None:
     """Delete the namespace's RabbitMQ queues and exchanges and its Kafka topics (best effort)."""
     with suppress(Exception):
@@ -91,6 +104,7 @@ def _drop_rabbitmq(settings: Settings) -> None:
     queues += [stats.name for stats in queue_stats(settings.amqp, settings.queues.permits_prefix)]
     exchanges = [topology.discovery_exchange, topology.tasks_exchange, topology.dead_exchange]
     exchanges += [topology.reports_exchange, topology.throttle_exchange, *tiers]
+    exchanges.append(topology.fetch_control_exchange)
     connection = amqp.connect(settings.amqp)
     try:
         for queue in queues:

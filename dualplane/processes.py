@@ -14,7 +14,6 @@ child that dies on its own stops the others and the parent exits 1, so a supervi
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import os
 import signal
@@ -23,12 +22,13 @@ import sys
 import threading
 from pathlib import Path
 
+from dualplane.supervision import die_with_parent
+
 log = logging.getLogger(__name__)
 
 HEARTBEAT_EVERY_S = 2.0  # as dualplane.services (kept apart: the parent imports no service)
 METRICS_PORT = "DUALPLANE_METRICS_PORT"
 INSTANCE_ID_ENV = "DUALPLANE_EXTRACT_INSTANCE_ID"  # each extractor child needs its own
-PR_SET_PDEATHSIG = 1  # prctl(2)
 
 
 def usable_cores() -> int:
@@ -96,18 +96,12 @@ def run_processes(
     return run_children(child_commands(names, processes, shards, log_level), heartbeat)
 
 
-def _die_with_parent() -> None:
-    """In a child, before it runs: ask Linux for SIGTERM when the parent dies, so a parent killed
-    with SIGKILL (by a supervisor, a test) leaves no services running on their own."""
-    if sys.platform == "linux":
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
 def run_children(commands: list[list[str]], heartbeat: Path | None = None) -> int:
     """Run the children until a signal (exit code 0) or until one dies on its own (1); while they all
     run, ``heartbeat`` (if given) is touched every ``HEARTBEAT_EVERY_S``."""
+    # A parent killed with SIGKILL (by a supervisor, a test) must leave no services running alone.
     children = [
-        subprocess.Popen(command, env=child_env(index), preexec_fn=_die_with_parent)  # noqa: PLW1509
+        subprocess.Popen(command, env=child_env(index), preexec_fn=die_with_parent())  # noqa: PLW1509
         for index, command in enumerate(commands)
     ]
     stopping = threading.Event()

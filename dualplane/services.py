@@ -35,11 +35,13 @@ from dualplane.data_plane.extractor import metrics as extractor_metrics
 from dualplane.data_plane.extractor.service import Extractor
 from dualplane.data_plane.throttle import metrics as throttle_metrics
 from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.supervision import PidFence, StaleChild, die_with_parent
 
 log = logging.getLogger(__name__)
 
 # How often a running process touches its heartbeat file (``dualplane run --heartbeat-file``).
 HEARTBEAT_EVERY_S = 2.0
+FAUST_APP = "dualplane.data_plane.throttle.worker"
 # Faust's --loglevel names for Python's levels.
 FAUST_LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error",
                 logging.CRITICAL: "crit"}  # fmt: skip
@@ -116,7 +118,7 @@ class ThrottleService:
     def run(self) -> None:
         datadir = self.settings.stack.data_dir / "throttle" / "faust"
         datadir.parent.mkdir(parents=True, exist_ok=True)  # Faust makes only the last level itself
-        app = ["-m", "faust", "-A", "dualplane.data_plane.throttle.worker", "--datadir", str(datadir)]
+        app = ["-m", "faust", "-A", FAUST_APP, "--datadir", str(datadir)]
         # The worker command starts Faust's web server unless told not to, whatever the app says:
         # two processors on one machine would then fight over port 6066 and one would die.
         port = self.settings.throttle.web_port
@@ -131,9 +133,26 @@ class ThrottleService:
         quiet = ["--quiet"] if root_level >= logging.WARNING else []
         level = FAUST_LEVELS.get(root_level, "info")
         command = [sys.executable, *app, *quiet, "worker", "--loglevel", level, *web]
+        # A worker left by a dead parent would hold the data directory and the throttle's partitions,
+        # and each new worker would crash against it: end it first (see dualplane.supervision).
+        fence = PidFence(datadir.parent / "faust.pid", f"{FAUST_APP} --datadir {datadir}")
         while not self._stopping.is_set():
+            try:
+                fence.clear()
+            except StaleChild as error:
+                log.error("throttle processor not started: %s; trying again in 5 s", error)
+                self._stopping.wait(5)
+                continue
             env = {**os.environ, **self.settings.to_env()}
-            self.process = subprocess.Popen(command, env=env, stdout=sys.stderr.fileno())
+            # This thread lives until the worker has ended: Linux signals the worker when it exits.
+            # Its preexec only makes one system call, looked up before the fork: safe with threads.
+            self.process = subprocess.Popen(
+                command,
+                env=env,
+                stdout=sys.stderr.fileno(),
+                preexec_fn=die_with_parent(),  # noqa: PLW1509
+            )
+            fence.record(self.process.pid)
             code = self.process.wait()
             if not self._stopping.is_set():
                 log.error("throttle processor exited with %s; restarting in 5 s", code)

@@ -17,13 +17,16 @@ from dataclasses import asdict
 from typing import Any
 
 from dualplane.brokers.amqp.management import queue_stats
+from dualplane.brokers.amqp.replication import quorum_replication
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.brokers.kafka.lag import consumer_lag, extractor_lag
+from dualplane.brokers.kafka.replication import kafka_replication
 from dualplane.connectors.sink.lag import sink_lag
 from dualplane.control_plane.frontier.jobs import FinishRule, Verdict, eta_s, finished_count, remaining
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.core.settings import Settings
 from dualplane.data_plane.throttle.snapshot import read_snapshot
+from dualplane.extraction_status import extraction
 
 MAX_THROTTLED = 20
 
@@ -43,6 +46,8 @@ def gather(settings: Settings, reader: ProgressReader | Exception, *, max_jobs: 
         "throttled": _part(errors, "throttled", lambda: _throttled(settings), []),
         "quota": _part(errors, "throttled", lambda: quota_pause(settings, time.time()), None),
         "credits": _part(errors, "throttled", lambda: credits_today(settings), None),
+        "replication": _replication(settings, reader, errors),
+        "extraction": _part(errors, "extraction", lambda: extraction(settings), None),
         "errors": errors,
     }
 
@@ -147,6 +152,25 @@ def _lag(settings: Settings, reader: ProgressReader | Exception) -> list[dict[st
     )  # fmt: skip
     rows += [{"consumer": "s3-sink", "topic": t, "lag": n} for t, n in sink_lag(settings).items()]
     return rows
+
+
+def _replication(
+    settings: Settings, reader: ProgressReader | Exception, errors: dict[str, str]
+) -> dict[str, Any]:
+    """Copies the brokers keep (see brokers.kafka.replication, brokers.amqp.replication): each
+    broker's findings, and ``alarms``, one line per finding; none on a healthy cluster or one node."""
+    view: dict[str, Any] = {"alarms": []}
+    if not isinstance(reader, Exception):  # else Kafka did not answer: its part is already missing
+        kafka = _part(errors, "replication", lambda: kafka_replication(settings.kafka), None)
+        if kafka is not None:
+            view["kafka"] = kafka.as_dict()
+            view["alarms"] += kafka.alarms()
+    members = settings.queues.quorum_members
+    rabbitmq = _part(errors, "replication", lambda: quorum_replication(settings.amqp, members), None)
+    if rabbitmq is not None:
+        view["rabbitmq"] = rabbitmq.as_dict()
+        view["alarms"] += rabbitmq.alarms()
+    return view
 
 
 def quota_pause(settings: Settings, now_s: float) -> dict[str, Any] | None:

@@ -25,7 +25,16 @@ logging.getLogger("pika.adapters.blocking_connection").addFilter(_ClosedIsAWarni
 
 def connection_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.URLParameters:
     """Parameters for ``amqp.url`` with bounded socket, handshake and blocked-connection timeouts."""
-    parameters = pika.URLParameters(amqp.url.get_secret_value())
+    return _parameters(amqp, amqp.url.get_secret_value(), timeout_s)
+
+
+def cluster_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> list[pika.URLParameters]:
+    """Parameters for every node (``url``, then ``fallback_urls``), in the order pika tries them."""
+    return [_parameters(amqp, url, timeout_s) for url in amqp.urls()]
+
+
+def _parameters(amqp: AmqpSettings, url: str, timeout_s: float) -> pika.URLParameters:
+    parameters = pika.URLParameters(url)
     parameters.heartbeat = amqp.heartbeat_s
     parameters.connection_attempts = amqp.connection_attempts
     parameters.socket_timeout = timeout_s
@@ -35,24 +44,27 @@ def connection_parameters(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pik
 
 
 def connect(amqp: AmqpSettings, *, timeout_s: float = 10.0) -> pika.BlockingConnection:
-    """Open a blocking connection; raises ``pika.exceptions.AMQPConnectionError`` when unreachable."""
-    return _open(connection_parameters(amqp, timeout_s=timeout_s))
+    """Open a blocking connection to the first node that answers (every node is tried, in order,
+    ``connection_attempts`` times); raises ``pika.exceptions.AMQPConnectionError`` when none does."""
+    return _open(cluster_parameters(amqp, timeout_s=timeout_s))
 
 
 def answers(amqp: AmqpSettings, *, timeout_s: float = 2.0) -> bool:
-    """True when an AMQP handshake with ``amqp.url`` succeeds right now (one attempt, no retry)."""
-    parameters = connection_parameters(amqp, timeout_s=timeout_s)
-    parameters.connection_attempts = 1
+    """True when an AMQP handshake with a node succeeds right now (each node once, no retry)."""
+    nodes = cluster_parameters(amqp, timeout_s=timeout_s)
+    for parameters in nodes:
+        parameters.connection_attempts = 1
     try:
-        _open(parameters).close()
+        _open(nodes).close()
     except pika.exceptions.AMQPError:
         return False
     return True
 
 
-def _open(parameters: pika.URLParameters) -> pika.BlockingConnection:
+def _open(nodes: list[pika.URLParameters]) -> pika.BlockingConnection:
+    # pika walks the sequence, and repeats it per the last entry's connection_attempts and retry_delay.
     try:
-        return pika.BlockingConnection(parameters)
+        return pika.BlockingConnection(nodes if len(nodes) > 1 else nodes[0])
     except AMQPConnectorException as error:
         # When the last attempt timed out mid-handshake (a port held by something that never speaks
         # AMQP, or a RabbitMQ still booting), pika raises its connector's own error, which is no

@@ -1,4 +1,8 @@
-"""Read-only queue metrics from the RabbitMQ management API (depths, consumers, rates)."""
+"""Read-only queue metrics from the RabbitMQ management API (depths, consumers, rates, members).
+
+Every node of a cluster serves the whole cluster's view: :func:`get` asks ``management_url`` first
+and the ``fallback_management_urls`` after it, so the view survives the loss of a node.
+"""
 
 from __future__ import annotations
 
@@ -25,17 +29,36 @@ class QueueStats:
 
 def queue_stats(amqp_settings: AmqpSettings, prefix: str = "") -> list[QueueStats]:
     """Every queue whose name starts with ``prefix``, with its depth and rates."""
-    credentials = amqp.connection_parameters(amqp_settings).credentials
+    return [_stats(queue) for queue in queues(amqp_settings) if str(queue.get("name", "")).startswith(prefix)]
+
+
+def queues(amqp_settings: AmqpSettings) -> list[dict[str, Any]]:
+    """The management API's objects of every queue of the URL's vhost, as it returns them."""
     vhost = quote(amqp.connection_parameters(amqp_settings).virtual_host, safe="")
-    url = f"{amqp_settings.management_url.rstrip('/')}/api/queues/{vhost}"
-    api = amqp_settings.management_url
-    try:
-        response = httpx.get(url, auth=(credentials.username, credentials.password), timeout=10)
-    except httpx.HTTPError as error:
-        raise ControlPlaneError(
-            f"the RabbitMQ management API at {api} did not answer ({error}); "
-            "check DUALPLANE_AMQP_MANAGEMENT_URL and that rabbitmq_management is enabled"
-        ) from error
+    return list(get(amqp_settings, f"/api/queues/{vhost}"))
+
+
+def get(amqp_settings: AmqpSettings, path: str) -> Any:
+    """The JSON at ``path`` from the first management API that answers (a node that is away, for
+    good or not, is skipped); :class:`ControlPlaneError` saying why when none did."""
+    credentials = amqp.connection_parameters(amqp_settings).credentials
+    auth = (credentials.username, credentials.password)
+    failures = []
+    for api in amqp_settings.management_urls():
+        try:
+            response = httpx.get(f"{api.rstrip('/')}{path}", auth=auth, timeout=10)
+        except httpx.HTTPError as error:
+            failures.append(f"{api} ({error})")
+            continue
+        return _checked(api, response)
+    raise ControlPlaneError(
+        f"the RabbitMQ management API did not answer at {'; '.join(failures)}; check "
+        "DUALPLANE_AMQP_MANAGEMENT_URL (and _FALLBACK_MANAGEMENT_URLS) and that rabbitmq_management "
+        "is enabled"
+    )
+
+
+def _checked(api: str, response: httpx.Response) -> Any:
     if response.status_code == httpx.codes.UNAUTHORIZED:
         # It answered: the plugin is there, the credentials are what is wrong (it used to be blamed).
         raise ControlPlaneError(
@@ -46,7 +69,7 @@ def queue_stats(amqp_settings: AmqpSettings, prefix: str = "") -> list[QueueStat
             f"the RabbitMQ management API at {api} answered HTTP {response.status_code} for "
             f"{response.url.path}: {response.text[:200]}"
         )
-    return [_stats(queue) for queue in response.json() if str(queue.get("name", "")).startswith(prefix)]
+    return response.json()
 
 
 def _stats(queue: dict[str, Any]) -> QueueStats:

@@ -10,6 +10,7 @@
                                                    lane as routing key (at-least-once)
     dead (fanout) ───────► <dead>                 quorum; readable reason in the headers
     throttle (fanout) ───► one exclusive queue per listening process
+    <tasks>.control (fanout) ► one exclusive queue per running fetcher (job cancels, answered)
     <permits>.<domain>                            per-domain permits (see brokers.amqp.permits)
 
 Job progress is not here: frontier shards write it to a compacted Kafka topic
@@ -46,6 +47,9 @@ class Topology:
         self.dead_queue = queues.dead_letters
         self.reports_exchange = queues.reports
         self.throttle_exchange = queues.throttle_exchange
+        # Cancels broadcast to every running fetcher, each on an exclusive queue of its own
+        # (:mod:`brokers.amqp.fetch_control`).
+        self.fetch_control_exchange = f"{queues.crawl_tasks}.control"
         self.tiers = queues.tiers()
 
     def frontier_queue(self, shard: int) -> str:
@@ -97,6 +101,7 @@ class Topology:
             (self.dead_exchange, "fanout"),
             (self.reports_exchange, "direct"),
             (self.throttle_exchange, "fanout"),
+            (self.fetch_control_exchange, "fanout"),
         ):
             channel.exchange_declare(exchange, kind, durable=True)
         self._queue(channel, self.dead_queue, self.dead_exchange, "", dead_letter=False)
@@ -119,7 +124,7 @@ class Topology:
         single_active: bool = False,
         dead_letter: bool = True,
     ) -> None:
-        arguments: dict[str, Any] = {"x-queue-type": "quorum"}
+        arguments = self._quorum()
         if dead_letter:
             arguments["x-delivery-limit"] = self.queues.delivery_limit
             arguments["x-dead-letter-exchange"] = self.dead_exchange
@@ -128,10 +133,17 @@ class Topology:
         channel.queue_declare(name, durable=True, arguments=arguments)
         channel.queue_bind(name, exchange, routing_key=routing_key)
 
+    def _quorum(self) -> dict[str, Any]:
+        """A quorum queue's type and, when set, its member count (RabbitMQ caps it at the node count)."""
+        arguments: dict[str, Any] = {"x-queue-type": "quorum"}
+        if self.queues.quorum_members:
+            arguments["x-quorum-initial-group-size"] = self.queues.quorum_members
+        return arguments
+
     def _declare_tier(self, channel: BlockingChannel, name: str, ttl_ms: int) -> None:
         channel.exchange_declare(name, "fanout", durable=True)
         arguments = {
-            "x-queue-type": "quorum",
+            **self._quorum(),
             "x-message-ttl": ttl_ms,
             # No dead-letter routing key: an expired task keeps its lane as routing key.
             "x-dead-letter-exchange": self.tasks_exchange,

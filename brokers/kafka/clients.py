@@ -133,7 +133,7 @@ def ensure_topics(
             name,
             num_partitions=partitions,
             replication_factor=kafka.replication_factor,
-            config=config or {},
+            config=replicated(kafka, config or {}),
         )
         for name in names
         if name not in existing
@@ -146,6 +146,15 @@ def ensure_topics(
         except Exception as error:
             if "TOPIC_ALREADY_EXISTS" not in str(error):  # lost a race with another creator
                 raise RuntimeError(f"could not create Kafka topic {name!r}: {error}") from error
+
+
+def replicated(kafka: KafkaSettings, config: dict[str, str]) -> dict[str, str]:
+    """``config`` with ``min.insync.replicas`` from the settings, unless the caller set it: with
+    ``acks=all`` a write then waits for that many copies, so losing a broker loses no acknowledged
+    write. Left to the broker's default at 1, so a single broker's topics carry no override."""
+    if kafka.min_insync_replicas == 1:
+        return config
+    return {"min.insync.replicas": str(kafka.min_insync_replicas), **config}
 
 
 def wait_for_leaders(kafka: KafkaSettings, names: list[str], *, timeout_s: float = 30.0) -> None:

@@ -16,9 +16,15 @@ from dualplane.core.settings import KafkaSettings
 
 
 def read_to_end(
-    kafka: KafkaSettings, topic: str, *, timeout_s: float = 10.0, partitions: Collection[int] | None = None
+    kafka: KafkaSettings,
+    topic: str,
+    *,
+    timeout_s: float = 10.0,
+    partitions: Collection[int] | None = None,
+    since_ms: int | None = None,
 ) -> Iterator[Message]:
-    """Every message of ``topic`` (or of its ``partitions``) up to the end offsets at the time of the call.
+    """Every message of ``topic`` (or of its ``partitions``) up to the end offsets at the time of the call;
+    with ``since_ms``, only from the first message timestamped then or later (epoch milliseconds).
 
     Only committed messages of transactional producers are returned (``read_committed``), so an open
     transaction holds the read back until it ends; ``timeout_s`` is how long it may make no progress.
@@ -32,6 +38,9 @@ def read_to_end(
             if partitions is not None and partition not in partitions:
                 continue
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            if since_ms is not None:
+                (found,) = consumer.offsets_for_times([TopicPartition(topic, partition, since_ms)], timeout_s)
+                low = high if found.offset < 0 else max(low, found.offset)  # -1: nothing that recent
             if high > low:
                 ends[partition] = high
                 starts.append(TopicPartition(topic, partition, low))

@@ -82,3 +82,7 @@ class QuotaExhausted(ScrapingApiFailed):
     refused (its 403). No task can be fetched through it until the budget is raised or resets."""
 
     outcome = Outcome.QUOTA_EXHAUSTED
+
+
+class BrowserCrashed(ConnectionFailed):
+    """The rendering browser died or could not start: the task is retried, on a new browser."""

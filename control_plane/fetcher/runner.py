@@ -35,7 +35,11 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   transaction that acks the task: the crawl moves at fetch speed, never waiting for extraction.
   Links the per-page cap left out are reported with the task (``links_over_limit``).
 - **Cancelled jobs.** A task whose job was cancelled (``dualplane job cancel``; the runner holds a
-  :class:`~core.jobs.CancelledJobs`) is acked unfetched: its frontier has already ended it.
+  :class:`~core.jobs.CancelledJobs`, and hears cancels broadcast by ``job cancel --wait``) is acked
+  unfetched: its frontier has already ended it. That is checked when the task arrives, again before
+  it starts (tasks waiting for a permit are dropped at once when a cancel is heard), and once more on
+  the event loop just before the request; a broadcast cancel is answered once no fetch of the job
+  runs here (:mod:`control_plane.fetcher.cancelling`), so after ``job cancel --wait`` none starts.
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
   confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ; the
   page's links and redirect target are published in the same AMQP transaction as the ack.
@@ -56,7 +60,7 @@ from datetime import UTC, datetime, timedelta
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp import fetch_control, permits
 from dualplane.brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from dualplane.brokers.amqp.dead_letters import dead_letter
 from dualplane.brokers.amqp.discovery import discovery_batches
@@ -64,6 +68,7 @@ from dualplane.brokers.amqp.messages import (
     MAX_BATCH_REPORTS,
     PRIORITIES,
     CrawlTask,
+    JobCancel,
     Priority,
     ReportStage,
     TaskReport,
@@ -73,6 +78,7 @@ from dualplane.brokers.amqp.messages import (
 )
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.fetcher import metrics, politeness
+from dualplane.control_plane.fetcher.cancelling import FetcherCancels, Reply
 from dualplane.control_plane.fetcher.retry_policy import DelayTiers, Outcome, RetryDecision, decide
 from dualplane.core import metrics as core_metrics
 from dualplane.core.jobs import CancelledJobs, NoCancels
@@ -141,6 +147,8 @@ class TaskRunner:
         self.work = work
         self.view = view
         self.cancels = cancels or NoCancels()
+        self.fetcher_id = new_id()  # names this fetcher in its answers to broadcast cancels
+        self.stopping = FetcherCancels(self.cancels)
         self.gate = politeness.DomainGate()
         self.topology = Topology(settings.queues)
         self.tiers = DelayTiers(settings.queues.tiers())
@@ -192,9 +200,8 @@ class TaskRunner:
 
     def on_task(self, delivery: Delivery) -> None:
         delivery.defer()
-        if self.cancels.cancelled(delivery.message.job_id):
-            delivery.ack()  # its frontier ended the task with the job: nothing to fetch or report
-            metrics.RESULTS["cancelled"].inc()
+        if self.stopping.cancelled(delivery.message.job_id):
+            self._drop_cancelled(delivery)
             return
         self.waiting.append(_Waiting(delivery, time.monotonic() + self._permit_wait_s(delivery.message)))
         self._start_waiting()
@@ -222,6 +229,37 @@ class TaskRunner:
         self.gate.reset()  # and the permits held on it went back with it
         self.permit_channel = consumer.connection.channel()
         self.permit_queues.reset(consumer.connection.channel())
+        self.stopping.reset()
+        # Before the lanes are consumed: a fetcher taking tasks always hears broadcast cancels.
+        fetch_control.listen(self.permit_channel, self.topology, self._on_cancel)
+
+    def _on_cancel(self, cancel: JobCancel, reply_to: str, correlation_id: str) -> None:
+        """A cancel broadcast by ``job cancel --wait``: drop the job's tasks waiting here, and answer
+        once none of its fetches runs here."""
+        job_id = cancel.job_id
+        dropped = self._drop_waiting(lambda job: job == job_id)
+        if dropped:
+            log.info("job %s cancelled: dropped %d task(s) waiting for a permit", job_id, dropped)
+        self._answer(job_id, self.stopping.heard_cancel(job_id, (reply_to, correlation_id)))
+
+    def _drop_waiting(self, cancelled: Callable[[str], bool]) -> int:
+        """Drop the waiting tasks whose job is ``cancelled``; how many."""
+        keep = [w for w in self.waiting if not cancelled(w.delivery.message.job_id)]
+        for waiting in self.waiting:
+            if cancelled(waiting.delivery.message.job_id):
+                self._drop_cancelled(waiting.delivery)
+        dropped, self.waiting = len(self.waiting) - len(keep), keep
+        return dropped
+
+    def _answer(self, job_id: str, replies: list[Reply]) -> None:
+        channel = self.permit_channel
+        for reply_to, correlation_id in replies:
+            if channel is not None and channel.is_open:
+                fetch_control.answer(channel, reply_to, correlation_id, self.fetcher_id, job_id)
+
+    def _drop_cancelled(self, delivery: Delivery) -> None:
+        delivery.ack()  # its frontier ended the task with the job: nothing to fetch or report
+        metrics.RESULTS["cancelled"].inc()
 
     def _on_tick(self, consumer: ControlConsumer) -> None:
         self._start_waiting()
@@ -235,6 +273,7 @@ class TaskRunner:
         return self.in_flight == 0
 
     def _start_waiting(self) -> None:
+        self._drop_waiting(self.stopping.cancelled)  # cancelled while they waited
         still_waiting = []
         now = time.monotonic()
         exhausted: set[str] = set()  # domains with no free permit this pass: ask the broker once
@@ -336,6 +375,7 @@ class TaskRunner:
         self.in_flight += 1
         self.lane_in_flight[task.priority] += 1
         self.gate.acquired(task.domain)
+        self.stopping.started(task.job_id)
         asyncio.run_coroutine_threadsafe(self._run(delivery, permit), self.loop)
 
     def _defer(self, delivery: Delivery, counted_as: str = "deferred") -> None:
@@ -352,8 +392,7 @@ class TaskRunner:
             self._finish_task(delivery, permit, result)
 
     def _finish_task(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
-        self.in_flight -= 1
-        self.lane_in_flight[delivery.message.priority] -= 1
+        self._ended(delivery)
         task: CrawlTask = delivery.message
         decision = decide(
             result.outcome,
@@ -423,9 +462,21 @@ class TaskRunner:
         Kafka outage longer than ``DUALPLANE_QUEUE_DELIVERY_LIMIT`` hand-offs would dead-letter
         good tasks; and a requeued task comes straight back, refetching the page in a tight loop.
         """
-        self.in_flight -= 1
-        self.lane_in_flight[delivery.message.priority] -= 1
         self._defer(delivery, counted_as="requeued")
+        self._ended(delivery)
+        self._hold_then_release(permit, delivery.message)
+
+    def _ended(self, delivery: Delivery) -> None:
+        """A task started here is no longer running (settled by the caller)."""
+        task: CrawlTask = delivery.message
+        self.in_flight -= 1
+        self.lane_in_flight[task.priority] -= 1
+        self._answer(task.job_id, self.stopping.ended(task.job_id))
+
+    def _cancelled_before_request(self, delivery: Delivery, permit: permits.Permit) -> None:
+        """Its job was cancelled between the start and the request: dropped, its permit released."""
+        self._drop_cancelled(delivery)
+        self._ended(delivery)
         self._hold_then_release(permit, delivery.message)
 
     def _hold_then_release(self, permit: permits.Permit, task: CrawlTask, *, at_least_s: float = 0.0) -> None:
@@ -512,6 +563,10 @@ class TaskRunner:
         task: CrawlTask = delivery.message
         assert self.consumer_ is not None
         bind_page(trace_id=task.trace_id, job_id=task.job_id, domain=task.domain, url=task.url)
+        if self.stopping.cancelled(task.job_id):  # the last look before the request is sent
+            drop = lambda: self._cancelled_before_request(delivery, permit)  # noqa: E731
+            self.consumer_.call_threadsafe(delivery.generation, drop)
+            return
         try:
             result = await self.work(task)
         except HandOffFailed as error:

@@ -16,30 +16,40 @@ import os
 import socket
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
 from dualplane.brokers.amqp.messages import CrawlTask, Validators
 from dualplane.control_plane.fetcher import metrics
-from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.base import (
+    RENDERED_HEADER,
+    FetchBackend,
+    FetchRequest,
+    FetchResponse,
+)
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.backends.profiled import ProfiledBackend
 from dualplane.control_plane.fetcher.backends.proxies import ProxyPool
 from dualplane.control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
 from dualplane.control_plane.fetcher.classify import Classification, classify
 from dualplane.control_plane.fetcher.exceptions import FetchFailed
 from dualplane.control_plane.fetcher.links import NO_LINKS, links_of
 from dualplane.control_plane.fetcher.outputs import KafkaOutputs
+from dualplane.control_plane.fetcher.profile_store import ProfileView
 from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.control_plane.fetcher.runner import FetchResult, HandOffFailed
 from dualplane.core.settings import Settings
 from dualplane.core.web.ssrf import SsrfGuard
+
+if TYPE_CHECKING:
+    from dualplane.control_plane.fetcher.backends.browser_pool import BrowserPool
 
 log = logging.getLogger(__name__)
 
 # Response headers worth keeping with a raw page (for extraction, caching and debugging).
 KEPT_HEADERS = (
     "content-type", "content-language", "last-modified", "etag", "cache-control", "expires",
-    "link", "x-robots-tag", "server", "date", "content-length",
+    "link", "x-robots-tag", "server", "date", "content-length", RENDERED_HEADER,
 )  # fmt: skip
 # Outcomes whose response goes to pages.raw: a 304 too, with its headers and no body, so that the
 # archive can record the revisit and readers of pages.raw see that the page was seen unchanged.
@@ -120,6 +130,16 @@ class Fetcher:
 
 
 def backend_from_settings(settings: Settings) -> FetchBackend:
+    """The fleet's backend, behind the profiles (read from Kafka now, then followed)."""
+    fleet = fleet_backend(settings)
+    direct = fleet if isinstance(fleet, DirectBackend) else DirectBackend.from_settings(settings)
+    view = ProfileView(settings.kafka, settings.topics.profiles)
+    view.start()
+    return ProfiledBackend(fleet, direct, view, lambda: _browser_pool(settings))
+
+
+def fleet_backend(settings: Settings) -> FetchBackend:
+    """The backend of domains without a profile: ``DUALPLANE_FETCH_BACKEND``."""
     fetch = settings.fetch
     if fetch.backend == "scraping_api":
         if fetch.scraping_api_key is None:
@@ -131,12 +151,29 @@ def backend_from_settings(settings: Settings) -> FetchBackend:
             fetch.scraping_api_key.get_secret_value(),
             render_js=fetch.scraping_api_render_js,
         )
+    if fetch.backend == "browser":
+        from dualplane.control_plane.fetcher.backends.browser import (  # noqa: PLC0415
+            BrowserBackend,  # imported here: only fetchers that render load Playwright
+        )
+
+        return BrowserBackend.from_settings(settings)
     proxies = [p.strip() for p in fetch.proxies.split(",") if p.strip()]
     return DirectBackend(
         SsrfGuard.from_setting(fetch.allow_hosts),
         max_connections=settings.limits.fetch_concurrency,
         proxies=ProxyPool(proxies) if proxies else None,
     )
+
+
+def _browser_pool(settings: Settings) -> BrowserPool:
+    from dualplane.control_plane.fetcher.backends.browser_pool import (  # noqa: PLC0415
+        BrowserPool,  # imported here: only fetchers that render load Playwright
+        PoolLimits,
+    )
+
+    fetch = settings.fetch
+    limits = PoolLimits(max_contexts=fetch.browser_contexts, pages_per_launch=fetch.browser_pages_per_launch)
+    return BrowserPool(fetch.browser_executable, limits)
 
 
 def fetch_event(

@@ -17,10 +17,11 @@ from confluent_kafka import KafkaException
 from pika.adapters.blocking_connection import BlockingChannel
 
 from dualplane.brokers import amqp
+from dualplane.brokers.amqp.fetch_control import confirm_cancel
 from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.amqp.publisher import confirmed_channel
 from dualplane.brokers.amqp.topology import Topology
-from dualplane.control_plane.frontier.exceptions import UnknownJob
+from dualplane.control_plane.frontier.exceptions import CancelUnconfirmed, UnknownJob
 from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.control_plane.frontier.sitemap_seeds import seed_from_sitemaps
@@ -66,22 +67,50 @@ class JobClient:
                 on_problem=on_problem,
             )  # fmt: skip
 
-    def cancel(self, job_id: str, *, force: bool = False) -> None:
+    def cancel(self, job_id: str, *, force: bool = False, wait_s: float | None = None) -> int | None:
         """Cancel the job on every shard, confirmed by RabbitMQ: its frontiers admit none of its URLs
         from then on, drop its backlog and end its unfinished tasks, which fetchers then drop
         unfetched; :class:`FinishRule` calls it cancelled once a shard's snapshot says so.
 
         :class:`UnknownJob` when no shard has published progress for ``job_id`` (a mistyped id would
         otherwise be "cancelled" silently, and a cancel is final: that id could never run); ``force``
-        sends the cancel anyway, for a job submitted a moment ago, before its first snapshot."""
+        sends the cancel anyway, for a job submitted a moment ago, before its first snapshot.
+
+        With ``wait_s``, returns only once no fetcher will start a fetch of the job: a shard's
+        snapshot says it is cancelled (a fetcher starting later reads that before its first task),
+        and every fetcher running now confirmed it (see :mod:`brokers.amqp.fetch_control`); returns
+        how many fetchers confirmed. :class:`CancelUnconfirmed` if that takes longer than ``wait_s``."""
         if not force and self.progress(job_id) is None:
             raise UnknownJob(
                 f"no frontier shard has published progress for job {job_id!r}, so nothing was cancelled: "
                 "check the id (`dualplane status` lists the jobs); for a job submitted a moment ago, "
                 "wait a few seconds or add --force"
             )
+        deadline = time.monotonic() + (wait_s or 0.0)
         with self._declared() as (channel, topology):
             cancel_job(channel, topology, job_id)
+        if wait_s is None:
+            return None
+        while not (self.progress(job_id) or {}).get("cancelled_at"):
+            if time.monotonic() > deadline:
+                raise CancelUnconfirmed(
+                    f"no frontier shard recorded the cancel of job {job_id!r} within {wait_s:g} s: is the "
+                    "frontier running (`dualplane run frontier`)? The cancel stays queued for it"
+                )
+            time.sleep(0.2)
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            left_s = max(0.0, deadline - time.monotonic())
+            answered, running = confirm_cancel(connection, Topology(self.settings.queues), job_id, left_s)
+        finally:
+            connection.close()
+        if answered < running:
+            raise CancelUnconfirmed(
+                f"{answered} of {running} running fetcher(s) confirmed the cancel of job {job_id!r} within "
+                f"{wait_s:g} s; the others may still fetch its pages in flight. Check `dualplane status`, "
+                "or wait longer (--timeout)"
+            )
+        return answered
 
     @contextlib.contextmanager
     def _declared(self) -> Iterator[tuple[BlockingChannel, Topology]]:

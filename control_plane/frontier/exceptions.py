@@ -41,3 +41,8 @@ class UnknownMonitor(FrontierError):
 
 class UnknownJob(FrontierError):
     """No frontier shard published progress for a job of that id; the message says how to find the id."""
+
+
+class CancelUnconfirmed(FrontierError):
+    """``job cancel --wait`` ran out of time before every running fetcher confirmed the cancel; the
+    message says how many did and what to check."""

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from dualplane.brokers.kafka import clients
 from dualplane.brokers.kafka.lag import extractor_lag
 from dualplane.control_plane.frontier.changelog import ensure_changelog
+from dualplane.control_plane.frontier.outcomes import JobOutcomes, job_outcomes
 from dualplane.core.settings import Settings
 
 if TYPE_CHECKING:  # readers of progress (`dualplane status`) need no frontier store
@@ -65,6 +66,7 @@ class JobSnapshots:
         self._finished: dict[str, deque[tuple[float, int]]] = {}  # job -> (time, finished tasks)
         self._last: dict[str, dict[str, Any]] = {}  # job -> counters last published, and when they moved
         self._robots_waiting: dict[str, int] = {}  # job -> its discovery messages waiting for robots.txt
+        self._robots_retrying: dict[str, int] = {}  # job -> those of them whose robots.txt was unreachable
         self._due_waiting: dict[str, int] = {}  # a monitor's visit job -> its due URLs not yet made tasks
 
     def mark(self, job_id: str) -> None:
@@ -73,13 +75,17 @@ class JobSnapshots:
     def mark_all(self, job_ids: list[str]) -> None:
         self.marked.update(job_ids)
 
-    def robots_waiting(self, counts: dict[str, int]) -> None:
+    def robots_waiting(self, counts: dict[str, int], retrying: dict[str, int] | None = None) -> None:
         """Each job's discovery messages that wait for a robots.txt: such a job is not idle, or
-        ``crawl --wait`` could call it finished while its next URLs wait for their site's rules."""
-        changed = {job for job in counts.keys() | self._robots_waiting.keys()
-                   if counts.get(job) != self._robots_waiting.get(job)}  # fmt: skip
+        ``crawl --wait`` could call it finished while its next URLs wait for their site's rules;
+        ``retrying``: those of them waiting for a robots.txt that was unreachable, to be asked again."""
+        retrying = retrying or {}
+        changed = {job for job in counts.keys() | self._robots_waiting.keys() | self._robots_retrying.keys()
+                   if counts.get(job) != self._robots_waiting.get(job)
+                   or retrying.get(job) != self._robots_retrying.get(job)}  # fmt: skip
         self.marked |= changed
         self._robots_waiting = dict(counts)
+        self._robots_retrying = dict(retrying)
 
     def due_waiting(self, counts: dict[str, int]) -> None:
         """Each monitor visit's due URLs not made tasks yet (no room in their domains now): such a visit
@@ -100,6 +106,7 @@ class JobSnapshots:
             progress = state.progress(job_id)
             if progress is not None:
                 counters = {**progress.as_dict(), "robots_waiting": self._robots_waiting.get(job_id, 0)}
+                counters["robots_retrying"] = self._robots_retrying.get(job_id, 0)
                 counters["due_waiting"] = self._due_waiting.get(job_id, 0)
                 if counters["robots_waiting"] or counters["due_waiting"]:
                     counters["idle"] = False
@@ -177,6 +184,11 @@ class Verdict:
     records_pending: int | None = None  # the extractor's lag on pages.raw when asked, else None
     stalled: bool = False  # not finished, and no counter moved for the rule's ``stalled_after_s``
     cancelled: bool = False  # ``dualplane job cancel``: over, but not finished
+    # Finished, and every fetched page has its record and none ended in a dead letter. False only when
+    # the rule counted the job's outcomes (``outcomes`` given) and some page has no record.
+    complete: bool = True
+    records: int | None = None  # the job's records committed, when counted
+    dead_lettered: int = 0  # pages of the job that ended in a dead letter (fetch and extraction)
 
     @property
     def over(self) -> bool:
@@ -206,6 +218,13 @@ class FinishRule:
     (:attr:`Verdict.stalled`): ``status`` shows it so, and followers give up on it. A job cancelled on
     any shard (its snapshot's ``cancelled_at``) is neither: :attr:`Verdict.cancelled`, at once.
 
+    Once both hold, ``outcomes`` (if given: :func:`~control_plane.frontier.outcomes.job_outcomes`,
+    as :meth:`from_settings` wires it) counts the job's records and the pages that ended in a dead
+    letter, at fetch (the job's ``dead_lettered`` counter) or at extraction (the Kafka dead letters): a
+    job is *complete* (:attr:`Verdict.complete`) when every fetched page has its record and none was
+    dead-lettered; otherwise its verdict is finished but not complete, and says how many pages were
+    dead-lettered and why (``crawl --wait`` exits 3).
+
     Both must have held, counters unmoved, for ``quiet_s``. ``extractor_lag`` is asked only once the
     rest holds (it queries Kafka). Followers feed every snapshot to :meth:`judge` (or
     :meth:`finished`); a one-off look (``status``) asks :meth:`judge_at`, which reads "unmoved for
@@ -220,8 +239,10 @@ class FinishRule:
         seeds: int | None = None,
         stalled_after_s: float = STALLED_AFTER_S,
         clock: Callable[[], float] = time.monotonic,
+        outcomes: Callable[[str, float], JobOutcomes] | None = None,
     ) -> None:
         self.extractor_lag = extractor_lag
+        self.outcomes = outcomes
         self.quiet_s = quiet_s
         self.seeds = seeds
         self.stalled_after_s = stalled_after_s
@@ -236,8 +257,14 @@ class FinishRule:
     def from_settings(
         cls, settings: Settings, *, quiet_s: float = 3.0, seeds: int | None = None
     ) -> FinishRule:
-        """The rule with the extractor's lag on ``pages.raw`` read from Kafka."""
-        return cls(lambda: extractor_lag(settings), quiet_s=quiet_s, seeds=seeds)
+        """The rule with the extractor's lag on ``pages.raw`` read from Kafka, and the job's outcomes
+        counted on the brokers once it is otherwise finished."""
+        return cls(
+            lambda: extractor_lag(settings),
+            quiet_s=quiet_s,
+            seeds=seeds,
+            outcomes=lambda job_id, since_s: job_outcomes(settings, job_id, since_s),
+        )
 
     def finished(self, snapshot: dict[str, Any] | None) -> bool:
         """Whether the job is finished, given its newest snapshot (None: not published yet)."""
@@ -288,15 +315,26 @@ class FinishRule:
         self.last_lag = lag = self.extractor_lag() if lag is None else lag
         if lag:
             return Verdict(False, f"the extractor has {lag} raw page(s) to commit records for", pages, lag)
+        return self._ended(snapshot, pages)
+
+    def _ended(self, snapshot: dict[str, Any], pages: int) -> Verdict:
+        """The verdict on a job whose pages are fetched and whose records are committed."""
         failed, dead = int(snapshot.get("failed", 0)), int(snapshot.get("dead_lettered", 0))
+        job_id = snapshot.get("job_id")
+        if self.outcomes is not None and isinstance(job_id, str):
+            outcomes = self.outcomes(job_id, float(snapshot.get("created_at") or 0))
+            return _counted(pages, failed, dead, outcomes)
         why = f"{pages} page(s) fetched, {failed} failed, {dead} dead-lettered; every record committed"
-        return Verdict(True, why, pages, 0)
+        return Verdict(True, why, pages, 0, dead_lettered=dead)
 
     def _pages_waiting(self, snapshot: dict[str, Any] | None) -> str | None:
         """What the fetching side still waits for, or None when it is complete."""
         if snapshot is None:
             return "no progress published yet: is the frontier running (`dualplane run frontier`)?"
         if not snapshot.get("idle"):
+            unreachable = int(snapshot.get("robots_retrying", 0))
+            if unreachable and not remaining(snapshot):
+                return f"robots.txt unreachable, retrying ({unreachable} discovery message(s) wait for it)"
             return f"{remaining(snapshot)} task(s) queued, in flight, retrying or in the backlog"
         seeded, needed = int(snapshot.get("seeded", 0)), 1 if self.seeds is None else self.seeds
         if finished_count(snapshot) > 0 or seeded >= needed:
@@ -304,6 +342,23 @@ class FinishRule:
         return (
             f"{seeded} of {needed} seed(s) reached the frontier" if self.seeds else "no seed reached it yet"
         )
+
+
+def _counted(pages: int, failed: int, dead: int, outcomes: JobOutcomes) -> Verdict:
+    """The verdict on a finished job whose records and dead letters were counted."""
+    records, extraction = outcomes.records, outcomes.extraction_dead_letters
+    without = max(0, pages - records)  # fetched pages with no record
+    head = f"{pages} page(s) fetched, {records} record(s) committed, {failed} failed"
+    if without == 0 and dead == 0 and extraction == 0:
+        why = f"{head}, 0 dead-lettered; every fetched page has its record"
+        return Verdict(True, why, pages, 0, records=records)
+    total = dead + extraction
+    parts = [f"{total} page(s) dead-lettered ({dead} at fetch, {extraction} at extraction)"]
+    if without:
+        parts.append(f"{without} fetched page(s) without a record")
+    reasons = outcomes.top_reasons()
+    why = f"{head}; {', '.join(parts)}" + (f": {reasons}" if reasons else "")
+    return Verdict(True, why, pages, 0, complete=False, records=records, dead_lettered=total)
 
 
 def _turned_away(snapshot: dict[str, Any]) -> str:

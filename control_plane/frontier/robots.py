@@ -6,6 +6,12 @@ was followed there), one deadline covers the whole answer (a server trickling it
 second held the frontier's shard for as long as it liked), and the body is capped at 500 KiB.
 Fetches run on the client's own thread: :meth:`RobotsCache.ready` starts one and returns at once,
 so a shard keeps serving its other sites while one site's robots.txt is slow.
+
+An unreachable robots.txt (5xx, 429, a timeout, a network error) is asked again with backoff
+(``RETRY_DELAYS_S``, about 5 minutes in all, as RFC 9309 section 2.3.1.4 allows) before the origin
+counts as disallowed: meanwhile :meth:`RobotsCache.ready` says "not known yet", so the frontier keeps
+the URLs waiting (the job shows "robots.txt unreachable, retrying") and admits them once it answers.
+A robots.txt that answered 503 once used to end the job with every seed "disallowed".
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, wait
 from dataclasses import dataclass
 from types import TracebackType
@@ -33,6 +39,11 @@ MAX_ROBOTS_BYTES = 500 * 1024
 MAX_REDIRECTS = 5
 """RFC 9309: follow at least five consecutive redirects; past that the file counts as unavailable."""
 
+RETRY_DELAYS_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0, 60.0, 60.0, 60.0)
+"""Waits before asking an unreachable robots.txt again; once spent, the origin is disallowed for
+``error_ttl_s``. About 5 minutes in all: less than RabbitMQ's 30-minute limit on the unacked
+discovery that waits meanwhile."""
+
 
 @dataclass(frozen=True)
 class RobotsVerdict:
@@ -51,6 +62,7 @@ class _Policy:
     allow_all: bool
     reason: str
     expires_at: float
+    unreachable: bool = False
 
     def verdict(self, url: str, user_agent: str) -> RobotsVerdict:
         if self.rules is None:
@@ -66,9 +78,11 @@ class RobotsCache:
 
     RFC 9309 semantics: a 2xx file is obeyed; 4xx (including 404) means no rules, everything
     allowed; 5xx, 429 (as Google treats it: the server is struggling), a network error, a timeout
-    or a redirect the SSRF guard refuses mean "unreachable", everything disallowed until
-    ``error_ttl_s`` passes. Good answers are cached for ``ttl_s``; at most ``max_domains`` origins
-    are kept, least recently used first out. A fetch takes at most ``fetch_timeout_s``, all in.
+    or a redirect the SSRF guard refuses mean "unreachable": asked again after each of
+    ``retry_delays_s`` (the origin is "not known yet" meanwhile, see :meth:`retrying`), then
+    everything disallowed until ``error_ttl_s`` passes. Good answers are cached for ``ttl_s``; at
+    most ``max_domains`` origins are kept, least recently used first out. A fetch takes at most
+    ``fetch_timeout_s``, all in.
 
     :meth:`ready` never blocks: a verdict when the origin's file is known, else None while it is
     fetched in the background (``on_ready`` is called when it arrives). :meth:`check` blocks on the
@@ -88,6 +102,7 @@ class RobotsCache:
         client: ClientThread | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_ready: Callable[[], None] | None = None,
+        retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
     ) -> None:
         if max_domains < 1:
             raise ValueError(f"max_domains must be >= 1, got {max_domains}")
@@ -104,6 +119,9 @@ class RobotsCache:
         self._clock = clock
         self._policies: OrderedDict[str, _Policy] = OrderedDict()
         self._in_flight: dict[str, Future[HttpAnswer]] = {}
+        self.retry_delays_s = tuple(retry_delays_s)
+        self._attempts: dict[str, int] = {}  # origin -> unreachable answers in a row
+        self._retrying: dict[str, tuple[str, threading.Timer]] = {}  # origin -> (why, its next ask)
         self._lock = threading.Lock()
 
     def __repr__(self) -> str:
@@ -126,6 +144,9 @@ class RobotsCache:
         """
         origin = self.origin_of(url)
         policy = self._cached(origin)
+        why = self.retrying(origin)
+        if policy is None and why is not None:  # waiting to ask again: unreachable for now
+            return RobotsVerdict(False, None, why)
         if policy is None:
             fetch = self._start(origin)
             wait([fetch])  # bounded by the fetch's own deadline; a failure is a verdict (_policy)
@@ -137,17 +158,29 @@ class RobotsCache:
         origin = self.origin_of(url)
         policy = self._cached(origin)
         if policy is None:
-            self._start(origin)
+            if self.retrying(origin) is None:
+                self._start(origin)
             return None
         return policy.verdict(url, self.user_agent)
 
     def fetching(self, origin: str) -> bool:
-        """Whether ``origin``'s robots.txt is being fetched right now."""
+        """Whether ``origin``'s robots.txt is being fetched, or waits to be asked again."""
         with self._lock:
-            return origin in self._in_flight
+            return origin in self._in_flight or origin in self._retrying
+
+    def retrying(self, origin: str) -> str | None:
+        """Why ``origin``'s robots.txt is unreachable while it waits to be asked again, else None."""
+        with self._lock:
+            retrying = self._retrying.get(origin)
+        return retrying[0] if retrying else None
 
     def close(self) -> None:
-        """Close the HTTP client if this cache created it."""
+        """Close the HTTP client if this cache created it; no robots.txt is asked again."""
+        with self._lock:
+            timers = [timer for _why, timer in self._retrying.values()]
+            self._retrying.clear()
+        for timer in timers:
+            timer.cancel()
         if self._owns_client:
             self._client.close()
 
@@ -200,11 +233,40 @@ class RobotsCache:
         with self._lock:
             if self._in_flight.get(origin) is fetch:
                 del self._in_flight[origin]
+                if policy.unreachable and self._retry_later(origin, policy.reason):
+                    return policy
+                self._attempts.pop(origin, None)
                 self._policies[origin] = policy
                 self._policies.move_to_end(origin)
                 while len(self._policies) > self.max_domains:
                     self._policies.popitem(last=False)
         return policy
+
+    def _retry_later(self, origin: str, reason: str) -> bool:
+        """Under the lock: schedule the next ask of an unreachable robots.txt; False once spent."""
+        attempt = self._attempts.get(origin, 0)
+        if attempt >= len(self.retry_delays_s):
+            return False
+        self._attempts[origin] = attempt + 1
+        delay_s = self.retry_delays_s[attempt]
+        why = reason.replace("; everything disallowed for now", f"; retrying in {delay_s:g} s")
+        timer = threading.Timer(delay_s, self._ask_again, (origin,))
+        timer.daemon = True
+        self._retrying[origin] = (why, timer)
+        timer.start()
+        return True
+
+    def _ask_again(self, origin: str) -> None:
+        """On the timer's thread: fetch the robots.txt again (unless closed meanwhile)."""
+        with self._lock:
+            if self._retrying.pop(origin, None) is None:
+                return
+        try:
+            self._start(origin)
+        except RuntimeError:  # the client closed between the timer and now: nobody needs the answer
+            return
+        if self.on_ready is not None:
+            self.on_ready()
 
     def _policy(self, fetch: Future[HttpAnswer]) -> _Policy:
         try:
@@ -224,7 +286,7 @@ class RobotsCache:
 
     def _unreachable(self, why: str) -> _Policy:
         reason = f"robots.txt unreachable: {why}; everything disallowed for now"
-        return _Policy(None, False, reason, self._clock() + self.error_ttl_s)
+        return _Policy(None, False, reason, self._clock() + self.error_ttl_s, unreachable=True)
 
 
 def _whole_lines(answer: HttpAnswer) -> bytes:

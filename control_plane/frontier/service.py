@@ -503,11 +503,16 @@ class Frontier:
             waiting = {id(d) for d, _ in still}
             self._inbox[:0] = [d for d, _ in self._waiting if id(d) not in waiting]
             self._waiting = still
-            self._count_waiting()
+        self._count_waiting()  # also when an origin's robots.txt turned out unreachable meanwhile
 
     def _count_waiting(self) -> None:
         counts: Counter[str] = Counter(getattr(d.message, "job_id", "") for d, _ in self._waiting)
-        self.snapshots.robots_waiting(counts)
+        retrying: Counter[str] = Counter(
+            getattr(d.message, "job_id", "")
+            for d, origins in self._waiting
+            if any(self.robots.retrying(origin) for origin in origins)
+        )
+        self.snapshots.robots_waiting(counts, retrying)
 
     def _coalescing(self) -> bool:
         """Whether to let more messages join this pass: a few arrived, and the last pass was recent."""

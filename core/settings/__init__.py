@@ -150,7 +150,10 @@ def env_names() -> set[str]:
 
 
 # DUALPLANE_* names that are not settings: the test suite's switches, the compose image tag.
-NOT_SETTINGS_PREFIXES = ("DUALPLANE_TEST_", "DUALPLANE_IMAGE", "DUALPLANE_FORKSERVER_")
+# Read elsewhere: the tests, the compose images, the fork server, the CLI's --namespace, scripts/setup.sh.
+NOT_SETTINGS_PREFIXES = (
+    "DUALPLANE_TEST_", "DUALPLANE_IMAGE", "DUALPLANE_FORKSERVER_", "DUALPLANE_NAMESPACE", "DUALPLANE_SETUP_"
+)  # fmt: skip
 
 
 def unknown_env_names(environ: Mapping[str, str]) -> list[str]:

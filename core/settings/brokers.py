@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from dualplane.core.settings import checks
 from dualplane.core.settings.base import Section, section
@@ -27,13 +27,28 @@ class KafkaSettings(Section):
     ssl_key_location: Path | None = None
     ssl_key_password: SecretStr | None = None
     client_id: str = "dualplane"
+    # Every topic the platform creates gets these (Faust's changelogs and its own topics included):
+    # 1 and 1 fit one broker; a cluster sets 3 and 2, so that a write acknowledged by two brokers
+    # survives the loss of any one node for good (docs/multi-machine.md).
     replication_factor: int = Field(default=1, ge=1)
+    min_insync_replicas: int = Field(default=1, ge=1)
     group_prefix: str = "dualplane"  # consumer groups are named <prefix>-<service>
 
     @field_validator("bootstrap_servers")
     @classmethod
     def _a_broker_list(cls, value: str) -> str:
         return checks.bootstrap_servers(value)
+
+    @model_validator(mode="after")
+    def _insync_within_replicas(self) -> KafkaSettings:
+        # More in-sync replicas than copies would refuse every acks=all write (NOT_ENOUGH_REPLICAS).
+        if self.min_insync_replicas > self.replication_factor:
+            raise ValueError(
+                f"DUALPLANE_KAFKA_MIN_INSYNC_REPLICAS ({self.min_insync_replicas}) is above "
+                f"DUALPLANE_KAFKA_REPLICATION_FACTOR ({self.replication_factor}): no write could succeed; "
+                "use at most the replication factor (a 3-broker cluster: 3 and 2)"
+            )
+        return self
 
     @field_validator("client_id", "group_prefix")
     @classmethod
@@ -98,6 +113,7 @@ class TopicSettings(Section):
     dead_letters: str = "dead-letters"
     schemas: str = "_dualplane.schemas"
     throttle_state: str = "throttle.state"
+    profiles: str = "fetch.profiles"  # compacted; one fetch profile per name (`dualplane profile set`)
     frontier_changelog: str = "frontier.changelog"  # compacted; partition i is frontier shard i's state
     job_progress: str = "jobs.progress"  # compacted; partition i holds shard i's latest snapshot per job
     # The (job, URL) keys of the pages the extractor has handled, partitioned like pages.raw and written
@@ -120,12 +136,19 @@ class TopicSettings(Section):
 
 
 class AmqpSettings(Section):
-    """Control-plane broker: the AMQP URL (credentials inside) and the management API."""
+    """Control-plane broker: the AMQP URL (credentials inside) and the management API.
+
+    ``fallback_urls`` (``DUALPLANE_AMQP_FALLBACK_URLS``): the other nodes of a RabbitMQ cluster,
+    comma-separated; a connection goes to the first of ``url`` and these that answers, so a service
+    reconnects to a node that survives. ``fallback_management_urls``: the same for the management API.
+    """
 
     model_config = section("AMQP_")
 
     url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/%2F")
+    fallback_urls: SecretStr = SecretStr("")
     management_url: str = "http://127.0.0.1:15672"
+    fallback_management_urls: str = ""
     heartbeat_s: int = Field(default=30, ge=0)
     connection_attempts: int = Field(default=3, ge=1)
 
@@ -138,10 +161,38 @@ class AmqpSettings(Section):
             raise ValueError("expected amqp://user:password@host:port/vhost (vhost / is %2F)")
         return url
 
+    @field_validator("fallback_urls")
+    @classmethod
+    def _amqp_urls(cls, urls: SecretStr) -> SecretStr:
+        for url in _split(urls.get_secret_value()):
+            parts = urlsplit(url)
+            if parts.scheme not in ("amqp", "amqps") or not parts.hostname:
+                raise ValueError("expected amqp://user:password@host:port/vhost,amqp://… (vhost / is %2F)")
+        return urls
+
+    @field_validator("fallback_management_urls")
+    @classmethod
+    def _http_urls(cls, urls: str) -> str:
+        for url in _split(urls):
+            checks.http_url(url, "http://host:15672")
+        return urls
+
+    def urls(self) -> list[str]:
+        """Every node's AMQP URL, ``url`` first: the order connections try them in."""
+        return [self.url.get_secret_value(), *_split(self.fallback_urls.get_secret_value())]
+
+    def management_urls(self) -> list[str]:
+        """Every node's management API, ``management_url`` first."""
+        return [self.management_url, *_split(self.fallback_management_urls)]
+
     @field_validator("management_url")
     @classmethod
     def _an_http_url(cls, value: str) -> str:
         return checks.http_url(value, "http://127.0.0.1:15672")
+
+
+def _split(urls: str) -> list[str]:
+    return [url.strip() for url in urls.split(",") if url.strip()]
 
 
 class QueueSettings(Section):
@@ -165,6 +216,10 @@ class QueueSettings(Section):
     delivery_limit: int = Field(default=10, ge=2)
     # A handler that raises this many times on one message sends it to the dead letters.
     handler_max_failures: int = Field(default=3, ge=1)
+    # Members of each quorum queue (x-quorum-initial-group-size); 0 sends no argument, and RabbitMQ
+    # puts one on every node the cluster has when the queue is declared. A cluster sets 3. The
+    # argument is part of a queue's identity: change it only for queues that do not exist yet.
+    quorum_members: int = Field(default=0, ge=0)
 
     @field_validator(
         "discovery",

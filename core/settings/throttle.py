@@ -28,13 +28,25 @@ class ThrottleSettings(Section):
 
     model_config = section("THROTTLE_")
 
+    # The slow layer, the fleet's memory of a domain: the seed's "block rate > 5% over the last
+    # 10 minutes, halve P_d", hot or not, the pause. With the fast layer off, it judges everything.
     window_size_s: int = Field(default=600, ge=1)
     window_step_s: int = Field(default=60, ge=1)
     threshold: float = Field(default=0.05, gt=0, lt=1)  # block ratio above which a domain is halved
     min_samples: int = Field(default=20, ge=1)
-    recovery_min_samples: int = Field(default=5, ge=1)
+    # The fast layer (seconds): backoff to what the site let through, nudges, probes and climbs are
+    # judged on a window this short, so a fresh domain that blocks comes down within a few seconds
+    # and is back within about a minute once the site relaxes. 0 (or not shorter than
+    # window_size_s): no fast layer, the one window judges everything.
+    fast_window_s: int = Field(default=6, ge=0)
+    fast_step_s: int = Field(default=1, ge=1)
+    fast_min_samples: int = Field(default=5, ge=1)
+    # The fast layer's climbs (every recovery_s toward a known limit; probes onto it wait recovery_s
+    # times 2^failed, at most 2^probe_backoff_max): seconds, so a relaxed site is seen within a
+    # minute. 180 s and 2^4 held a fresh domain at a fraction of its limit for minutes (issue 33).
+    recovery_min_samples: int = Field(default=3, ge=1)
     recover_fraction: float = Field(default=0.5, gt=0, le=1)
-    recovery_s: float = Field(default=180.0, ge=0)
+    recovery_s: float = Field(default=4.0, ge=0)
     ceiling: int | None = Field(default=None, ge=1)  # None: DUALPLANE_LIMIT_DOMAIN_CONCURRENCY
     base_delay_ms: int | None = Field(default=None, ge=0)  # None: DUALPLANE_LIMIT_DOMAIN_DELAY_MS
     # Also what a fetcher holds a domain back for after a 403 or a challenge page (no Retry-After),
@@ -52,7 +64,7 @@ class ThrottleSettings(Section):
     # credits instead of requests.
     daily_credits: int = Field(default=0, ge=0)
     budget_fraction: float = Field(default=0.8, gt=0, le=1)
-    probe_backoff_max: int = Field(default=4, ge=0, le=16)  # probe waits up to recovery_s * 2^this
+    probe_backoff_max: int = Field(default=2, ge=0, le=16)  # probe waits up to recovery_s * 2^this
     # Latency as a signal (Scrapy's AutoThrottle): a window this many times slower than the domain's
     # own baseline, and at least latency_min_ms slower, cuts its rate by a quarter. 0: off.
     latency_factor: float = Field(default=3.0, ge=0)
@@ -113,6 +125,11 @@ class ThrottleSettings(Section):
                     f"(hopping windows), got {self.window_size_s} and {self.window_step_s}",
                 ),
                 (
+                    self.fast_window_s % self.fast_step_s != 0,
+                    "DUALPLANE_THROTTLE_FAST_WINDOW_S must be a multiple of DUALPLANE_THROTTLE_FAST_STEP_S, "
+                    f"got {self.fast_window_s} and {self.fast_step_s}",
+                ),
+                (
                     self.pause_ratio <= self.threshold,
                     f"DUALPLANE_THROTTLE_PAUSE_RATIO ({self.pause_ratio}) must be above "
                     f"DUALPLANE_THROTTLE_THRESHOLD ({self.threshold})",
@@ -128,6 +145,12 @@ class ThrottleSettings(Section):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @property
+    def fast_layer(self) -> bool:
+        """Whether a fast window is judged besides the 10-minute one: set, and shorter than it (a
+        window tuned down to seconds is a single layer, as before the fast one existed)."""
+        return 0 < self.fast_window_s < self.window_size_s
 
     @property
     def low_priority(self) -> tuple[str, ...]:

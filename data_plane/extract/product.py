@@ -4,10 +4,12 @@ Sources, most trusted first: JSON-LD, microdata, RDFa, OpenGraph/product meta ta
 :mod:`~data_plane.extract.schema_org`), the page's embedded state JSON
 (:mod:`~data_plane.extract.embedded_state`), then markup heuristics
 (:mod:`~data_plane.extract.product_markup`). Each field takes the first source that has it and
-records which one that was. An item number printed next to its label ("Art.-Nr. 4711") overrides a
-published ``sku``, since the page shows it to the buyer now. Availability weighs the product's own
-stock signals (:mod:`~data_plane.extract.availability_decision`): a published state stands unless a
-visible statement about the product contradicts it, and contradicting signals give none.
+records which one that was; an item id in the page's own URL that the page also prints is the last
+resort for the SKU (:mod:`~data_plane.extract.url_sku`). An item number printed next to its label
+("Art.-Nr. 4711") overrides a published ``sku``, since the page shows it to the buyer now.
+Availability weighs the product's own stock signals (:mod:`~data_plane.extract.availability_decision`):
+a published state stands unless a visible statement about the product contradicts it, and
+contradicting signals give none.
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from dataclasses import replace
 from dualplane.data_plane.extract.availability_decision import decide
 from dualplane.data_plane.extract.embedded_state import embedded_product
 from dualplane.data_plane.extract.fields import ProductFields
-from dualplane.data_plane.extract.markup import Markup
+from dualplane.data_plane.extract.markup import Markup, text
 from dualplane.data_plane.extract.product_markup import MarkupProduct, markup_product
 from dualplane.data_plane.extract.product_tracking import tracked_sku
 from dualplane.data_plane.extract.schema_org import structured_product
 from dualplane.data_plane.extract.structured import Structured
+from dualplane.data_plane.extract.url_sku import printed_url_id
 
 LISTED_PRODUCTS = 3
 """Structured data naming this many different products, none of them the page's heading, is a listing's."""
@@ -62,6 +65,9 @@ def extract_product(
     fields = _visible_first(fields, shown).or_else(shown.fields.replaced(None, availability=None))
     if fields.sku is None and html and (sku := tracked_sku(html)):
         fields = fields.replaced("embedded-json", sku=sku)
+    shown_text = text(page.main(headed=True)) if fields.sku is None else ""
+    if fields.sku is None and (sku := printed_url_id(base_url, shown_text, fields.name or shown.fields.name)):
+        fields = fields.replaced("markup", sku=sku)  # the page prints it: shown, as a labelled one is
     return fields
 
 

@@ -56,6 +56,13 @@ _NOT_THE_PRICE = re.compile(
     r"prezzo di listino|precio (?:anterior|de lista)|adviesprijs|van\b)",
     re.I,
 )
+_UNIT_AFTER = re.compile(
+    r"\s*(?:per|pro|je|par|por|за)\s+\w|\s*/\s*(?:\d+\s*)?(?:kg|g|l|ml|cl|m|m2|m²|lb|oz|ft|unit|pc|stk|st)\b",
+    re.I,
+)
+_FLOOR_BEFORE = re.compile(r"\b(?:as low as|ab nur|à partir de seulement)\s*$", re.I)
+_WHOLE_THEN_CENTS = re.compile(r"(?<![\d.,])(\d{1,3}(?:[.,\s]\d{3})*|\d+) (\d{2})(?![\d.,])")
+CENTS_WORDS = frozenset({"fraction", "cents", "cent", "decimal", "decimals", "pennies", "superscript", "sup"})
 _DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extract.prices
 # A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it.
 _SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)")
@@ -201,7 +208,7 @@ def _price_element(
             shown = parse_price(line(node))
             return Price(amount, shown.currency if shown else None)
     candidates = [node for node in classed if _is_price_node(node, scope)]
-    priced = [(node, price) for node in candidates if (price := _positive(_shown_price(node)))]
+    priced = [(node, price) for node in candidates if (price := _positive(_with_parts(node)))]
     # An amount next to its currency first: a price split into parts ("$", "8", ".", "99", each in its
     # own price-class element) must not be read from its innermost part alone ("99"). Cards are looked
     # for only on the way, node by node: a listing has hundreds of price elements.
@@ -215,11 +222,50 @@ def _price_element(
 
 
 def _shown_price(node: LexborNode) -> Price | None:
-    """The price a price-classed element shows, unless its label says it is a former price or a saving."""
+    """The price a price-classed element shows, unless its label says it is a former price or a saving,
+    or the words around it make it a price per unit or a quantity tier's floor (:func:`_per_unit`)."""
     shown = line(node)
-    if _NOT_THE_PRICE.match(shown):
+    if _NOT_THE_PRICE.match(shown) or _per_unit(node, shown):
         return None
+    if _WHOLE_THEN_CENTS.search(shown) and _cents_apart(node):
+        shown = _WHOLE_THEN_CENTS.sub(r"\1.\2", shown)  # "$ 21 11": whole and cents in elements of their own
     return parse_price(_SPLIT_CENTS.sub(r"\1\2", shown))
+
+
+def _with_parts(node: LexborNode) -> Price | None:
+    """:func:`_shown_price`, completed from the parent when ``node`` holds only the whole amount and its
+    siblings the currency and the cents ("$", "21", "11" in three elements): "21.11" in dollars, not 21."""
+    price = _shown_price(node)
+    parent = node.parent
+    if price is None or price.currency is not None or parent is None or not _cents_apart(parent):
+        return price
+    whole = _shown_price(parent)
+    gave_cents = whole is not None and whole.amount != price.amount == int(whole.amount)
+    return whole if gave_cents else price
+
+
+def _cents_apart(node: LexborNode) -> bool:
+    """True when ``node`` writes its cents in an element of their own, a ``<sup>`` or one classed as the
+    fraction (``a-price-fraction``, ``price-cents``, ``decimals``), so that its text reads "21 11"."""
+    return any(
+        child.tag == "sup" or not CENTS_WORDS.isdisjoint(words(child))
+        for child in node.traverse(include_text=False)
+        if child.mem_id != node.mem_id
+    )
+
+
+def _per_unit(node: LexborNode, shown: str) -> bool:
+    """True when the text around ``node`` says its amount is per unit ("$0.24 per bead", "3,99 €/kg") or
+    the lowest of quantity tiers ("As low as $0.24"): the labelling rules' per-unit price, never the
+    product's. Only the parent's line is read: the words sit beside the amount, in their own elements."""
+    parent = node.parent
+    if parent is None or not shown:
+        return False
+    around = line(parent)
+    start = around.find(shown)
+    if start < 0:
+        return False
+    return bool(_UNIT_AFTER.match(around[start + len(shown) :]) or _FLOOR_BEFORE.search(around[:start]))
 
 
 def _positive(price: Price | None) -> Price | None:
@@ -228,7 +274,25 @@ def _positive(price: Price | None) -> Price | None:
 
 def _is_price_node(node: LexborNode, scope: LexborNode) -> bool:
     found = words(node)
-    return not (NOT_A_PRICE_WORDS & found) and bool(line(node)) and not elsewhere(node, scope)
+    return (
+        not (NOT_A_PRICE_WORDS & found)
+        and bool(line(node))
+        and not elsewhere(node, scope)
+        and not links_away(node, scope)
+    )
+
+
+def links_away(node: LexborNode, scope: LexborNode) -> bool:
+    """True when ``node`` sits in a link to another page: a price shown as a link is another format's,
+    size's or product's ("Kindle: $26.07" in a format picker, a related item), never the price of what
+    is bought here, which a page shows beside its buy button and links nowhere."""
+    for parent in (node, *ancestors(node)):
+        if parent.mem_id == scope.mem_id:
+            return False
+        if parent.tag == "a":
+            href = (parent.attributes.get("href") or "").strip()
+            return bool(href) and not href.startswith(("#", "javascript:"))
+    return False
 
 
 def _currency_amount(area_text: str) -> Price | None:

@@ -26,6 +26,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from dualplane.core.web.urls import without_credentials
 from dualplane.data_plane.extract import metrics
+from dualplane.data_plane.extract._trafilatura import warm_up as warm_up_shortcuts
 from dualplane.data_plane.extract.article import extract_article
 from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
 from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
@@ -46,9 +47,13 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.3.0"
-"""1.3.0: a lone element named as an article's content is read alone (1.2.0: pages of mostly
-preformatted text, listings, are read by resiliparse, not trafilatura)."""
+EXTRACTOR_VERSION = "1.4.0"
+"""1.4.0: product fields read as on unseen shops: a price that links to another page, a per-unit price or
+a quantity tier's floor is not the product's, whole and cents in elements of their own are one price, and
+the id in the page's URL is its SKU when the page prints it and nothing else gives one (1.3.1: rustdoc and
+Javadoc pages, and short documentation pages, are read by resiliparse; 1.3.0: a lone
+element named as an article's content is read alone; 1.2.0: pages of mostly preformatted text, listings,
+are read by resiliparse, not trafilatura)."""
 SCHEMA_VERSIONS = (1, 2, 3)
 log = logging.getLogger(__name__)
 REQUIRED_FIELDS = ("url", "domain", "job_id", "trace_id", "fetched_at", "status", "body")
@@ -179,7 +184,7 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     links = [_link(link.url, link.rel, link.nofollow, link.text) for link in extract_links(tree, final_url)]
     data = read_structured(html, final_url, tree)
     element = main_element(tree)
-    docs = documentation_page(tree)
+    docs = documentation_page(tree, html)
     markup = Markup(tree)
     docs = docs or preformatted_page(markup.tree)  # read on the pruned tree: scripts and styles are gone
     description = description_of(markup)
@@ -216,6 +221,7 @@ def warm_up() -> None:
     # makes of it on its first call and caches: 70 ms or more, else paid inside the first page that
     # needs jusText's rescue.
     define_stoplist(external.JT_STOPLIST or external.jt_stoplist_init())
+    warm_up_shortcuts()  # and the set our calls hand jusText instead
     paragraph = "<p>Warm-up text long enough to be taken for the main content of a page.</p>"
     html = f"<html lang='en'><title>w</title><body><article>{paragraph * 8}</article></body></html>"
     page = {

@@ -23,19 +23,17 @@ import logging
 import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterable
-from contextlib import AbstractContextManager
 
 import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
+from dualplane.data_plane.extract._trafilatura import SHORTCUTS
 from dualplane.data_plane.extract.boilerplate import trim_boilerplate
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.markup import line as line_of
-from dualplane.data_plane.extract.readability_skip import skipping as skipping_readability
+from dualplane.data_plane.extract.metrics import text_failed
 from dualplane.data_plane.extract.text_route import TextRoute, text_route
-from dualplane.data_plane.extract.trafilatura_parser import parsing as parsing_with_c_lookup
-from dualplane.data_plane.extract.trafilatura_xpaths import selecting as selecting_in_python
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
@@ -52,19 +50,20 @@ most this many columns."""
 BYLINE_WORDS = 12
 DOCS_MIN_CHARS = 2000
 """Less main text than this on a documentation page, even in its ``<main>`` element, and trafilatura
-reads the page after all."""
+reads the page after all, unless the main content holds ``DOCS_MIN_SHARE`` of the page's text."""
+DOCS_MIN_SHARE = 0.5
+"""A short documentation page (a small class, a trait, a redirect) whose main content holds at least this
+share of the whole page's text is read by resiliparse alone: its rules dropped little, so no index of
+links was lost. Most pages of the documentation sites of ``benchmarks/doc_sites.py`` are short: with
+``DOCS_MIN_CHARS`` alone, trafilatura read 33 of 40 rustdoc pages and 23 of 40 Javadoc pages of their
+``dev`` sites whole. On those, resiliparse's text kept 0.85 (Javadoc) of trafilatura's words at this
+share; on the pages below it (Doxygen-like indexes of links, 404 pages, a release note beside a long
+menu), it kept a fifth to a half, and trafilatura reads them."""
 
 _BULK = re.compile(
     r"<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<svg\b.*?</svg\s*>", re.I | re.S
 )
 
-SHORTCUTS: dict[str, Callable[[], AbstractContextManager[None]]] = {
-    "readability skip": skipping_readability,
-    "XPath selectors in Python": selecting_in_python,
-    "element classes chosen in C": parsing_with_c_lookup,
-}
-"""What our calls of trafilatura enter: each makes trafilatura cheaper inside them, with the same text
-(``benchmarks/trafilatura_shortcuts.py`` times each one)."""
 
 logging.getLogger("trafilatura").setLevel(logging.ERROR)  # it logs every page it finds too short
 
@@ -114,8 +113,13 @@ def _trafilatura_text(html: str, url: str | None) -> str | None:
                 deduplicate=False,
                 with_metadata=False,
             )
-    except Exception:  # trafilatura and lxml raise a zoo of errors on pathological markup
-        logging.getLogger(__name__).debug("trafilatura failed on %s", url, exc_info=True)
+    except Exception as error:  # trafilatura and lxml raise a zoo of errors on pathological markup
+        # The record goes on without a main text (its title, links, data are still worth keeping), but
+        # the failure is counted, by error type, and logged where an operator looks.
+        text_failed("trafilatura", error)
+        logging.getLogger(__name__).warning(
+            "trafilatura failed on %s (%s: %s): the record has no main text", url, type(error).__name__, error
+        )
         return None
     return text
 
@@ -125,15 +129,20 @@ def docs_text(html: str) -> str | None:
 
     Where its main-content rules find little (an index of names, a list of release notes: lists of
     links they take for navigation), the whole text of the page's ``<main>`` is taken, as trafilatura
-    does there (NumPy's index of 125,000 characters: the same words, in 16 ms instead of 900).
+    does there (NumPy's index of 125,000 characters: the same words, in 16 ms instead of 900). A short
+    page's main content is taken when it holds ``DOCS_MIN_SHARE`` of the page's whole text.
     """
     tree = HTMLTree.parse(html)
     text = _plain_text(tree, main_content=True)
     if len(text) >= DOCS_MIN_CHARS:
         return text
     main = tree.document.query_selector("main, [role=main]") if tree.document is not None else None
-    text = _plain_text(HTMLTree.parse(main.html), main_content=False) if main is not None else ""
-    return text if len(text) >= DOCS_MIN_CHARS else None
+    whole = _plain_text(HTMLTree.parse(main.html), main_content=False) if main is not None else ""
+    if len(whole) >= DOCS_MIN_CHARS:
+        return whole
+    if text.strip() and len(text) >= DOCS_MIN_SHARE * len(_plain_text(tree, main_content=False)):
+        return text
+    return None
 
 
 def _plain_text(tree: HTMLTree, *, main_content: bool) -> str:

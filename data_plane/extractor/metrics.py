@@ -36,6 +36,17 @@ EXTRACT_SECONDS = Histogram(
 )
 
 
+EXTRACT_CPU_SECONDS = Histogram(
+    "dualplane_extract_cpu_seconds",
+    "CPU time of the extracting thread to extract one raw page into a record and encode it",
+    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+"""The service's own cost per page, as ``benchmarks/extraction_speed.py`` measures it in a script: CPU
+of this thread only (``time.thread_time``), so neither the wait for a core on a loaded machine nor the
+other services of ``dualplane run all`` in the same process count. Its ``_sum / _count`` is the CPU
+ms/page a crawl's pages cost the extractor (``benchmarks/crawl_vs_scrapy.py`` reads it)."""
+
+
 def watch(extractor: Watched) -> None:
     """Export the extractor's counts and its consumer group's lag on ``pages.raw``."""
     metrics.probe(

@@ -302,7 +302,7 @@ class Extractor:
             reason = failure.reason if isinstance(failure, ExtractionFailed) else repr(failure)
             self._dead_letter(message, producer, reason, stage, raw)
             return
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
             record = self.extract(page, schema_version=self.schema_version)
             value = self.codec.encode("page_record", record, self.schema_version, topic=self.records_topic)
@@ -315,6 +315,7 @@ class Extractor:
         url_key = (message.key() or str(raw["url"]).encode()).decode()  # pages.raw's key: the task's URL
         self.latest.write(producer, message.partition() or 0, url_key, record, value)
         metrics.EXTRACT_SECONDS.observe(time.perf_counter() - started)
+        metrics.EXTRACT_CPU_SECONDS.observe(time.thread_time() - cpu_started)
         self.records += 1
 
     def _dead_letter(

@@ -47,6 +47,10 @@ class ThrottleCommand(ControlMessage):
     blocked_ratio: float | None = None
     window_total: int | None = None
     window_blocked: int | None = None
+    # The processor's view when it issued the command (schema v2): the rate it set the limits for
+    # (None: unthrottled) and the site's limit as far as it knows, for `dualplane throttle show`.
+    rate_rps: float | None = None
+    limit_rps: float | None = None
 
     @field_validator("issued_at")
     @classmethod
@@ -57,9 +61,17 @@ class ThrottleCommand(ControlMessage):
 
     @classmethod
     def from_policy(
-        cls, domain: str, command: Command, counts: WindowCounts, issued_at: datetime | None = None
+        cls,
+        domain: str,
+        command: Command,
+        counts: WindowCounts,
+        issued_at: datetime | None = None,
+        *,
+        rate_rps: float | None = None,
+        limit_rps: float | None = None,
     ) -> ThrottleCommand:
-        """The processor's command for ``domain``, with the window that triggered it."""
+        """The processor's command for ``domain``, with the window that triggered it and the rate
+        and limit it set."""
         return cls(
             domain=domain,
             concurrency=command.concurrency,
@@ -72,6 +84,8 @@ class ThrottleCommand(ControlMessage):
             blocked_ratio=round(counts.blocked_ratio, 6),
             window_total=counts.total,
             window_blocked=counts.blocked,
+            rate_rps=None if rate_rps is None else round(rate_rps, 4),
+            limit_rps=None if limit_rps is None else round(limit_rps, 4),
         )
 
     @property

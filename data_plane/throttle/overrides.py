@@ -56,6 +56,14 @@ def clearing(settings: Settings, domain: str, reason: str) -> ThrottleCommand:
 
 def active_overrides(settings: Settings, now: datetime | None = None) -> list[ThrottleCommand]:
     """Unexpired non-processor commands in the compacted topic, by domain."""
+    return latest_state(settings, now)[1]
+
+
+def latest_state(
+    settings: Settings, now: datetime | None = None
+) -> tuple[list[ThrottleCommand], list[ThrottleCommand]]:
+    """From the brokers, wherever this runs: the processor's latest command per domain, and the
+    unexpired overrides, each by domain (one read of the compacted topic)."""
     now = now or utc_now()
     topic = settings.topics.throttle_state
     try:
@@ -65,8 +73,9 @@ def active_overrides(settings: Settings, now: datetime | None = None) -> list[Th
             f"could not read {topic!r} from Kafka at {settings.kafka.bootstrap_servers} ({error}); "
             "is Kafka up (`dualplane stack status`) and DUALPLANE_KAFKA_BOOTSTRAP_SERVERS right?"
         ) from error
+    processor = sorted((c for c in latest.values() if c.source == AUTO), key=lambda c: c.domain)
     found = [c for c in latest.values() if c.source != AUTO and not c.expired(now)]
-    return sorted(found, key=lambda command: command.domain)
+    return processor, sorted(found, key=lambda command: command.domain)
 
 
 def _write_state(settings: Settings, command: ThrottleCommand) -> None:

@@ -100,6 +100,11 @@ class DomainState:
     reverted: bool = False  # the last change undid a failed probe: its echoes are no new signal
     last_block_s: float | None = None  # the last change for a block: probes come a budget of requests after
     relaxed: bool = False  # climbing back after a probe over the limit held: in bigger steps
+    # The slow layer's memory: when the rate was last cut for blocks (its window starts after it),
+    # the step of its last verdict, and whether its window is over the threshold (a hot domain).
+    backoff_s: float | None = None
+    slow_verdict_step: int | None = None
+    hot: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -152,18 +157,27 @@ class PolicyConfig:
     latency_min_ms: float
     window_s: float = 0.0  # the judged window's size: a nudge waits for it to slide past a change
     hold_jitter: float = 0.0  # the fleet's DUALPLANE_FETCH_DELAY_JITTER, for the rate <-> limits map
+    # The slow layer (the seed's 10-minute window) when the fast one judges the rest; 0: none.
+    slow_window_s: float = 0.0
+    slow_step_s: float = 0.0
+    slow_min_samples: int = 0
 
     @classmethod
     def from_settings(
         cls, throttle: ThrottleSettings, limits: LimitSettings, fetch: FetchSettings | None = None
     ) -> PolicyConfig:
         """The policy's view of the settings: ``ceiling`` and ``base_delay_ms`` default to
-        ``limits``' P_d and delay; ``fetch`` gives the hold jitter the fleet applies."""
+        ``limits``' P_d and delay; ``fetch`` gives the hold jitter the fleet applies. With a fast
+        layer, its window is the one judged step by step and the 10-minute one is the slow layer."""
+        fast = throttle.fast_layer
         return cls(
-            step_s=float(throttle.window_step_s),
-            window_s=float(throttle.window_size_s),
+            step_s=float(throttle.fast_step_s if fast else throttle.window_step_s),
+            window_s=float(throttle.fast_window_s if fast else throttle.window_size_s),
+            slow_window_s=float(throttle.window_size_s) if fast else 0.0,
+            slow_step_s=float(throttle.window_step_s) if fast else 0.0,
+            slow_min_samples=throttle.min_samples if fast else 0,
             threshold=throttle.threshold,
-            min_samples=throttle.min_samples,
+            min_samples=throttle.fast_min_samples if fast else throttle.min_samples,
             recovery_min_samples=throttle.recovery_min_samples,
             recover_fraction=throttle.recover_fraction,
             recovery_s=throttle.recovery_s,
@@ -221,13 +235,18 @@ def decide(
     rng: random.Random,
     budget: Budget | None = None,
     priority: Priority = "normal",
+    slow: WindowCounts | None = None,
 ) -> Decision:
     """Judge ``counts`` (the window ending at ``now_s``) against ``state``; see the module docstring.
 
+    ``slow`` is the slow layer's window (the 10-minute one since the last backoff) when ``counts``
+    is the fast layer's: then the pause and the seed's rule are judged on it, the rest on ``counts``.
     Pure: the only source of randomness is ``rng`` (the spread of probe waits), so equal inputs and
     an equally seeded ``rng`` give equal decisions.
     """
-    state = _record_verdict(counts, state, config, now_s)
+    state = _record_verdict(counts, state, config, now_s, extremes=slow is None)
+    if slow is not None:
+        state = _record_slow(slow, state, config, now_s)
     if state.paused:
         return _resume(state, config, now_s)
     failed = _failed_probe(counts, state, config, now_s)
@@ -237,8 +256,9 @@ def decide(
         return Decision(state, None)
     ceiling, budget_note = _effective_ceiling(config, budget, priority)
     decision = (
-        _pause(counts, state, config, now_s)
+        _pause(slow or counts, state, config, now_s)
         or _back_off(counts, state, config, now_s, ceiling)
+        or (_seed_rule(slow, state, config, now_s, ceiling) if slow is not None else None)
         or _nudge(counts, state, config, now_s, ceiling)
         or _slow_down(counts, state, config, now_s, ceiling)
     )
@@ -273,7 +293,7 @@ def current_rate(state: DomainState, config: PolicyConfig, latency_ms: float | N
 
 
 def _record_verdict(
-    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float
+    counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, *, extremes: bool = True
 ) -> DomainState:
     """A good verdict counts once per step; a different verdict resets its streak at once. A clean
     window's latency feeds the baseline, once per step."""
@@ -296,10 +316,50 @@ def _record_verdict(
         state,
         healthy_windows=healthy,
         healthy_since_s=None if healthy == 0 else state.healthy_since_s if state.healthy_windows else now_s,
-        extreme_windows=streak(state.extreme_windows, verdict == "extreme"),
+        extreme_windows=streak(state.extreme_windows, verdict == "extreme")
+        if extremes
+        else state.extreme_windows,
         verdict_step=step,
         latency_ms=baseline,
     )
+
+
+def _record_slow(slow: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float) -> DomainState:
+    """The slow window's verdict, once per slow step: the extreme streak (the pause) and ``hot``."""
+    if slow.total < config.slow_min_samples:
+        return state
+    step = math.floor(now_s / config.slow_step_s)
+    ratio = slow.pushback_ratio
+    extreme = ratio >= config.pause_ratio
+    if state.slow_verdict_step is None or step > state.slow_verdict_step:
+        streak = state.extreme_windows + 1 if extreme else 0
+    else:
+        streak = state.extreme_windows if extreme else 0
+    return replace(state, extreme_windows=streak, slow_verdict_step=step, hot=ratio > config.threshold)
+
+
+def _seed_rule(
+    slow: WindowCounts, state: DomainState, config: PolicyConfig, now_s: float, ceiling: int
+) -> Decision | None:
+    """The seed's rule, the fast layer's backstop: pushback above ``threshold`` over the slow window
+    since the last backoff (and at least a slow step of it) halves the rate. The fast layer's
+    backoffs keep a window clean, so this acts only on what they missed: blocks too sparse for a
+    fast window, or probes failing over and over."""
+    if slow.total < config.slow_min_samples or slow.pushback_ratio <= config.threshold:
+        return None
+    if slow.span_s < config.slow_step_s:
+        return None  # a few seconds of a window just opened are the fast layer's to judge
+    current = current_rate(state, config, slow.latency_ms)
+    rate = max(MIN_RATE_RPS, current / 2)
+    why = (
+        f"the {config.slow_window_s / 60:g}-minute rule: {_ratio_text(slow)} over {slow.span_s:.0f} s "
+        f"(threshold {config.threshold:.1%}), halved from {current:.2f} requests/s"
+    )
+    return _set_rate(
+        state, config, now_s=now_s, ceiling=ceiling, rate=rate, action="backoff", why=why,
+        latency_ms=slow.latency_ms, backoff_s=now_s,
+        **_tightened(slow, state, config, now_s, refused=current),
+    )  # fmt: skip
 
 
 def _learn_latency(baseline: float | None, latency_ms: float | None) -> float | None:
@@ -332,7 +392,9 @@ def _pause(counts: WindowCounts, state: DomainState, config: PolicyConfig, now_s
     _, delay = config.pace(counts.latency_ms).limits(rate, 1, config.base_delay_ms)
     delay = max(delay, state.delay_ms)
     tightened = _tightened(counts, state, config, now_s)
-    paused = _changed(state, now_s, paused=True, concurrency=1, delay_ms=delay, rate_rps=rate, **tightened)
+    paused = _changed(
+        state, now_s, paused=True, concurrency=1, delay_ms=delay, rate_rps=rate, backoff_s=now_s, **tightened
+    )
     reason = (
         f"pause: pushback >= {config.pause_ratio:.0%} in {state.extreme_windows} consecutive windows "
         f"(now {_ratio_text(counts)}); paused for {config.pause_s} s, then concurrency 1, delay {delay} ms"
@@ -382,16 +444,17 @@ def _back_off(
         return None  # a lone block at a rate that held: a nudge, not a backoff
     if state.reverted and _in_echo(state, config, now_s):
         return None  # the failed probe's last answers, and the site still counting its requests
-    if state.rate_rps is not None and counts.span_s < 2 * config.step_s:
+    if state.rate_rps is not None and _steps_since_change(state, config, now_s) < 2:
         # The first step after a change still holds answers to requests sent before it: judging
-        # them again cut a rate just set to 90% of the limit to 40% of it.
+        # them again cut a rate just set to 90% of the limit to 40% of it. Counted in time, not in
+        # the window's span: that runs from the domain's first fetch, and a burst is a second long.
         return None
     rate = _backoff_rate(counts, state, config)
     threshold = f"threshold {config.threshold:.1%}{_retry_after_text(counts)}"
     why = f"{_ratio_text(counts)} ({threshold}), {_pass_text(counts)}"
     return _set_rate(
         state, config, now_s=now_s, ceiling=ceiling, rate=rate, action="backoff", why=why,
-        latency_ms=counts.latency_ms,
+        latency_ms=counts.latency_ms, backoff_s=now_s,
         **_tightened(counts, state, config, now_s),
     )  # fmt: skip
 
@@ -615,6 +678,14 @@ def _changed(state: DomainState, now_s: float, **changes: Any) -> DomainState:
 def _can_change(state: DomainState, config: PolicyConfig, now_s: float) -> bool:
     """At most one change per window step."""
     return state.last_change_s is None or _step(now_s, config) > _step(state.last_change_s, config)
+
+
+def _steps_since_change(state: DomainState, config: PolicyConfig, now_s: float) -> float:
+    """Whole steps from the first step boundary after the last change to ``now_s``: how much of a
+    window judged now (it starts at that boundary) can hold only answers to what followed it."""
+    if state.last_change_s is None:
+        return math.inf
+    return (now_s - math.ceil(state.last_change_s / config.step_s) * config.step_s) / config.step_s
 
 
 def _step(time_s: float, config: PolicyConfig) -> int:

@@ -25,8 +25,9 @@ from dualplane.data_plane.throttle.producer import ThrottleApp
 from dualplane.data_plane.throttle.publisher import CommandPublisher
 from dualplane.data_plane.throttle.quota import quota_pause
 from dualplane.data_plane.throttle.rewind import rewind_uncommitted
+from dualplane.data_plane.throttle.signals import WindowCounts
 from dualplane.data_plane.throttle.snapshot import VERSION, write_snapshot
-from dualplane.data_plane.throttle.windows import counts_of, span_s, summary, window_to_judge
+from dualplane.data_plane.throttle.windows import WindowRange, counts_of, span_s, summary, window_to_judge
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +78,19 @@ class ThrottleProcessor:
             extra_topic_configs={"segment.ms": str(int(self.expires_s * 1000))},
         ).tumbling(self.step_s, expires=self.expires_s)
         self.buckets = BucketStore(cast(WindowWrapper, tumbling), self.size_s, self.step_s)
+        # The fast layer's buckets (a second each): the window the policy judges step by step, while
+        # the 10-minute one above is the slow layer (data_plane.throttle.policy).
+        self.fast_size_s, self.fast_step_s = float(config.fast_window_s), float(config.fast_step_s)
+        self.fast: BucketStore | None = None
+        if config.fast_layer:
+            fast_expires_s = self.fast_size_s + self.fast_step_s
+            fast = app.Table(
+                "fast_buckets",
+                default=dict,
+                partitions=partitions,
+                extra_topic_configs={"segment.ms": str(int(max(fast_expires_s, 60.0) * 1000))},
+            ).tumbling(self.fast_step_s, expires=fast_expires_s)
+            self.fast = BucketStore(cast(WindowWrapper, fast), self.fast_size_s, self.fast_step_s)
         self.states = app.Table("states", default=dict, partitions=partitions)
         # Requests and credits per domain per UTC day, for the budgets; no table (no changelog) without one.
         budgeted = config.daily_budget or config.daily_credits
@@ -112,6 +126,8 @@ class ThrottleProcessor:
         app.timer(self.config.snapshot_interval_s, name="throttle-snapshot")(self.write_snapshot)
         app.timer(self.step_s, name="throttle-expiry")(self._expire)
         app.flush_hooks.append(self.buckets.write)  # counts reach the changelog before offsets commit
+        if self.fast is not None:
+            app.flush_hooks.append(self.fast.write)
         app.page("/throttle/")(all_domains)
         app.page("/throttle/{domain}/")(one_domain)
         # cast: mode's receiver type names its signal argument by a string mypy cannot resolve.
@@ -141,6 +157,8 @@ class ThrottleProcessor:
         self.stats.events += 1
         partition, offset = event.message.partition, event.message.offset
         self.buckets.add(sample, partition, offset)
+        if self.fast is not None:
+            self.fast.add(sample, partition, offset)
         used = self._count_daily(sample, partition, offset)
         if time.time() - sample.fetched_at_s > self.config.max_lag_s:
             self.stats.stale_events += 1
@@ -180,24 +198,31 @@ class ThrottleProcessor:
         if record.get("partition") == partition and record.get("offset", -1) >= offset:
             return  # redelivered after a crash: this event was judged before the state was saved
         state = DomainState.from_dict(record["state"]) if "state" in record else self.policy.initial_state()
-        window = window_to_judge(now_s, self.size_s, self.step_s, state.last_change_s)
-        value = self.buckets.window_value(domain, window) if window is not None else {}
-        span = span_s(window, now_s, self.step_s) if window is not None else 0.0
-        counts = counts_of(value, span, self.step_s)
+        value, window, counts = self._judged(domain, now_s, state.last_change_s, self.fast or self.buckets)
+        slow = None
+        shown_value, shown_window = value, window
+        if self.fast is not None:  # the slow layer: the 10-minute window since the last backoff
+            shown_value, shown_window, slow = self._judged(domain, now_s, state.backoff_s, self.buckets)
         budget = self._budget(now_s, used)
         decision = decide(counts, state, self.policy, now_s=now_s, rng=self.rng, budget=budget,
-                          priority=domain_priority(domain, self.config.low_priority))  # fmt: skip
+                          priority=domain_priority(domain, self.config.low_priority), slow=slow)  # fmt: skip
         previous = self.views.get(domain, {}).get("window")
         self.views[domain] = {
             # Right after a change no window is judged yet (it must start after the change): keep
             # showing the one that led to it, rather than an empty window reading "0% blocked".
-            "window": summary(value, window) if window is not None or previous is None else previous,
+            "window": summary(shown_value, shown_window)
+            if shown_window is not None or previous is None
+            else previous,
+            "window_fast": summary(value, window) if self.fast is not None and window is not None else None,
             "evaluated_at_s": now_s,
             "partition": partition,
         }
         command = None
         if decision.command is not None:
-            command = ThrottleCommand.from_policy(domain, decision.command, counts)
+            new = decision.state
+            command = ThrottleCommand.from_policy(
+                domain, decision.command, counts, rate_rps=new.rate_rps, limit_rps=new.limit_rps
+            )
         elif decision.state == state:
             return
         last_command = command.model_dump(mode="json") if command else record.get("last_command")
@@ -209,6 +234,18 @@ class ThrottleProcessor:
         }
         if command is not None:
             await self._issue(command)
+
+    def _judged(
+        self, domain: str, now_s: float, since_s: float | None, store: BucketStore
+    ) -> tuple[dict[str, Any], WindowRange | None, WindowCounts]:
+        """The window of ``store`` judged at ``now_s`` (the one starting after ``since_s``), its value
+        and counts, its rates over the time the domain was crawled in it."""
+        window = window_to_judge(now_s, store.size_s, store.step_s, since_s)
+        if window is None:
+            return {}, None, counts_of({})
+        value = store.window_value(domain, window)
+        span = span_s(window, now_s, store.step_s, value.get("first_s"), since_s)
+        return value, window, counts_of(value, span, store.step_s)
 
     def _budget(self, now_s: float, used: int) -> Budget | None:
         """The budget rule's: the day's credits when a credit budget is set, else its requests."""
@@ -260,6 +297,7 @@ class ThrottleProcessor:
             "host": socket.gethostname(),
             "pid": os.getpid(),
             "window": {"size_s": self.size_s, "step_s": self.step_s},
+            "fast_window": {"size_s": self.fast_size_s, "step_s": self.fast_step_s} if self.fast else None,
             "policy": {
                 "threshold": self.policy.threshold,
                 "min_samples": self.policy.min_samples,
@@ -307,8 +345,10 @@ class ThrottleProcessor:
             "last_change_s": state.last_change_s,
             "rate_rps": state.rate_rps,  # None: unthrottled
             "limit_rps": state.limit_rps,  # the lowest rate refused since the last backoff
+            "hot": state.hot,  # the 10-minute window since the last backoff is over the threshold
             "latency_ms_baseline": state.latency_ms,
             "window": view.get("window"),
+            "window_fast": view.get("window_fast"),
             "evaluated_at_s": view.get("evaluated_at_s"),
             "last_command": record.get("last_command"),
         }
@@ -342,11 +382,15 @@ class ThrottleProcessor:
     def _drop_expired_windows(self) -> None:
         """Buckets recovered from the changelog are never expired by Faust: drop the old ones here."""
         dropped = self.buckets.drop_expired(time.time(), self.expires_s)
+        if self.fast is not None:
+            dropped += self.fast.drop_expired(time.time(), self.fast_size_s + self.fast_step_s)
         if dropped:
             log.info("dropped %d expired buckets recovered from the changelog", dropped)
 
     async def _expire(self) -> None:
         self.buckets.drop_expired(time.time(), self.expires_s)
+        if self.fast is not None:
+            self.fast.drop_expired(time.time(), self.fast_size_s + self.fast_step_s)
 
     def _recount_daily(self) -> None:
         if self.daily is None:

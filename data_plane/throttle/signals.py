@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MIN_SPAN_S = 1.0  # a site's limit counts per second: a shorter burst is its rate over a second
 # Pushback per fetch outcome (a 503 is told apart by status, see WindowCounts.overloaded).
 SIGNAL_WEIGHTS = {"blocked": 1.0, "overloaded": 1.0, "resets": 0.5, "server_errors": 0.25, "timeouts": 0.25}
 
@@ -30,12 +31,14 @@ class WindowCounts:
     resets: int = 0
     span_s: float = 0.0
     latency_ms_sum: float = 0.0
-    # Of the window's buckets (``step_s`` each) with a block: the most fetches one let through,
-    # and the most one sent. Against a limit per second these measure it; a window's mean does
-    # not (fetchers rest after each block, and a burst is over in a second).
+    # Of the window's buckets (``step_s`` each) with a block, the one that let the most through per
+    # second: what it let through, what it sent, and the seconds from its first fetch to its last
+    # (0: unknown, the whole step). Against a limit per second these measure it; a window's mean
+    # does not (fetchers rest after each block, and a burst is over in a second).
     blocked_step_passed: int = 0
     blocked_step_sent: int = 0
     step_s: float = 0.0
+    blocked_step_span_s: float = 0.0
 
     @property
     def blocked_ratio(self) -> float:
@@ -71,13 +74,24 @@ class WindowCounts:
 
     @property
     def peak_pass_rps(self) -> float | None:
-        """The most the site let through in one step that had blocks, per second."""
-        return self.blocked_step_passed / self.step_s if self.step_s > 0 and self.blocked_step_sent else None
+        """The most the site let through in one step that had blocks, per second of that step's traffic."""
+        span = self._blocked_step_s()
+        return self.blocked_step_passed / span if span and self.blocked_step_sent else None
 
     @property
     def peak_sent_rps(self) -> float | None:
-        """The most the fleet sent in one step that had blocks, per second: a rate the site refused."""
-        return self.blocked_step_sent / self.step_s if self.step_s > 0 and self.blocked_step_sent else None
+        """What the fleet sent in that step, per second of its traffic: a rate the site refused."""
+        span = self._blocked_step_s()
+        return self.blocked_step_sent / span if span and self.blocked_step_sent else None
+
+    def _blocked_step_s(self) -> float:
+        """The time the busiest blocked step's traffic took: its first fetch to its last, at least a
+        second (a site's limit is per second) and at most the step; the step when unknown."""
+        if self.blocked_step_span_s <= 0:
+            return self.step_s
+        floor = min(MIN_SPAN_S, self.step_s) if self.step_s > 0 else MIN_SPAN_S
+        span = max(floor, self.blocked_step_span_s)
+        return min(span, self.step_s) if self.step_s > 0 else span
 
     @property
     def latency_ms(self) -> float | None:

@@ -9,7 +9,10 @@ processor's CPU, and of Kafka's, went to those writes under a crawl).
 A bucket value is a small JSON-safe dict of counters. It also holds the source partition and offset
 of the last event added, which makes adding idempotent: after a crash Faust redelivers the events
 after the last committed offset, and an event already in a bucket (its changelog write made it)
-is not counted twice.
+is not counted twice. And it holds the times of its first and last fetch: every rate is counts
+divided by the time the domain was actually crawled (:func:`span_s`), never by a window's or a
+step's length: a fresh domain crawled for 4 s of a 10-minute window sent its 20 fetches in 4 s,
+not in 60.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any
 from faust.types.windows import WindowRange_from_start
 
 from dualplane.data_plane.throttle.events import FetchSample
-from dualplane.data_plane.throttle.signals import WindowCounts
+from dualplane.data_plane.throttle.signals import MIN_SPAN_S, WindowCounts
 
 WindowRange = tuple[float, float]
 COUNTERS = ("total", "blocked", "timeouts", "server_errors", "overloaded", "resets", "latency_ms_sum")
@@ -44,6 +47,8 @@ def add_sample(value: Mapping[str, Any], sample: FetchSample, partition: int, of
         "latency_ms_sum": value.get("latency_ms_sum", 0) + sample.latency_ms,
         "latency_ms_max": max(value.get("latency_ms_max", 0), sample.latency_ms),
         "max_retry_after_s": retry_after,
+        "first_s": min(value.get("first_s", math.inf), sample.fetched_at_s),
+        "last_s": max(value.get("last_s", -math.inf), sample.fetched_at_s),
         "partition": partition,
         "offset": offset,
     }
@@ -56,22 +61,39 @@ def bucket_ranges(window: WindowRange, size_s: float, step_s: float) -> list[Win
 
 
 def merged(values: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """The window value of buckets ``values``: their counters summed (no partition or offset)."""
+    """The window value of buckets ``values``: their counters summed, the first fetch's time, and
+    of the steps with a block the one that let the most through per second (no partition or offset)."""
     total: dict[str, Any] = {}
+    best_pass_rps = -1.0
     for value in values:
         if not value:
             continue
         for name in COUNTERS:
             total[name] = total.get(name, 0) + value.get(name, 0)
         total["latency_ms_max"] = max(total.get("latency_ms_max", 0), value.get("latency_ms_max", 0))
+        if "first_s" in value:
+            total["first_s"] = min(total.get("first_s", math.inf), value["first_s"])
         if value.get("blocked", 0):  # a step the site pushed back in: what it let through then
             passed = value.get("total", 0) - value["blocked"]
-            total["blocked_step_passed"] = max(total.get("blocked_step_passed", 0), passed)
-            total["blocked_step_sent"] = max(total.get("blocked_step_sent", 0), value.get("total", 0))
+            span = bucket_span_s(value)
+            pass_rps = passed / max(span, MIN_SPAN_S)
+            if pass_rps > best_pass_rps:
+                best_pass_rps = pass_rps
+                total["blocked_step_passed"] = passed
+                total["blocked_step_sent"] = value.get("total", 0)
+                total["blocked_step_span_s"] = span
         retry_after = value.get("max_retry_after_s")
         if retry_after is not None:
             total["max_retry_after_s"] = max(total.get("max_retry_after_s") or 0.0, retry_after)
     return total
+
+
+def bucket_span_s(value: Mapping[str, Any]) -> float:
+    """Seconds from a bucket's first fetch to its last (0.0 when it predates those times): the
+    time its traffic took, where the step's length counts the quiet after a burst too."""
+    if "first_s" not in value or "last_s" not in value:
+        return 0.0
+    return max(0.0, float(value["last_s"]) - float(value["first_s"]))
 
 
 def counts_of(value: Mapping[str, Any], span_s: float = 0.0, step_s: float = 0.0) -> WindowCounts:
@@ -90,14 +112,26 @@ def counts_of(value: Mapping[str, Any], span_s: float = 0.0, step_s: float = 0.0
         blocked_step_passed=int(value.get("blocked_step_passed", 0)),
         blocked_step_sent=int(value.get("blocked_step_sent", 0)),
         step_s=step_s,
+        blocked_step_span_s=float(value.get("blocked_step_span_s", 0.0)),
     )
 
 
-def span_s(window: WindowRange, now_s: float, step_s: float) -> float:
-    """Seconds of traffic ``window`` holds at ``now_s``: from its start to now (at least one step, so
-    a window judged on its first events does not read as a burst), at most its length."""
-    start, end = window
-    return min(end - start, max(step_s, now_s - start))
+def span_s(
+    window: WindowRange,
+    now_s: float,
+    step_s: float,
+    first_s: float | None = None,
+    since_s: float | None = None,
+) -> float:
+    """Seconds of traffic ``window`` holds at ``now_s``: from the domain's first fetch in it
+    (``first_s``) or the last change of its pace (``since_s``), whichever is later, to now; at least
+    :data:`MIN_SPAN_S` (or one step, if shorter), at most the window's length.
+
+    Never from the window's start: a hopping window of 10 minutes opens before the domain is first
+    crawled, and counting from there divided a fresh domain's first 4 s of traffic by a minute.
+    """
+    start = max(window[0], first_s if first_s is not None else window[0], since_s or window[0])
+    return min(window[1] - window[0], max(min(MIN_SPAN_S, step_s), now_s - start))
 
 
 def summary(value: Mapping[str, Any], window: WindowRange | None) -> dict[str, Any]:

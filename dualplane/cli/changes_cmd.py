@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, stdout
-from dualplane.core.settings import Settings
 from dualplane.data_plane.extractor.change_reader import ChangeEvent, iter_changes
 
 app = typer.Typer(help="Change events: what changed on a page since its previous record.")
@@ -19,9 +19,10 @@ app = typer.Typer(help="Change events: what changed on a page since its previous
 def tail(
     from_beginning: Annotated[bool, typer.Option(help="Start at the oldest event, not the newest.")] = False,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Print change events as extractors commit them, until Ctrl-C (--json: one object a line)."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends
         for event in iter_changes(settings, from_beginning=from_beginning, follow=True):
             if as_json:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.cli.seeding import seeding_progress
 
@@ -18,6 +20,9 @@ if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` star
     from dualplane.control_plane.frontier.jobs import Verdict
 
 EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
+# `crawl --wait`: the job finished, but some fetched page has no record (dead-lettered at fetch or
+# extraction). 1 stays "did not finish" (cancelled, stalled, timed out), 2 a usage error.
+EXIT_INCOMPLETE = 3
 
 
 def crawl(
@@ -61,21 +66,26 @@ def crawl(
     wait: Annotated[
         bool, typer.Option(help="Follow the job until its pages are fetched and its records committed.")
     ] = False,
-    timeout_s: Annotated[
-        float, typer.Option(parser=values.seconds, help="Give up waiting after this long.")
+    timeout: Annotated[
+        float, typer.Option("--timeout", parser=values.duration, help="With --wait: give up after this long.")
     ] = 3600,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
+    timeout_s: Annotated[
+        float | None,
+        typer.Option("--timeout-s", parser=values.seconds, hidden=True, help="Old name of --timeout."),
+    ] = None,
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
+    timeout = renamed_value(timeout, timeout_s, "--timeout-s", "--timeout 1h")
     from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
     from dualplane.control_plane.frontier.client import JobClient
     from dualplane.control_plane.frontier.submit import default_scope
-    from dualplane.core.settings import Settings
 
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
     if priority not in ("high", "normal", "bulk"):
         raise typer.BadParameter(
@@ -125,18 +135,42 @@ def crawl(
         count = jobs.submit(spec, itertools.chain(seeds, seed_list or ()), bar.seeding)
     if sitemap or sitemaps_from_robots:
         count += submit_sitemaps(jobs, spec, sitemap or [], seeds if sitemaps_from_robots else [])
+    if count == 0:
+        _no_seeds(jobs, spec.job_id, as_json)
     stderr.print(f"submitted job [bold]{spec.job_id}[/bold] with {count} seed(s)")
-    progress, verdict = follow(settings, spec.job_id, timeout_s, seeds=count) if wait else (None, None)
+    progress, verdict = follow(settings, spec.job_id, timeout, seeds=count) if wait else (None, None)
     _report(spec, count, seed_list.bad if seed_list else 0, progress, verdict, as_json)
-    if verdict is None:
-        return
+    if verdict is not None:
+        _conclude(spec.job_id, verdict, timeout)
+
+
+def _conclude(job_id: str, verdict: Verdict, timeout_s: float) -> None:
+    """``crawl --wait``'s last line and exit code: 0 only when every fetched page has its record."""
     if not verdict.finished:  # never exit 0 while pages or records are missing
         ended = "was cancelled" if verdict.cancelled else "stalled" if verdict.stalled else "did not finish"
         within = "" if verdict.cancelled or verdict.stalled else f" within {timeout_s:g} s"
         goes_on = "" if verdict.cancelled else "; it goes on"
-        stderr.print(f"error: job {spec.job_id} {ended}{within} ({verdict.why}){goes_on}", soft_wrap=True)
+        stderr.print(f"error: job {job_id} {ended}{within} ({verdict.why}){goes_on}", soft_wrap=True)
         raise typer.Exit(1)
-    stderr.print(f"job {spec.job_id} finished: {verdict.why}", soft_wrap=True)
+    if not verdict.complete:
+        stderr.print(
+            f"error: job {job_id} finished with pages missing their records: {verdict.why}; "
+            "see `dualplane dlq list` for each dead letter",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_INCOMPLETE)
+    stderr.print(f"job {job_id} finished: {verdict.why}", soft_wrap=True)
+
+
+def _no_seeds(jobs: Any, job_id: str, as_json: bool) -> None:
+    """Every seed source failed (all sitemaps unreadable, a seed list of bad lines only): say so now
+    and end the job, rather than leave it "running" with nothing to crawl until it stalls."""
+    jobs.cancel(job_id, force=True)  # the frontier may not have published it yet
+    why = "no seed: every seed source failed (the problems are above, and in `dualplane dlq list`)"
+    if as_json:
+        print_json({"job_id": job_id, "seeds": 0, "finished": False, "why": why})
+    stderr.print(f"error: job {job_id} has {why}; it was ended, with nothing crawled", soft_wrap=True)
+    raise typer.Exit(1)
 
 
 def _warn_unless_installed(extractor: str) -> None:
@@ -201,7 +235,8 @@ def _report(
     if as_json:
         summary = {"job_id": spec.job_id, "seeds": seeds, "bad_lines": bad_lines, "progress": result}
         if verdict is not None:
-            summary.update(finished=verdict.finished, why=verdict.why)
+            summary.update(finished=verdict.finished, complete=verdict.complete, why=verdict.why)
+            summary.update(records=verdict.records, dead_lettered=verdict.dead_lettered)
         print_json(summary)
         return
     if result is None:

@@ -133,6 +133,6 @@ def _commands(summary: CrawlSummary) -> list[str]:
         f"dualplane records export --namespace {DEMO_NAMESPACE} --topic {v2} -o records-v2.jsonl",
         f"dualplane replay --namespace {DEMO_NAMESPACE} --from-time {since} --schema-version 3 "
         f"--to-topic {summary.topics['records']}.v3",
-        f"dualplane report {job} --namespace {DEMO_NAMESPACE} --out report-{job}",
+        f"dualplane report {job} --namespace {DEMO_NAMESPACE} -o report-{job}",
         f"xdg-open {summary.report}",
     ]

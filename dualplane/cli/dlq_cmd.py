@@ -11,8 +11,8 @@ from dualplane.brokers.amqp.dead_letters import DeadLetter, list_dead_letters, r
 from dualplane.brokers.amqp.publisher import confirmed_channel
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.cli import values
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.core.settings import Settings
 
 app = typer.Typer(help="Dead letters: messages that could not be handled, with the reason.")
 
@@ -21,9 +21,10 @@ app = typer.Typer(help="Dead letters: messages that could not be handled, with t
 def list_(
     limit: Annotated[int, typer.Option(min=1, help="Show at most this many.")] = 100,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Show dead letters (oldest first) without removing them."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     connection = amqp.connect(settings.amqp)
     try:
         channel = connection.channel()
@@ -49,9 +50,10 @@ def redrive_(
         str | None, typer.Option(parser=values.non_empty, help="Only those whose reason contains this text.")
     ] = None,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Send dead letters back to where they failed (after you fixed the cause)."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
 
     def matches(letter: DeadLetter) -> bool:
         return (job is None or letter.job_id == job) and (reason is None or reason in letter.reason)

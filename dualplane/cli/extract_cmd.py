@@ -39,7 +39,14 @@ UrlMapOption = Annotated[
         "--url-map", metavar="MAP.json", help="JSON object: file name -> original URL.", show_default=False
     ),
 ]
-SchemaVersionOption = Annotated[int, typer.Option("--schema-version", help="page_record version to write.")]
+SchemaVersionOption = Annotated[
+    int | None,
+    typer.Option(
+        "--schema-version",
+        help="page_record version to write (default: the latest, as the extractor service writes).",
+        show_default=False,
+    ),
+]
 ExtractorOption = Annotated[
     str | None,
     typer.Option(
@@ -52,11 +59,13 @@ def extract(
     files: FilesArgument,
     url: UrlOption = None,
     url_map: UrlMapOption = None,
-    schema_version: SchemaVersionOption = 1,
+    schema_version: SchemaVersionOption = None,
     extractor: ExtractorOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Extract page records from saved HTML files, exactly as the extractor service would."""
+    if schema_version is None:
+        schema_version = schemas.latest_version("page_record")
     urls = _urls(files, url, url_map, schema_version)
     plugin = _plugin(extractor)
     records: list[dict[str, Any]] = []

@@ -38,6 +38,9 @@ COMMANDS = {
     "crawl": _cmd(
         "crawl_cmd", "crawl", "Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ.",
     ),
+    "namespace": _cmd(
+        "namespace_cmd", "app", "Namespaces: private sets of topics and queues on shared brokers."
+    ),
     "job": _cmd("job_cmd", "app", "Crawl jobs: cancel one (its queued pages are dropped unfetched)."),
     "status": _cmd(
         "status_cmd", "status",
@@ -74,6 +77,10 @@ COMMANDS = {
         "kafka_cmd", "kafka", "Run a Kafka command-line tool, e.g. `dualplane kafka topics --list`.",
         allow_extra_args=True, ignore_unknown_options=True,
     ),
+    "cluster": _cmd(
+        "cluster_cmd", "app",
+        "Bring replication back after a broker is lost for good (docs/multi-machine.md).",
+    ),
     "config": _cmd(
         "config_cmd", "app", "Inspect the effective settings (DUALPLANE_* environment variables).",
     ),
@@ -89,6 +96,10 @@ COMMANDS = {
     "throttle": _cmd(
         "throttle_cmd", "app",
         "Adaptive throttling: what the block-ratio processor decided per domain, and why.",
+    ),
+    "profile": _cmd(
+        "profile_cmd", "app",
+        "Fetch profiles: backend, rendering, user agent and headers per domain pattern.",
     ),
 }  # fmt: skip
 

@@ -1,7 +1,8 @@
 """``--namespace NAME``: the topics and queues of a namespace instead of the default ones.
 
-``dualplane demo`` crawls in the namespace ``demo``; ``records``, ``report``, ``status`` and ``replay``
-read it with ``--namespace demo`` (see :func:`dualplane.namespaces.named_namespace`).
+``dualplane demo`` crawls in the namespace ``demo``; every command that touches topics or queues
+reads it with ``--namespace demo``, or from ``DUALPLANE_NAMESPACE=demo`` in the environment (see
+:func:`dualplane.namespaces.named_namespace`). An empty value means the default topics and queues.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import typer
 if TYPE_CHECKING:  # imported when a command runs, so that `--help` starts fast
     from dualplane.core.settings import Settings
 
+NAMESPACE_ENV = "DUALPLANE_NAMESPACE"
 NamespaceOption = Annotated[
     str | None,
     typer.Option(
         "--namespace",
-        help="Use the topics and queues of this namespace (the demo's: demo).",
+        envvar=NAMESPACE_ENV,
+        help="Use the topics and queues of this namespace (the demo's: demo); default $DUALPLANE_NAMESPACE.",
         show_default=False,
     ),
 ]
@@ -29,7 +32,7 @@ def settings_in(namespace: str | None) -> Settings:
     from dualplane.namespaces import named_namespace
 
     settings = Settings.from_env()
-    if namespace is None:
+    if not namespace:
         return settings
     try:
         return named_namespace(settings, namespace)

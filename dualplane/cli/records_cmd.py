@@ -44,8 +44,11 @@ def tail(
     output_format: FormatOption = "jsonl",
     namespace: NamespaceOption = None,
     topic: TopicOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON lines (the same as --format jsonl).")] = False,
 ) -> None:
     """Print records as extractors commit them, until Ctrl-C."""
+    if as_json:
+        output_format = "jsonl"
     settings = _reading(settings_in(namespace), topic)
     records = iter_records(settings, from_beginning=from_beginning, follow=True, job_id=job)
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a tail ends
@@ -121,9 +124,10 @@ def latest(
         typer.Option("--url", parser=values.non_empty, help="Only this URL (as the frontier wrote it)."),
     ] = None,
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """The current record of every URL (or of --url): records.latest, one record per URL."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     with stderr.status(f"reading {settings.topics.records_latest}"):
         records = latest_records(settings, url=url)
     if url is not None and url not in records:

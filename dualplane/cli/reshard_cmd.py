@@ -6,19 +6,20 @@ from typing import Annotated
 
 import typer
 
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
 from dualplane.control_plane.frontier.reshard import reshard
-from dualplane.core.settings import Settings
 
 
 def reshard_command(
     to: Annotated[int, typer.Option("--to", min=1, help="The new number of frontier shards.")],
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Move the frontier's state and queued discovery from DUALPLANE_QUEUE_FRONTIER_SHARDS shards to
     --to shards. Stop every frontier, fetcher and extractor first; afterwards start them all with
     DUALPLANE_QUEUE_FRONTIER_SHARDS set to the new count."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     report = reshard(settings, to, progress=lambda message: progress("reshard", message))
     if as_json:
         print_json(report)

@@ -6,12 +6,14 @@ CPU) and the other services in one process; ``--processes N`` runs all the servi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from dualplane.cli import values
+from dualplane.cli.namespace import NAMESPACE_ENV, NamespaceOption, settings_in
 from dualplane.cli.output import configure_logging, stderr
 
 if TYPE_CHECKING:  # imported when the command runs, so that `run --help` starts fast
@@ -47,13 +49,13 @@ def run(
             help="Frontier shards to serve (repeat); default all of DUALPLANE_QUEUE_FRONTIER_SHARDS."
         ),
     ] = None,
+    namespace: NamespaceOption = None,
 ) -> None:
     """Run services until Ctrl-C or SIGTERM (then they stop cleanly); with --processes N, in N child
     processes (frontier shards are divided among them), each restarted never: one that dies stops all.
 
     Without --processes, the extractor runs in one child process per usable core and `pages.raw` is
     given at least that many partitions."""
-    from dualplane.core.settings import Settings
     from dualplane.processes import per_core_commands, run_children, run_processes, usable_cores
 
     names = list(SERVICE_NAMES) if "all" in services else services
@@ -62,7 +64,9 @@ def run(
         raise typer.BadParameter(
             f"unknown service(s) {', '.join(unknown)}; choose from {', '.join(SERVICE_NAMES)} or all"
         )
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
+    if namespace is not None:  # child processes are `dualplane run` too: they read it from there
+        os.environ[NAMESPACE_ENV] = namespace
     if "extractor" in names:
         check_extractor_settings(settings)
     shards = _shards(settings, shard)

@@ -9,6 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
+from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
 from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
 from dualplane.sample_site import AntiBot, AntiBotMode, Changes, SampleSite, SiteSpec
 from dualplane.sample_site.layout import site_name
@@ -22,13 +24,16 @@ def sample_site(
         int, typer.Option("--hosts", min=1, help="Hosts, one port each: shop, news, mixed, …")
     ] = 3,
     pages: Annotated[int, typer.Option("--pages", min=1, help="Products and articles per host.")] = 100,
-    seed: Annotated[int, typer.Option("--seed", help="Same seed and sizes, same pages, byte for byte.")] = 7,
+    random_seed: Annotated[
+        int, typer.Option("--random-seed", help="Same random seed and sizes, same pages, byte for byte.")
+    ] = 7,
     base_port: Annotated[
         int, typer.Option("--base-port", min=0, max=65535, help="First port; 0 picks a free range.")
     ] = 0,
-    latency_ms: Annotated[
-        int, typer.Option("--latency-ms", min=0, help="Delay of every page response.")
-    ] = 20,
+    latency: Annotated[
+        float,
+        typer.Option("--latency", parser=values.duration, help="Delay of every page response, e.g. 20ms."),
+    ] = 0.02,
     anti_bot_rps: Annotated[
         float | None,
         typer.Option("--anti-bot-rps", help="Block clients above this many requests/s per host."),
@@ -44,19 +49,37 @@ def sample_site(
         str | None,
         typer.Option("--public-host", help="Name in the site's URLs (default: the --bind address)."),
     ] = None,
-    change_every_s: Annotated[
+    change_every: Annotated[
         float | None,
         typer.Option(
-            "--change-every-s",
-            min=1,
-            help="Change a share of the products' prices and stock this often; pages then carry "
-            "ETag and Last-Modified and answer 304 while unchanged.",
+            "--change-every",
+            parser=values.duration,
+            help="Change a share of the products' prices and stock this often (at least 1s), e.g. 30s; "
+            "pages then carry ETag and Last-Modified and answer 304 while unchanged.",
         ),
     ] = None,
     change_share: Annotated[
         float, typer.Option("--change-share", min=0.001, max=1, help="Share of products changed each time.")
     ] = 0.1,
+    js_hosts: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--js-host",
+            min=0,
+            help="A shop host (by index) whose product pages draw price and stock with a script "
+            "(repeatable): only a rendering fetcher sees them.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
+    seed: Annotated[
+        int | None, typer.Option("--seed", hidden=True, help="Old name of --random-seed.")
+    ] = None,
+    latency_ms: Annotated[
+        int | None, typer.Option("--latency-ms", min=0, hidden=True, help="Old name of --latency, in ms.")
+    ] = None,
+    change_every_s: Annotated[
+        float | None, typer.Option("--change-every-s", min=1, hidden=True, help="Old name of --change-every.")
+    ] = None,
 ) -> None:
     """Serve a deterministic multi-host website on 127.0.0.1 for demos, tests and benchmarks.
 
@@ -73,10 +96,29 @@ def sample_site(
             "a site listening on every address needs the name crawlers reach it by",
             param_hint="--public-host",
         )
-    changes = Changes(change_every_s, change_share) if change_every_s is not None else None
-    spec = SiteSpec(seed, hosts, pages, base_port, latency_ms, anti_bot, public_host or bind, changes)
+    random_seed = round(renamed_value(random_seed, seed, "--seed", "--random-seed"))
+    latency_s = renamed_value(latency, latency_ms, "--latency-ms", "--latency 20ms", old_unit_s=0.001)
+    every_s = change_every
+    if change_every_s is not None:
+        every_s = renamed_value(change_every or 0.0, change_every_s, "--change-every-s", "--change-every 30s")
+    if every_s is not None and every_s < 1:
+        raise typer.BadParameter("change at most every 1s", param_hint="--change-every")
+    changes = Changes(every_s, change_share) if every_s is not None else None
+    if any(host >= hosts for host in js_hosts or ()):
+        raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint="--js-host")
+    spec = SiteSpec(
+        random_seed,
+        hosts,
+        pages,
+        base_port,
+        round(latency_s * 1000),
+        anti_bot,
+        public_host or bind,
+        changes,
+        tuple(js_hosts or ()),
+    )
     site = SampleSite(spec, bind=bind)
-    progress("site", f"starting {hosts} hosts, {pages} pages each, seed {seed}")
+    progress("site", f"starting {hosts} hosts, {pages} pages each, random seed {random_seed}")
     signal.signal(signal.SIGTERM, lambda _signum, _frame: site.stop())
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the user stops it
         site.run(on_ready=lambda running: _announce(running, as_json))
@@ -130,6 +172,7 @@ def _hosts(site: SampleSite) -> list[dict[str, Any]]:
                 "name": site_name(site.spec, index),
                 "url": url,
                 "anti_bot": shown,
+                "scripted_prices": index in site.spec.js_hosts,
             }
         )
     return hosts

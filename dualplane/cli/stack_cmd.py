@@ -42,7 +42,7 @@ def down(as_json: JsonOption = False) -> None:
 
 @app.command("status")
 def status(as_json: JsonOption = False) -> None:
-    """Health, endpoint and owner of each service. Exit code 1 unless all are healthy."""
+    """Health (ok, stopped, FAILED), endpoint and owner of each service; exit 1 unless all are healthy."""
     statuses = LocalStack(Settings.from_env()).status()
     _report(statuses, as_json, "stack status")
     if not all(service.healthy for service in statuses):
@@ -91,9 +91,14 @@ def _install_registry() -> None:
     progress("schema-registry", f"binary {registry.binary}")
 
 
+def _health(status: ServiceStatus) -> str:
+    """A stack stopped on request reads "stopped", not FAILED: only what `up` started and lost fails."""
+    return "[yellow]stopped[/yellow]" if status.state == "stopped" else mark(status.healthy)
+
+
 def _report(statuses: list[ServiceStatus], as_json: bool, title: str) -> None:
     if as_json:
         print_json({"services": statuses, "healthy": all(s.healthy for s in statuses)})
         return
-    rows = [[s.name, mark(s.healthy), s.endpoint, s.ownership, str(s.pid or ""), s.detail] for s in statuses]
+    rows = [[s.name, _health(s), s.endpoint, s.ownership, str(s.pid or ""), s.detail] for s in statuses]
     stdout.print(table(title, ["service", "health", "endpoint", "owner", "pid", "detail"], rows))

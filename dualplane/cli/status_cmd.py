@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
@@ -29,21 +30,27 @@ def status(
         str | None, typer.Option("--job", parser=values.non_empty, help="Show this job's progress counters.")
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", min=0, help="Show this many jobs, running first.")] = 10,
-    watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval-s until Ctrl-C.")] = False,
-    interval_s: Annotated[
-        float, typer.Option("--interval-s", min=0.5, max=3600, help="Redraw period.")
+    watch: Annotated[bool, typer.Option("--watch", help="Redraw every --interval until Ctrl-C.")] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", parser=values.duration, help="Redraw period, e.g. 2s (0.5s to 1h).")
     ] = 2.0,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
+    interval_s: Annotated[
+        float | None, typer.Option("--interval-s", hidden=True, help="Old name of --interval, in seconds.")
+    ] = None,
 ) -> None:
     """Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains."""
+    interval = renamed_value(interval, interval_s, "--interval-s", "--interval 2s")
+    if not 0.5 <= interval <= 3600:
+        raise typer.BadParameter("redraw at most every 0.5s and at least every 1h", param_hint="--interval")
     from dualplane.control_plane.frontier.progress import ProgressReader
 
     settings = settings_in(namespace)
     reader = _open_reader(settings)
     try:
         if watch:
-            _watch(settings, reader, job, jobs, interval_s)
+            _watch(settings, reader, job, jobs, interval)
             return
         view = _view(settings, reader, job, jobs)
         if as_json:
@@ -139,8 +146,13 @@ def render(view: dict[str, Any]) -> Group:
         parts.append(_credits_line(view["credits"]))
     if view.get("quota"):
         parts.append(_quota_line(view["quota"]))
+    replication = view.get("replication") or {"alarms": []}
+    if replication["alarms"] or "replication" in errors:
+        parts.append(_replication_lines(replication, errors))
     if view["throttled"] or "throttled" in errors:
         parts.append(_throttled_table(view["throttled"], errors))
+    if view.get("extraction"):
+        parts.append(extraction_line(view["extraction"]))
     if "job" in view:
         rows = [[key, str(value)] for key, value in view["job"].items()]
         parts.append(table(f"job {view['job']['job_id']}", ["counter", "value"], rows))
@@ -170,6 +182,19 @@ def _lag_table(lag: list[dict[str, Any]], errors: dict[str, str]) -> Table:
     return table(title, ["consumer", "topic", "lag"], rows)
 
 
+def extraction_line(found: dict[str, Any]) -> Text:
+    """The extractors' own figures (read from their metrics endpoints), failed main texts in red."""
+    line = Text(f"extraction: {found['pages']} pages by {found['extractors']} extractor(s), ")
+    line.append(f"{found['cpu_ms_per_page']} CPU ms/page; ")
+    failed = found["text_failures"]
+    if failed:
+        detail = ", ".join(f"{key} {count}" for key, count in found["text_failures_by_error"].items())
+        line.append(f"main text failed on {failed} page(s) ({detail})", style="red")
+    else:
+        line.append("no main text failed")
+    return line
+
+
 def _quota_line(quota: dict[str, Any]) -> Text:
     return Text.assemble(
         ("scraping API quota: ", "bold red"),
@@ -194,6 +219,17 @@ def _throttled_table(throttled: list[dict[str, Any]], errors: dict[str, str]) ->
              f"{r['blocked_ratio']:.1%}"] for r in throttled]  # fmt: skip
     title = _title("throttled domains", "throttled", errors)
     return table(title, ["domain", "P_d", "delay", "paused", "block ratio"], rows)
+
+
+def _replication_lines(replication: dict[str, Any], errors: dict[str, str]) -> Text:
+    """Shown only when something is short of copies (or could not be read): a healthy cluster, or
+    one node, adds nothing to the view."""
+    text = Text("replication", style="bold red")
+    if "replication" in errors:
+        text.append(f" (unavailable: {errors['replication']})", style="red")
+    for alarm in replication["alarms"]:
+        text.append(f"\n  {alarm}")
+    return text
 
 
 def _title(title: str, part: str, errors: dict[str, str]) -> str:

@@ -11,10 +11,13 @@ from typing import Annotated, Any
 
 import typer
 
+from dualplane.cli import values
+from dualplane.cli.deprecated import renamed_value
+from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core.clock import utc_now
 from dualplane.core.exceptions import DualplaneError
-from dualplane.core.settings import Settings, checks
+from dualplane.core.settings import Settings
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 from dualplane.data_plane.throttle import overrides
@@ -34,27 +37,37 @@ DomainArgument = Annotated[
 
 
 @app.command("show")
-def show(as_json: JsonOption = False) -> None:
-    """Per domain: P_d, delay, pause, the window's counts and block ratio, the last command and why;
-    then the operator overrides in force."""
-    settings = Settings.from_env()
+def show(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Per domain, read from the brokers (the compacted throttle.state topic, from any machine):
+    P_d, delay, pause, the rate the processor set and the site's limit as it knows it, its last
+    decision and why; then the operator overrides in force. Where this machine has the processor's
+    snapshot, --json adds it (its windows, hot or not)."""
+    settings = settings_in(namespace)
+    processor, active = overrides.latest_state(settings)
     path = settings.throttle_snapshot_path
     snapshot = read_snapshot(path) if path is not None and path.exists() else None
-    active = overrides.active_overrides(settings)
-    if snapshot is None and not active:
+    if not processor and not active and snapshot is None:
         raise DualplaneError(
-            f"no throttle snapshot at {path} and no operator override in force: start the processor "
-            "with `dualplane run throttle` (or point DUALPLANE_THROTTLE_SNAPSHOT_PATH at its file)"
+            f"no throttle state in {settings.topics.throttle_state!r} and no operator override in "
+            "force: no domain was throttled yet, or no processor runs (`dualplane run throttle`); "
+            "a crawl in a namespace needs --namespace"
         )
     if as_json:
-        print_json({"snapshot": snapshot, "overrides": [_override_entry(c) for c in active]})
-        return
-    if snapshot is None:
-        stderr.print(
-            f"[yellow]no processor snapshot at {path}[/yellow]: is `dualplane run throttle` running?"
+        print_json(
+            {
+                "namespace": namespace,
+                "domains": [_state_entry(c) for c in processor],
+                "overrides": [_override_entry(c) for c in active],
+                "snapshot": snapshot,
+            }
         )
-    else:
+        return
+    if processor:
+        stdout.print(_state_table(processor))
+    elif snapshot is not None:
         stdout.print(_snapshot_table(snapshot))
+    else:
+        stderr.print("[yellow]the processor has throttled no domain yet[/yellow]")
     if active:
         stdout.print(_overrides_table(active))
 
@@ -65,19 +78,14 @@ def set_(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="P_d: concurrent requests to the domain, fleet-wide.")
     ],
-    delay_ms: Annotated[
-        int,
+    delay: Annotated[
+        float | None,
+        typer.Option("--delay", parser=values.duration, help="Pause between two requests, e.g. 250ms or 2s."),
+    ] = None,
+    ttl: Annotated[
+        float | None,
         typer.Option(
-            "--delay-ms", min=0, max=checks.MAX_DURATION_S * 1000, help="Pause between two requests, in ms."
-        ),
-    ],
-    ttl_s: Annotated[
-        int | None,
-        typer.Option(
-            "--ttl-s",
-            min=1,
-            max=checks.MAX_DURATION_S,
-            help="Expire after this many seconds (default: never).",
+            "--ttl", parser=values.duration, help="Expire after this long, e.g. 10m (default: never)."
         ),
     ] = None,
     pause: Annotated[
@@ -85,21 +93,36 @@ def set_(
     ] = False,
     reason: Annotated[str, typer.Option(help="Why; shown by `throttle show`.")] = "",
     as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
+    delay_ms: Annotated[
+        int | None, typer.Option("--delay-ms", min=0, hidden=True, help="Old name of --delay, in ms.")
+    ] = None,
+    ttl_s: Annotated[
+        int | None, typer.Option("--ttl-s", min=1, hidden=True, help="Old name of --ttl.")
+    ] = None,
 ) -> None:
     """Override the processor's limits for DOMAIN, fleet-wide, at once, until it expires or is cleared."""
-    settings = Settings.from_env()
+    delay_s = renamed_value(delay or 0.0, delay_ms, "--delay-ms", "--delay 250ms", old_unit_s=0.001)
+    if delay is None and delay_ms is None:
+        raise typer.BadParameter(
+            "give the pause between two requests, e.g. --delay 250ms", param_hint="--delay"
+        )
+    expire_s = renamed_value(ttl or 0.0, ttl_s, "--ttl-s", "--ttl 10m") if ttl or ttl_s else None
+    if expire_s is not None and expire_s < 1:
+        raise typer.BadParameter("expire after at least 1s", param_hint="--ttl")
+    settings = settings_in(namespace)
     command = ThrottleCommand(
         domain=_domain(domain),
         concurrency=concurrency,
-        delay_ms=delay_ms,
+        delay_ms=round(delay_s * 1000),
         paused=pause,
-        ttl_s=ttl_s,
+        ttl_s=None if expire_s is None else round(expire_s),
         source=OPERATOR,
         reason=reason or f"operator: set by {_who()}",
     )
     _issue(settings, command, as_json)
     floor_ms = settings.limits.domain_delay_ms
-    if delay_ms < floor_ms and not as_json:
+    if command.delay_ms < floor_ms and not as_json:
         stderr.print(
             f"note: fetchers never wait less than DUALPLANE_LIMIT_DOMAIN_DELAY_MS={floor_ms} ms between "
             "requests to a domain, nor less than its robots.txt Crawl-delay"
@@ -107,10 +130,10 @@ def set_(
 
 
 @app.command("clear")
-def clear(domain: DomainArgument, as_json: JsonOption = False) -> None:
+def clear(domain: DomainArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again.
     DOMAIN '*' ends the fleet-wide pause a scraping API's used-up quota started."""
-    settings = Settings.from_env()
+    settings = settings_in(namespace)
     command = overrides.clearing(settings, clear_target(domain), f"operator: cleared by {_who()}")
     _issue(settings, command, as_json)
 
@@ -179,6 +202,38 @@ def _override_entry(command: ThrottleCommand) -> dict[str, Any]:
         "ttl_s": command.ttl_s,
         "expires_at": expires_at.isoformat() if expires_at else None,
     }
+
+
+def _state_entry(command: ThrottleCommand) -> dict[str, Any]:
+    """The processor's latest command for a domain, as `throttle show --json` lists it."""
+    decision, _, why = command.reason.partition(": ")
+    return {
+        **command.model_dump(
+            mode="json",
+            include={"domain", "concurrency", "delay_ms", "paused", "rate_rps", "limit_rps"},
+        ),
+        "decision": decision,
+        "why": why,
+        "reason": command.reason,
+        "issued_at": command.issued_at.isoformat(),
+        "blocked_ratio": command.blocked_ratio,
+        "window_total": command.window_total,
+        "window_blocked": command.window_blocked,
+    }
+
+
+def _state_table(processor: list[ThrottleCommand]) -> Any:
+    now = utc_now()
+    rows = []
+    for command in processor:
+        entry = _state_entry(command)
+        rate = "unthrottled" if command.rate_rps is None else f"{command.rate_rps:.2f}/s"
+        limit = "" if command.limit_rps is None else f"{command.limit_rps:.2f}/s"
+        age = f"{(now - command.issued_at).total_seconds():.0f} s ago"
+        limits = [str(command.concurrency), f"{command.delay_ms} ms", str(command.paused)]
+        rows.append([command.domain, *limits, rate, limit, entry["decision"], age, entry["why"]])
+    columns = ["domain", "P_d", "delay", "paused", "rate", "limit", "decision", "when", "why"]
+    return table("throttle (the processor's latest decisions, from the brokers)", columns, rows)
 
 
 def _overrides_table(active: list[ThrottleCommand]) -> Any:

@@ -51,6 +51,28 @@ def seconds(text: str) -> float:
     return _usage_error(check, text)
 
 
+_DURATION_UNITS_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
+
+
+def duration(text: str | float) -> float:
+    """A duration as every command writes it: ``250ms``, ``90s``, ``1.5s``, ``15m``, ``6h``, ``7d`` (a bare
+    number is seconds), in seconds: finite, from 0, at most ten years."""
+    import re
+
+    from dualplane.core.settings import checks
+
+    if isinstance(text, int | float):  # a default, already in seconds
+        return float(text)
+
+    def check(value_text: str) -> float:
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", value_text)
+        if match is None:
+            raise ValueError(f"{value_text!r} is no duration; write e.g. 250ms, 90s, 15m or 6h")
+        return checks.bounded_duration(float(match.group(1)) * _DURATION_UNITS_S[match.group(2) or "s"])
+
+    return _usage_error(check, text)
+
+
 def non_empty(text: str) -> str:
     """A filter, an id or a URL given on the command line: empty would match nothing, silently."""
     from dualplane.core.settings import checks

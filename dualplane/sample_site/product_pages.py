@@ -6,10 +6,12 @@ A third of the products carry schema.org JSON-LD, a third microdata, a third onl
 
 from __future__ import annotations
 
+import json
 from html import escape
 from typing import Any
 
-from dualplane.sample_site.content import Product
+from dualplane.sample_site.content import Catalog, Product
+from dualplane.sample_site.js_shop import API_PREFIX, is_js_host, js_detail
 from dualplane.sample_site.layout import Head, Page, document, format_price, json_ld, site_name
 
 PAGE_SIZE = 20
@@ -47,12 +49,18 @@ def pagination(page: Page, current: int, last: int) -> str:
 
 def product_card(page: Page, product: Product) -> str:
     price = format_price(product.price, product.currency, product.comma_decimals)
+    # A script-drawn shop shows prices on its product pages only (js_shop.py).
+    offer = (
+        ""
+        if is_js_host(page)
+        else (
+            f'<span class="card-price">{price}</span> <span class="card-stock">{stock_phrase(product)}</span>'
+        )
+    )
     return (
         '<li class="product-card">'
         f'<img src="{product.image_path}" alt="{escape(product.name)}" width="240" height="240">'
-        f"<h3>{page.a(product.path, product.name)}</h3>"
-        f'<span class="card-price">{price}</span> <span class="card-stock">{stock_phrase(product)}</span>'
-        "</li>"
+        f"<h3>{page.a(product.path, product.name)}</h3>{offer}</li>"
     )
 
 
@@ -90,7 +98,7 @@ def render_product(page: Page, product: Product) -> str:
         product.description,
         og_type="product",
         image_path=product.image_path,
-        extra=_structured_data(page, product) if product.markup == "json-ld" else "",
+        extra=_structured_data(page, product) if product.markup == "json-ld" and not is_js_host(page) else "",
     )
     return document(page, head, "\n".join(main))
 
@@ -106,6 +114,8 @@ def _detail(page: Page, product: Product) -> str:
         comma_decimals = product.comma_decimals and product.markup != "microdata"
         old_price = format_price(product.was_price, product.currency, comma_decimals)
         was = f'<del class="price-old">{old_price}</del> '
+    if is_js_host(page):
+        return js_detail(page, product, image)
     if product.markup == "microdata":
         return _microdata(product, image, was)
     price = format_price(product.price, product.currency, product.comma_decimals)
@@ -205,7 +215,8 @@ def _related(page: Page, product: Product) -> str:
         # Some old links still point at the pre-migration URLs, which redirect.
         path = f"/old{other.path}" if position == 0 and product.index % 9 == 4 else other.path
         price = format_price(other.price, other.currency, other.comma_decimals)
-        cards.append(f'<li>{page.a(path, other.name)} <span class="card-price">{price}</span></li>')
+        offer = "" if is_js_host(page) else f' <span class="card-price">{price}</span>'
+        cards.append(f"<li>{page.a(path, other.name)}{offer}</li>")
     partner = page.catalog.partner_article(page.host, product.index)
     review = ""
     if partner is not None:
@@ -213,3 +224,25 @@ def _related(page: Page, product: Product) -> str:
         press = escape(site_name(page.spec, partner.host))
         review = f"<p>In the press: {page.a(target, partner.headline)} ({press})</p>"
     return f'<section class="related"><h2>You may also like</h2><ul>{"".join(cards)}</ul>{review}</section>'
+
+
+def product_json(catalog: Catalog, host: int, path: str) -> bytes | None:
+    """``/api/products/<slug>.json``: what a script-drawn shop's page fills in (js_shop.py)."""
+    slug = path[len(API_PREFIX) :].removesuffix(".json")
+    product = catalog.product_by_slug(host, slug) if path.endswith(".json") else None
+    if product is None:
+        return None
+    price = format_price(product.price, product.currency, product.comma_decimals)
+    was = ""
+    if product.was_price is not None:
+        old_price = format_price(product.was_price, product.currency, product.comma_decimals)
+        was = f'<del class="price-old">{old_price}</del> '
+    item = {
+        "price": f"{product.price:.2f}",
+        "currency": product.currency,
+        "price_html": f'{was}<span class="price">{price}</span>',
+        "stock_text": stock_phrase(product),
+        "stock_class": "out-of-stock" if product.availability == "OutOfStock" else "in-stock",
+        "buyable": product.availability != "OutOfStock",
+    }
+    return json.dumps(item, ensure_ascii=False).encode()

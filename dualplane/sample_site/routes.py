@@ -17,8 +17,14 @@ from urllib.parse import parse_qs
 from dualplane.sample_site.article_pages import render_article, render_article_listing
 from dualplane.sample_site.changes import CatalogAt, with_validators
 from dualplane.sample_site.content import Catalog
+from dualplane.sample_site.js_shop import API_PREFIX, SCRIPT_PATH, SHOP_JS
 from dualplane.sample_site.layout import Page
-from dualplane.sample_site.product_pages import listing_pages, render_product, render_product_listing
+from dualplane.sample_site.product_pages import (
+    listing_pages,
+    product_json,
+    render_product,
+    render_product_listing,
+)
 from dualplane.sample_site.site_pages import (
     INFO_PAGES,
     PRIVATE_PAGES,
@@ -122,6 +128,16 @@ class SiteModel:
             return Response(200, STYLESHEET.encode(), "text/css")
         if _IMAGE_PATH.fullmatch(path):
             return Response(200, PNG, "image/png")
+        if host in self.spec.js_hosts:
+            return self._script_file(host, path)
+        return None
+
+    def _script_file(self, host: int, path: str) -> Response | None:
+        if path == SCRIPT_PATH:
+            return Response(200, SHOP_JS.encode(), "text/javascript")
+        if path.startswith(API_PREFIX):
+            item = product_json(self.catalog, host, path)
+            return None if item is None else Response(200, item, "application/json")
         return None
 
     def _page(self, host: int, path: str, query: str) -> Response | None:

@@ -168,7 +168,7 @@ async def _changes(state: SiteState, request: web.Request) -> web.Response:
     changes = state.spec.changes
     if changes is None:
         return web.json_response(
-            {"error": "this site does not change (start it with --change-every-s)"}, status=404
+            {"error": "this site does not change (start it with --change-every)"}, status=404
         )
     try:
         since_s = float(request.query["since"])

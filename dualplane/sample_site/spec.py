@@ -91,6 +91,8 @@ class SiteSpec:
     or the name crawlers reach it by when it serves other machines (``sample-site`` in compose).
     ``changes``: products change over time, and pages carry ``ETag`` and ``Last-Modified`` and
     answer conditional requests with 304 (None: a site that never changes, without validators).
+    ``js_hosts``: shop hosts whose product pages draw price and stock with a script from a JSON
+    endpoint (see :mod:`dualplane.sample_site.js_shop`); only a rendering crawler sees them.
     """
 
     seed: int = 7
@@ -101,6 +103,7 @@ class SiteSpec:
     anti_bot: AntiBot | None = None
     public_host: str = LOOPBACK
     changes: Changes | None = None
+    js_hosts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.hosts < 1:
@@ -113,6 +116,10 @@ class SiteSpec:
             unknown = [host for host in self.anti_bot.hosts if not 0 <= host < self.hosts]
             if unknown:
                 raise SampleSiteError(f"AntiBot hosts {unknown} do not exist; hosts are 0..{self.hosts - 1}")
+        if any(not 0 <= host < self.hosts for host in self.js_hosts):
+            raise SampleSiteError(
+                f"js_hosts {self.js_hosts} name hosts that do not exist; hosts are 0..{self.hosts - 1}"
+            )
         if self.base_port < 0 or self.base_port + self.hosts - 1 > MAX_PORT:
             raise SampleSiteError(
                 f"base_port={self.base_port} with {self.hosts} hosts leaves the port range; "

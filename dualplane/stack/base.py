@@ -14,6 +14,9 @@ from dualplane.stack.exceptions import StackError
 from dualplane.stack.process import terminate
 
 Ownership = Literal["stack", "external", "down"]
+# What a person should read: "stopped" is a service nobody runs (never started, or stopped by
+# `stack down`); "failed" is one `stack up` started that no longer answers (it died or is wedged).
+Health = Literal["ok", "stopped", "failed"]
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
@@ -31,6 +34,7 @@ class ServiceStatus:
     ownership: Ownership
     pid: int | None = None
     detail: str = ""
+    state: Health = "ok"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,10 @@ TOOLS: dict[str, tuple[str, str | None]] = {
     "configs": ("kafka.admin.ConfigCommand", "--bootstrap-server"),
     "get-offsets": ("org.apache.kafka.tools.GetOffsetShell", "--bootstrap-server"),
     "metadata-quorum": ("org.apache.kafka.tools.MetadataQuorumCommand", "--bootstrap-server"),
+    "reassign-partitions": (
+        "org.apache.kafka.tools.reassign.ReassignPartitionsCommand",
+        "--bootstrap-server",
+    ),
     "producer-perf-test": ("org.apache.kafka.tools.ProducerPerformance", None),
     "consumer-perf-test": ("org.apache.kafka.tools.ConsumerPerformance", "--bootstrap-server"),
     "storage": ("kafka.tools.StorageTool", None),

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Collection
 
 from dualplane.core.settings import Settings
-from dualplane.stack.base import LocalService, Ownership, ServiceStatus
+from dualplane.stack.base import Health, LocalService, Ownership, ServiceStatus
 from dualplane.stack.exceptions import StackError
 from dualplane.stack.kafka import KafkaBroker
 from dualplane.stack.process import start_ticks, wait_until
@@ -131,7 +131,7 @@ class LocalStack:
             healthy, detail = service.healthy()
             endpoint = service.display_endpoint()
         except StackError as error:
-            return ServiceStatus(service.name, False, "", "down", detail=str(error))
+            return ServiceStatus(service.name, False, "", "down", detail=str(error), state="failed")
         alive = record is not None and record.running()
         ownership: Ownership
         if alive:
@@ -141,4 +141,5 @@ class LocalStack:
         else:
             ownership = "down"
         pid = record.pid if record is not None and alive else None
-        return ServiceStatus(service.name, healthy, endpoint, ownership, pid, detail)
+        state: Health = "ok" if healthy else ("failed" if record is not None else "stopped")
+        return ServiceStatus(service.name, healthy, endpoint, ownership, pid, detail, state)

@@ -1,8 +1,9 @@
 """The throttle feedback loop end to end: an anti-bot site, the real fleet and processor, the site's figures.
 
-Against a host that blocks beyond R requests/s, the site must see its request rate fall below R and
-the blocked share fall below the threshold; once it relaxes, P_d must climb back to the ceiling.
-The whole time series is printed (``pytest -s`` shows it; a failure always does).
+At the shipped ``DUALPLANE_THROTTLE_*`` defaults (10-minute windows with the 6 s fast layer), P_d 8
+and delay 0, a fresh domain: against a host that answers a captcha page beyond R = 5 requests/s, the
+site must see its request rate fall below R and blocks stay rare; once it relaxes, P_d must climb
+back to the ceiling. The whole time series is printed (``pytest -s`` shows it; a failure always does).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _print(sample: Sample) -> None:
     print(sample.line(), flush=True)
 
 
-@pytest.mark.timeout(420)
+@pytest.mark.timeout(480)
 def test_the_fleet_backs_off_below_the_sites_limit_and_climbs_back_when_it_relaxes(
     brokers: BrokerSession, tmp_path: Path
 ) -> None:
@@ -53,7 +54,9 @@ def test_the_fleet_backs_off_below_the_sites_limit_and_climbs_back_when_it_relax
     assert settled_requests / len(settled) < spec.max_rps, figures
     assert settled_blocked / max(1, settled_requests) < 2 * spec.threshold, figures
     assert settled_requests > 0, "the fleet stopped crawling instead of slowing down"
-    # Relaxed: back to the ceiling, and faster than under the block.
+    # Relaxed: back to the ceiling, and faster than under the block (the crawl may end before the
+    # run does, so over the whole relaxed phase).
     relaxed = result.phase("relaxed")
     assert relaxed[-1].concurrency == spec.ceiling, figures
-    assert sum(s.requests for s in relaxed[-10:]) / 10 > spec.max_rps, figures
+    assert figures["recovered_s"] is not None and figures["recovered_s"] <= 60, figures
+    assert sum(s.requests for s in relaxed) / len(relaxed) > spec.max_rps, figures

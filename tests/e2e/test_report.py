@@ -84,7 +84,7 @@ def test_report_of_a_crawl_renders_its_charts_in_headless_chromium(
     assert outcomes["rate_limited"] >= 3, outcomes
 
     out = tmp_path / "report"
-    result = run_cli("report", "reported", "--out", str(out), "--json", env=settings.to_env())
+    result = run_cli("report", "reported", "--output", str(out), "--json", env=settings.to_env())
     assert result.exit_code == 0, result.stderr
     written = result.json()
     assert written["fetch_events"] >= 30

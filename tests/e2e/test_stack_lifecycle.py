@@ -123,7 +123,7 @@ def look_further(crawl: dict[str, Any], env: dict[str, str], out: Path) -> None:
     v2_topic = crawl["replay"]["to_topic"]
     v2 = run_cli("records", "export", "--namespace", "demo", "--topic", v2_topic, "--job", job, env=env)
     assert len(v2.stdout.splitlines()) == crawl["records"], v2.stderr
-    page = run_cli("report", job, "--namespace", "demo", "--out", str(out), "--json", env=env)
+    page = run_cli("report", job, "--namespace", "demo", "-o", str(out), "--json", env=env)
     assert page.exit_code == 0, page.stderr
     assert page.json()["fetch_events"] >= crawl["done"]
     assert run_cli("report", job, "--out", str(out), env=env).exit_code == 1  # not in the default namespace

@@ -122,7 +122,7 @@ def test_status_watch_redraws_until_ctrl_c(private_settings: Settings, tmp_path:
     """Into a file, each redraw is appended (a live view wrote nothing there until Ctrl-C, and this
     test waited out its whole minute before seeing the one view written at exit)."""
     output = tmp_path / "watch.out"
-    command = interruptible([sys.executable, "-m", "dualplane", "status", "--watch", "--interval-s", "0.5"])
+    command = interruptible([sys.executable, "-m", "dualplane", "status", "--watch", "--interval", "0.5s"])
     env = {**os.environ, **private_settings.to_env(), "COLUMNS": "200"}
     with output.open("wb") as out:
         watching = subprocess.Popen(command, env=env, stdout=out, cwd=REPO_ROOT)

@@ -173,6 +173,10 @@ def throttle_command() -> dict[str, Any]:
     }
 
 
+def throttle_command_v2() -> dict[str, Any]:
+    return {**throttle_command(), "rate_rps": 4.05, "limit_rps": 5.3}
+
+
 def change_event() -> dict[str, Any]:
     return {
         "url": "https://shop.example.com/products/42",
@@ -224,6 +228,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
         ("page_record", 3): lambda: page_record(3),
         ("dead_letter", 1): dead_letter,
         ("throttle_command", 1): throttle_command,
+        ("throttle_command", 2): throttle_command_v2,
         ("change_event", 1): change_event,
         ("change_event", 2): change_event_v2,
     }
@@ -437,7 +442,7 @@ class TestConfluentWireFormat:
     def test_unknown_version_of_a_known_record_reads_as_the_latest_version(self) -> None:
         newer = json.loads(schemas.default_registry().get("throttle_command").schema_json())
         newer["fields"].append({"name": "region", "type": "string", "default": "eu"})
-        record = {**throttle_command(), "region": "us"}
+        record = {**throttle_command_v2(), "region": "us"}
         body = io.BytesIO()
         registry = SchemaRegistry()
         registry.register("scratch", 1, newer)
@@ -445,8 +450,8 @@ class TestConfluentWireFormat:
 
         decoded = decode(confluent_header(9) + body.getvalue(), resolve_id=lambda _id: json.dumps(newer))
 
-        assert (decoded.name, decoded.version, decoded.writer_version) == ("throttle_command", 1, None)
-        assert decoded.record == throttle_command()
+        assert (decoded.name, decoded.version, decoded.writer_version) == ("throttle_command", 2, None)
+        assert decoded.record == throttle_command_v2()
 
     def test_unknown_record_name_is_an_unknown_schema(self) -> None:
         schema = _record_schema([{"name": "a", "type": "string"}], name="Stranger")

@@ -51,6 +51,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
         ("raw_page", 2),
         ("raw_page", 3),
         ("throttle_command", 1),
+        ("throttle_command", 2),
     ]
     assert schemas.latest_version("page_record") == 3
     assert schemas.fingerprint("page_record") == schemas.fingerprint("page_record", 3)

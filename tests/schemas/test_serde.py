@@ -144,7 +144,7 @@ class TestConfluentFraming:
             schemas.decode(confluent(7, "page_record", 1, page_record(1)), resolve_id=down)
 
     def test_a_registry_writer_of_another_record_decodes_as_that_record(self) -> None:
-        text = schemas.default_registry().get("throttle_command").schema_json()
+        text = schemas.default_registry().get("throttle_command", 1).schema_json()
 
         decoded = schemas.decode(
             confluent(3, "throttle_command", 1, throttle_command()), resolve_id=lambda _: text

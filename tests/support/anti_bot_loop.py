@@ -28,6 +28,8 @@ from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.submit import default_scope
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
 from dualplane.core.web.urls import domain_of
+from dualplane.data_plane.throttle.exceptions import ThrottleError
+from dualplane.data_plane.throttle.snapshot import read_snapshot
 from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.namespaces import private_namespace
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
@@ -41,49 +43,61 @@ SERVICES = ("frontier", "fetcher", "throttle")
 class LoopSpec:
     """The site, the fleet's starting limits and the processor's tuning for one run of the loop.
 
-    Small windows and short recovery so the loop plays out in about a minute and a half; the
-    defaults of a real deployment (10 min windows, 1 min step) would take hours.
+    By default the processor runs at the **shipped defaults** (``DUALPLANE_THROTTLE_*`` untouched:
+    10-minute windows with a fast layer of 6 s, issue 33), and only P_d and the delay are opened
+    up (8 and 0) so that the site's limit binds, against a fresh domain with 20 ms responses.
+    ``tuned=True`` is the second row: the 6 s windows the loop used to run with, one layer.
     """
 
-    max_rps: float = 4.0
-    mode: Literal["429", "captcha"] = "429"
-    retry_after_s: int = 1
-    ceiling: int = 4  # P_d before any command, and the recovery target
-    delay_ms: int = 20
-    blocking_s: float = 60.0
-    relaxed_s: float = 50.0
-    window_s: int = 6
-    step_s: int = 1
-    threshold: float = 0.05
-    # Samples a window needs before it is judged; after each change the count starts again, so
-    # this bounds how many requests a failed probe costs before it is undone.
-    min_samples: int = 5
-    # The spread of the fleet's hold after a request (DUALPLANE_FETCH_DELAY_JITTER). Against "at most
-    # R requests in any second" a slot is safe only if its shortest hold is, so the mean rate can
-    # reach at most 1 / (1 + jitter / 2) of R: 80% with the default 0.5, 91% with 0.2.
-    delay_jitter: float = 0.2
+    max_rps: float = 5.0
+    mode: Literal["429", "captcha"] = "captcha"
+    retry_after_s: int = 1  # a 429's Retry-After; 0: none (the fetcher reads 0 as no header)
+    ceiling: int = 8  # P_d before any command, and the recovery target
+    delay_ms: int = 0
+    blocking_s: float = 90.0
+    relaxed_s: float = 60.0
+    pages: int = 0  # the host's pages (0: enough to crawl all along); timed to the 500th page served
+    tuned: bool = False
+    threshold: float = 0.05  # the shipped default; the tuned row sets it too
     settle_s: float = 30.0  # the first seconds, where the fleet finds the limit, are not "held"
+
+    @property
+    def delay_jitter(self) -> float:
+        """The fleet's hold spread (DUALPLANE_FETCH_DELAY_JITTER): its default (0.2), as tuned.
+        Against "at most R requests in any second" a slot is safe only if its shortest hold is, so
+        the mean rate can reach at most 1 / (1 + jitter / 2) of R: 80% at 0.5, 91% at 0.2."""
+        return float(FetchSettings.model_fields["delay_jitter"].default)
+
+    @property
+    def site_pages(self) -> int:
+        """Enough pages that the fleet is still crawling when the run ends, at any limit."""
+        return self.pages or max(600, int(self.max_rps * self.blocking_s * 1.2) + 300)
+
+    @property
+    def label(self) -> str:
+        return "tuned: 6 s windows, 1 s steps" if self.tuned else "shipped defaults"
 
     def throttle(self, base: ThrottleSettings) -> ThrottleSettings:
         """The processor's tuning for this run (it reaches the child process through ``to_env``)."""
+        own = {"offset_reset": "earliest"}  # a fresh group reads the run's events
+        if not self.tuned:
+            defaults = ThrottleSettings.model_construct()  # every field at its default, no env read
+            return base.model_copy(update={**defaults.model_dump(), **own, "app_id": base.app_id})
         return base.model_copy(
             update={
-                "window_size_s": self.window_s,
-                "window_step_s": self.step_s,
+                **own,
+                "window_size_s": 6,
+                "window_step_s": 1,
                 "threshold": self.threshold,
-                "min_samples": self.min_samples,
+                "min_samples": 5,
                 "recovery_min_samples": 3,
                 "recovery_s": 4.0,
-                # After a captcha (no Retry-After) a fetcher leaves the site alone this long. The site
-                # counts a blocked request in its 1 s window: back after 250 ms, the fleet was blocked
-                # again, and each failed probe cost two blocks. 1 s, as a 429's Retry-After: 1 (the
-                # production default is 2 s).
+                # After a captcha a fetcher leaves the site alone this long: 1 s, as a 429's
+                # Retry-After: 1 (the production default is 2 s).
                 "cooldown_base_ms": 1000,
                 "cooldown_cap_ms": 2000,
                 "pause_ratio": 0.98,  # this loop is about finding the limit, not pausing
-                "probe_backoff_max": 2,  # probes onto the limit at most 16 s apart: quick to see it relax
-                "offset_reset": "earliest",
-                "snapshot_path": "",
+                "probe_backoff_max": 2,
             }
         )
 
@@ -152,15 +166,38 @@ class LoopResult:
         return next((round(s.t_s - self.spec.blocking_s, 1) for s in relaxed
                      if (s.concurrency, s.delay_ms) == back), None)  # fmt: skip
 
+    def pages_s(self, pages: int = 500) -> float | None:
+        """Seconds from the start to the ``pages``-th page the site served (not blocked)."""
+        served = 0
+        for sample in self.samples:
+            served += sample.requests - sample.blocked
+            if served >= pages:
+                return sample.t_s
+        return None
+
+    def until_pages(self, pages: int = 500) -> list[Sample]:
+        """The samples up to the ``pages``-th page served (all of them if it never came)."""
+        end = self.pages_s(pages)
+        return [s for s in self.samples if end is None or s.t_s <= end]
+
     def summary(self) -> dict[str, Any]:
         """Figures the test checks and the benchmark prints."""
         blocking, relaxed = self.phase("blocking"), self.phase("relaxed")
+        crawl = self.until_pages()
+        crawl_requests = sum(s.requests for s in crawl)
         settled = self.settled()
         settled_requests = sum(s.requests for s in settled)
         held = self.held()
         held_requests = sum(s.requests for s in held)
         return {
-            "mode": self.spec.mode,
+            "settings": self.spec.label,
+            "mode": self.spec.mode if self.spec.mode == "captcha" or self.spec.retry_after_s else "429 no RA",
+            "pages_500_s": self.pages_s(),
+            "crawl_requests": crawl_requests,
+            "crawl_blocked": sum(s.blocked for s in crawl),
+            "crawl_blocked_ratio": round(sum(s.blocked for s in crawl) / max(1, crawl_requests), 4),
+            # Seconds of the held phase in which the site saw more than its limit (it blocked).
+            "held_over_s": sum(1 for s in self.held() if s.blocked),
             "held_rate": round(held_requests / max(1, len(held)), 2),
             "held_fraction_of_limit": round(held_requests / max(1, len(held)) / self.spec.max_rps, 3),
             "held_blocked": sum(s.blocked for s in held),
@@ -201,7 +238,10 @@ def loop_settings(settings: Settings, spec: LoopSpec, work_dir: Path) -> Setting
             # minutes. The throttle holds P_d low and spaces requests by delay instead, so the loop
             # gives each slot more room; the frontier should size this by rate (noted in docs).
             "frontier": private.frontier.model_copy(update={"outstanding_per_slot": 32}),
-            "throttle": spec.throttle(settings.throttle),
+            # The snapshot tells when the processor is up (run_loop waits for it, see there).
+            "throttle": spec.throttle(settings.throttle).model_copy(
+                update={"snapshot_path": str(work_dir / "throttle-snapshot.json")}
+            ),
         }
     )
 
@@ -217,13 +257,14 @@ def run_loop(
     ``settings`` should come from :func:`loop_settings`.
     """
     anti_bot = AntiBot(max_rps=spec.max_rps, mode=spec.mode, retry_after_s=spec.retry_after_s)
-    site_spec = SiteSpec(seed=29, hosts=1, pages_per_host=4000, latency_ms=5, anti_bot=anti_bot)
+    site_spec = SiteSpec(seed=29, hosts=1, pages_per_host=spec.site_pages, latency_ms=20, anti_bot=anti_bot)
     result = LoopResult(spec)
     prepare_data_plane(settings)
     with SampleSite(site_spec) as site, ServiceGroup.build(settings, SERVICES):
         domain = domain_of(site.seeds[0])
         view = ThrottleView(settings).start()
         try:
+            _wait_for_processor(settings)
             last = site.stats().hosts[0]
             started = time.monotonic()  # t = 0: the job is submitted, the first burst comes at once
             # Seeds are confirmed one by one (seconds for thousands): sample meanwhile, from t = 0.
@@ -256,6 +297,23 @@ def run_loop(
         finally:
             view.close()
     return result
+
+
+def _wait_for_processor(settings: Settings, timeout_s: float = 120.0) -> None:
+    """Until the processor has its partitions and tables: a deployment runs it before any crawl,
+    and a processor still starting (5-15 s on a loaded machine) left the fresh domain's first
+    bursts unjudged, which is not the loop being measured."""
+    path = settings.throttle_snapshot_path
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            snapshot = read_snapshot(path) if path is not None else {}
+        except ThrottleError:
+            snapshot = {}  # not written yet
+        if snapshot.get("ready") and snapshot.get("partitions"):
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"the throttle processor was not ready within {timeout_s:.0f} s ({path})")
 
 
 def _submit(settings: Settings, site: SampleSite) -> None:

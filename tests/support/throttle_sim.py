@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualplane.core.limits import cooldown_s
-from dualplane.data_plane.throttle.policy import DomainState, PolicyConfig, decide
+from dualplane.data_plane.throttle.events import FetchSample
+from dualplane.data_plane.throttle.policy import PolicyConfig, decide
 from dualplane.data_plane.throttle.signals import WindowCounts
-from dualplane.data_plane.throttle.windows import window_to_judge
+from dualplane.data_plane.throttle.windows import add_sample, counts_of, merged, span_s, window_to_judge
 
 
 @dataclass
@@ -102,7 +103,9 @@ class _Fleet:
         self.state = config.initial_state()
         self.limits = (self.state.concurrency, self.state.delay_ms)
         self.applied: list[tuple[float, tuple[int, int]]] = [(0.0, self.limits)]
-        self.buckets: dict[int, dict[str, float]] = {}
+        self.buckets: dict[int, dict[str, Any]] = {}
+        self.slow_buckets: dict[int, dict[str, Any]] = {}
+        self.offset = 0
         self.seconds: list[SimSecond] = []
         self.commands: list[tuple[float, str]] = []
         self.cooling_until = 0.0
@@ -145,8 +148,12 @@ class _Fleet:
             hold_s = max(hold_s, cool)
         self.push(now + hold_s, "release")
         self._count(now, blocked, latency_ms)
-        counts = _counts(self.buckets, now, self.window_s, self.config, self.state)
-        decision = decide(counts, self.state, self.config, now_s=now, rng=self.rng)
+        config, state = self.config, self.state
+        counts = _counts(self.buckets, now, self.window_s, config.step_s, state.last_change_s)
+        slow = None
+        if config.slow_window_s > 0:  # the slow layer, as the processor judges it
+            slow = _counts(self.slow_buckets, now, config.slow_window_s, config.slow_step_s, state.backoff_s)
+        decision = decide(counts, state, config, now_s=now, rng=self.rng, slow=slow)
         self.state = decision.state
         if decision.command is not None:
             self.commands.append((now, decision.command.reason))
@@ -154,36 +161,30 @@ class _Fleet:
             self.push(now + self.reaction_s, "limits", (command.concurrency, command.delay_ms))
 
     def _count(self, now: float, blocked: bool, latency_ms: float) -> None:
-        bucket = self.buckets.setdefault(math.floor(now / self.config.step_s), {})
-        bucket["total"] = bucket.get("total", 0) + 1
-        bucket["blocked"] = bucket.get("blocked", 0) + blocked
-        bucket["latency"] = bucket.get("latency", 0) + latency_ms
-        if blocked and self.site.retry_after_s:
-            bucket["retry"] = max(bucket.get("retry", 0), self.site.retry_after_s)
+        # The processor's own bucket values (windows.add_sample), so spans and peaks are measured alike.
+        retry_after = self.site.retry_after_s if blocked else None
+        outcome = "rate_limited" if blocked else "ok"
+        sample = FetchSample("sim.test", outcome, now, round(latency_ms), retry_after)
+        self.offset += 1
+        for buckets, step_s in (
+            (self.buckets, self.config.step_s),
+            (self.slow_buckets, self.config.slow_step_s),
+        ):
+            if step_s > 0:
+                bucket = math.floor(now / step_s)
+                buckets[bucket] = add_sample(buckets.get(bucket, {}), sample, 0, self.offset)
 
 
 def _counts(
-    buckets: dict[int, dict[str, float]],
+    buckets: dict[int, dict[str, Any]],
     now: float,
     window_s: float,
-    config: PolicyConfig,
-    state: DomainState,
+    step_s: float,
+    since_s: float | None,
 ) -> WindowCounts:
-    window = window_to_judge(now, window_s, config.step_s, state.last_change_s)
+    window = window_to_judge(now, window_s, step_s, since_s)
     if window is None:
         return WindowCounts()
-    first = round(window[0] / config.step_s)
-    values = [buckets.get(first + i, {}) for i in range(round(window_s / config.step_s))]
-    retry = max((v.get("retry", 0) for v in values), default=0)
-    blocked_steps = [v for v in values if v.get("blocked")]
-    total = int(sum(v.get("total", 0) for v in values))
-    return WindowCounts(
-        total=total,
-        blocked=int(sum(v.get("blocked", 0) for v in values)),
-        max_retry_after_s=retry or None,
-        span_s=min(window_s, max(config.step_s, now - window[0])),
-        latency_ms_sum=sum(v.get("latency", 0) for v in values),
-        blocked_step_passed=int(max((v["total"] - v["blocked"] for v in blocked_steps), default=0)),
-        blocked_step_sent=int(max((v["total"] for v in blocked_steps), default=0)),
-        step_s=config.step_s,
-    )
+    first = round(window[0] / step_s)
+    value = merged(buckets.get(first + i, {}) for i in range(round(window_s / step_s)))
+    return counts_of(value, span_s(window, now, step_s, value.get("first_s"), since_s), step_s)

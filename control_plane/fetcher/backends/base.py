@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Self
 if TYPE_CHECKING:
     pass
 
+# Set on a response whose body is a browser's rendered DOM (backends/browser.py); pages.raw keeps it.
+RENDERED_HEADER = "x-dualplane-rendered"
 DEFAULT_ACCEPT_TYPES = ("text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml")
 
 
@@ -28,6 +30,8 @@ class FetchRequest:
     drips one byte per ``read_timeout_s`` cannot hold a worker forever (None: no overall bound).
     ``conditional_headers`` (``If-None-Match``, ``If-Modified-Since``) make a revisit a conditional
     GET: they go out with every hop, and a 304 comes back as the response, without a body.
+    ``headers`` go out with every hop too (a domain's profile: a language, a referer); they never
+    replace the User-Agent, Accept or Accept-Encoding we send.
     """
 
     url: str
@@ -39,6 +43,7 @@ class FetchRequest:
     max_redirects: int = 10
     total_timeout_s: float | None = 120.0
     conditional_headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1 or self.max_redirects < 0:

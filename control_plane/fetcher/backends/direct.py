@@ -254,6 +254,8 @@ def _follows(request: FetchRequest, url: str, chain: list[str], target: str) -> 
 def _headers(request: FetchRequest) -> dict[str, str]:
     accept = ", ".join(kind + "*" if kind.endswith("/") else kind for kind in request.accept_types)
     headers = {"User-Agent": request.user_agent, "Accept": accept, "Accept-Encoding": ACCEPT_ENCODING}
+    if request.headers:
+        headers = {**request.headers, **headers}
     return {**headers, **request.conditional_headers} if request.conditional_headers else headers
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
-from dualplane.control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule
+from dualplane.control_plane.frontier.jobs import STALLED_AFTER_S, FinishRule, Verdict
+from dualplane.control_plane.frontier.outcomes import JobOutcomes
 
 pytestmark = pytest.mark.unit
 
@@ -164,3 +167,52 @@ def test_a_one_off_look_reads_the_quiet_period_from_the_snapshot() -> None:
     assert not rule.judge_at(snapshot, 102.0, lag=0).finished
     assert rule.judge_at(snapshot, 103.0, lag=0).finished
     assert not rule.judge_at(snapshot, 103.0, lag=1).finished
+
+
+def _counted(outcomes: JobOutcomes, **snapshot: object) -> tuple[Verdict, list[tuple[str, float]]]:
+    asked: list[tuple[str, float]] = []
+
+    def count(job_id: str, since_s: float) -> JobOutcomes:
+        asked.append((job_id, since_s))
+        return outcomes
+
+    rule = FinishRule(lambda: 0, outcomes=count)
+    look = {**IDLE_DONE, "job_id": "j", "created_at": 50.0, "changed_at": 100.0, **snapshot}
+    return rule.judge_at(look, 200.0, lag=0), asked
+
+
+def test_a_job_whose_every_fetched_page_has_its_record_is_complete() -> None:
+    verdict, asked = _counted(JobOutcomes(records=5, extraction_dead_letters=0))
+
+    assert asked == [("j", 50.0)]  # the job's records, counted from its creation on
+    assert (verdict.finished, verdict.complete, verdict.records, verdict.dead_lettered) == (True, True, 5, 0)
+    assert verdict.why == (
+        "5 page(s) fetched, 5 record(s) committed, 0 failed, 0 dead-lettered; "
+        "every fetched page has its record"
+    )
+
+
+def test_pages_dead_lettered_at_extraction_make_a_finished_job_incomplete_and_say_why() -> None:
+    reasons = Counter({"extraction (extract): UnknownExtractor: no plugin 'nope'": 3, "fetch: gave up": 1})
+    verdict, _ = _counted(JobOutcomes(records=2, extraction_dead_letters=3, reasons=reasons), dead_lettered=1)
+
+    assert (verdict.finished, verdict.complete, verdict.records, verdict.dead_lettered) == (True, False, 2, 4)
+    assert verdict.why == (
+        "5 page(s) fetched, 2 record(s) committed, 0 failed; 4 page(s) dead-lettered (1 at fetch, 3 at "
+        "extraction), 3 fetched page(s) without a record: 3 x extraction (extract): UnknownExtractor: "
+        "no plugin 'nope'; 1 x fetch: gave up"
+    )
+
+
+def test_the_outcomes_are_not_counted_before_the_job_is_otherwise_finished() -> None:
+    asked: list[str] = []
+
+    def count(job_id: str, _since_s: float) -> JobOutcomes:
+        asked.append(job_id)
+        return JobOutcomes(0, 0)
+
+    rule = FinishRule(lambda: 2, outcomes=count)
+
+    verdict = rule.judge_at({**IDLE_DONE, "job_id": "j", "changed_at": 100.0}, 200.0)
+
+    assert not verdict.finished and asked == []

@@ -6,7 +6,7 @@ import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -107,8 +107,9 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def robots(clock: FakeClock) -> Iterator[RobotsCache]:
+    # No retries of an unreachable file here: the tests of its retries below set their own delays.
     with RobotsCache(
-        AGENT, guard=LOOPBACK, ttl_s=3600, error_ttl_s=60, fetch_timeout_s=2, clock=clock
+        AGENT, guard=LOOPBACK, ttl_s=3600, error_ttl_s=60, fetch_timeout_s=2, clock=clock, retry_delays_s=()
     ) as cache:
         yield cache
 
@@ -161,6 +162,45 @@ def test_a_5xx_disallows_everything_until_the_error_ttl_passes(
     clock.now_s += 2
     assert robots.check(f"{server.origin}/page").allowed
     assert server.requests["/robots.txt"] == 2
+
+
+def _settled(check: Callable[[], bool], timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+def test_an_unreachable_robots_txt_is_asked_again_and_obeyed_once_it_answers(server: RobotsServer) -> None:
+    server.robots("down", status=503)
+    url = f"{server.origin}/page"
+
+    with RobotsCache(AGENT, guard=LOOPBACK, fetch_timeout_s=2, retry_delays_s=(0.3, 0.3)) as robots:
+        origin = robots.origin_of(url)
+        assert robots.ready(url) is None
+        _settled(lambda: robots.retrying(origin) is not None)
+        assert robots.retrying(origin) == "robots.txt unreachable: HTTP 503; retrying in 0.3 s"
+        assert robots.ready(url) is None and robots.fetching(origin)  # not "disallowed": not known yet
+        server.robots("User-agent: *\nAllow: /\n")
+        _settled(lambda: not robots.fetching(origin))
+        verdict = robots.ready(url)
+
+    assert verdict is not None and verdict.allowed, verdict
+    assert server.requests["/robots.txt"] == 2
+
+
+def test_an_unreachable_robots_txt_disallows_once_its_retries_are_spent(server: RobotsServer) -> None:
+    server.robots("down", status=503)
+    url = f"{server.origin}/page"
+
+    with RobotsCache(AGENT, guard=LOOPBACK, fetch_timeout_s=2, retry_delays_s=(0.1, 0.1)) as robots:
+        assert robots.ready(url) is None
+        _settled(lambda: not robots.fetching(robots.origin_of(url)))
+        verdict = robots.ready(url)
+
+    assert verdict is not None and not verdict.allowed
+    assert verdict.reason.startswith("robots.txt unreachable: HTTP 503")
+    assert server.requests["/robots.txt"] == 3  # the first ask and two retries
 
 
 def test_a_429_counts_as_unreachable(server: RobotsServer, robots: RobotsCache) -> None:

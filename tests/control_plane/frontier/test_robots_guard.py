@@ -125,7 +125,7 @@ def test_a_head_trickling_a_byte_a_second_is_cut_at_the_deadline() -> None:
 def test_ready_does_not_wait_for_a_slow_robots_txt() -> None:
     with (
         trickling_server(seconds_per_byte=0.5, for_s=30) as origin,
-        RobotsCache(AGENT, guard=SsrfGuard(["127.0.0.1"]), fetch_timeout_s=1.0) as robots,
+        RobotsCache(AGENT, guard=SsrfGuard(["127.0.0.1"]), fetch_timeout_s=1.0, retry_delays_s=()) as robots,
     ):
         started = time.monotonic()
         assert robots.ready(f"{origin}/page") is None

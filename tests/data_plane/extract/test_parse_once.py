@@ -45,15 +45,24 @@ def test_a_documentation_page_is_read_by_resiliparse_without_its_sidebar(
     assert "Data type objects" not in found and "Scalars" not in found
 
 
-def test_a_documentation_page_with_little_main_text_goes_to_trafilatura(
+def test_a_short_documentation_page_is_read_by_resiliparse(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Less than DOCS_MIN_CHARS, but the main content is most of the page's text (a small class page).
+    monkeypatch.setattr(text.trafilatura, "extract", _no_trafilatura)
+    assert len(PARAGRAPH) < DOCS_MIN_CHARS
+    found = main_text(sphinx_page(PARAGRAPH), URL)
+    assert found is not None and "An array object represents" in found and "Scalars" not in found
+
+
+def test_a_documentation_page_whose_main_content_holds_little_of_its_text_goes_to_trafilatura(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # An index of links: resiliparse's main content takes it for navigation and keeps the heading only.
     asked: list[str] = []
     monkeypatch.setattr(
         text.trafilatura, "extract", lambda html, **_options: asked.append(html) or "from trafilatura"
     )
-    page = sphinx_page(PARAGRAPH)
-    assert len(PARAGRAPH) < DOCS_MIN_CHARS
+    links = "".join(f'<li><a href="f{n}.html">function_{n}()</a> : module_{n}.h</li>' for n in range(60))
+    page = sphinx_page(f"<ul>{links}</ul>")
     assert main_text(page, URL) == "from trafilatura"
     assert asked == [page]
 

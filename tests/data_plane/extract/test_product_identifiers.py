@@ -10,6 +10,7 @@ from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.product import extract_product
 from dualplane.data_plane.extract.product_tracking import tracked_sku
 from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.url_sku import printed_url_id
 
 pytestmark = pytest.mark.unit
 
@@ -106,3 +107,43 @@ def test_the_data_layer_item_number_is_read_only_when_nothing_else_gives_one() -
 
 def test_an_item_number_shown_after_a_hash() -> None:
     assert sku_of("#84682") == "84682"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "sku"),
+    [
+        (
+            "https://www.target.com/p/lego-death-star-10188/-/A-13787174",
+            "Item Number (DPCI): 13787174",
+            "13787174",
+        ),
+        ("https://shop.example/products/controller-stand/492398-01/", "Cat: 492398-01 Ref 492398", "492398"),
+        ("https://shop.example/seavees-baja/YLS0030.html?cgid=shoes", "Style YLS0030", "YLS0030"),
+        # the id in the URL is not printed: a database id, not the shop's item number
+        ("https://shop.example/item/eholot-humminbird_10001150.html", "Humminbird echo sounder", None),
+        # a year and a short number are never ids
+        ("https://shop.example/sun-shades/acura/2016", "Fits 2016 models", None),
+    ],
+)
+def test_the_urls_item_id_when_the_page_prints_it(url: str, shown: str, sku: str | None) -> None:
+    assert printed_url_id(url, shown) == sku
+
+
+def test_an_id_in_the_product_name_is_its_model_number_not_the_item_number() -> None:
+    url = "https://www.edel-optics.hu/DG4249-502-13-a-Dolce-and-Gabbana.html"
+    assert printed_url_id(url, "Modell: DG4249", name="Dolce & Gabbana DG 4249 502/13") is None
+    url = "https://shop.example/item/eholot-788cxi_10001150.html"
+    assert printed_url_id(url, "Humminbird 788cxi HD DI", name="Humminbird 788cxi HD DI") is None
+
+
+def test_the_url_id_is_the_last_resort_for_the_sku() -> None:
+    url = "https://shop.example/widgets/WX12345.html"
+    html = """<html><body><div class="product"><h1>Widget</h1><p>Catalogue entry WX12345</p>
+    <span class="price">$5.00</span><button>Add to cart</button></div></body></html>"""
+    product = extract_product(Markup(html), read_structured(html, url), url, html=html)
+    assert product is not None
+    assert product.sku == "WX12345"
+    labelled = html.replace("</h1>", "</h1><p>SKU: AB-1</p>")
+    product = extract_product(Markup(labelled), read_structured(labelled, url), url, html=labelled)
+    assert product is not None
+    assert product.sku == "AB-1"

@@ -141,3 +141,39 @@ def test_a_block_holding_the_heading_is_the_products_own_whatever_its_class() ->
     assert product is not None
     assert (product.price, product.currency) == (Decimal("47405.0000"), "RUB")
     assert product.availability == "limited"
+
+
+def test_a_price_shown_as_a_link_is_another_formats_not_this_ones() -> None:
+    # A format picker (Amazon's "Kindle: $26.07 | Paperback: $25.34") links each format's page; the
+    # price of what is bought here sits beside the buy button and links nowhere.
+    html = """<html><body><div id="dp"><h1>Seven Languages in Seven Weeks</h1>
+    <ul><li><a href="/dp/B00AYQNR50"><span>Kindle</span> <span class="a-color-price">$26.07</span></a></li>
+    <li><a href="/dp/193435659X" class="a-active"><span>Paperback</span>
+    <span class="a-color-price">$25.34</span></a></li></ul>
+    <div>Price: <span id="priceblock_ourprice" class="a-color-price">$25.34</span></div>
+    <button>Add to Cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("25.3400"), "USD")
+
+
+def test_a_per_unit_price_and_a_tiers_floor_are_not_the_price() -> None:
+    html = """<html><body><div class="item"><h1>Acrylic bead, 32mm, pkg of 6</h1>
+    <div class="asLowAs">As Low As <span class="asLowAsPrice">$0.24</span> per bead</div>
+    <table><tr><td class="tier1price">$3.46</td><td class="tier2price">$2.49</td></tr></table>
+    <button>Add to cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("3.4600"), "USD")
+    per_kilo = """<html><body><div class="product"><h1>Kaffee</h1><p><span class="unit-price">12,99 €</span>
+    /kg</p><p><span class="price">6,49 €</span></p><button>In den Warenkorb</button></div></body></html>"""
+    assert price_of(per_kilo) == (Decimal("6.4900"), "EUR")
+
+
+@pytest.mark.parametrize(
+    "parts",
+    [
+        '<span class="cur">$</span><span class="price-large">21</span><span class="price-sup">11</span>',
+        '<span class="cur">$</span><span class="price-whole">21</span><span class="price-fraction">11</span>',
+    ],
+)
+def test_whole_and_cents_in_elements_of_their_own_are_one_price(parts: str) -> None:
+    html = f"""<html><body><div class="product"><h1>Book</h1><div class="buybox">{parts}</div>
+    <button>Add to Cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("21.1100"), "USD")

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+from prometheus_client import REGISTRY
 
 from dualplane import schemas
 from dualplane.brokers.kafka import clients
@@ -60,6 +61,7 @@ def test_a_page_with_a_negative_depth_is_extracted_and_so_is_the_next_page(
         producer.produce(settings.topics.pages_raw, value, str(page["url"]).encode(), partition=0)
     assert producer.flush(30) == 0
 
+    cpu_pages_before = REGISTRY.get_sample_value("dualplane_extract_cpu_seconds_count") or 0.0
     extractor = Extractor(settings)
     thread = threading.Thread(target=extractor.run, name="extractor", daemon=True)
     thread.start()
@@ -77,6 +79,8 @@ def test_a_page_with_a_negative_depth_is_extracted_and_so_is_the_next_page(
         thread.join(30)
 
     assert extracted, "the page after the poison one was never extracted (the extractor crash-loops)"
+    # Each page's extraction CPU is recorded by the service (the crawl benchmark reads it).
+    assert (REGISTRY.get_sample_value("dualplane_extract_cpu_seconds_count") or 0.0) >= cpu_pages_before + 2
     letters = [
         schemas.decode(m.value() or b"").record
         for m in read_to_end(settings.kafka, settings.topics.dead_letters)

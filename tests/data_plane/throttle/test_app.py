@@ -45,6 +45,9 @@ ROOT = REPO_ROOT
 BASE_ENV = {
     "DUALPLANE_THROTTLE_THRESHOLD": "0.05",
     "DUALPLANE_THROTTLE_MIN_SAMPLES": "20",
+    # One layer: these check the processor's durable windows and counts; the fast layer (its own
+    # 1 s buckets, the same code) runs at the defaults in tests/e2e/test_anti_bot_loop.py.
+    "DUALPLANE_THROTTLE_FAST_WINDOW_S": "0",
     "DUALPLANE_THROTTLE_CEILING": "8",
     "DUALPLANE_THROTTLE_BASE_DELAY_MS": "500",
     "DUALPLANE_THROTTLE_COOLDOWN_BASE_MS": "1000",

@@ -102,7 +102,10 @@ def test_config_reads_every_kind_of_variable(monkeypatch: pytest.MonkeyPatch) ->
     assert domain_priority("www.bulk.test", config.low_priority) == "low"
     assert domain_priority("notbulk.test", config.low_priority) == "normal"
     policy = PolicyConfig.from_settings(settings.throttle, settings.limits)
-    assert (policy.step_s, policy.ceiling) == (2.0, 9)
+    # The fast layer (6 s of 1 s steps) judges step by step; the 10 s window is the slow layer.
+    assert (policy.step_s, policy.slow_step_s, policy.ceiling) == (1.0, 2.0, 9)
+    one_layer = PolicyConfig.from_settings(config.model_copy(update={"fast_window_s": 0}), settings.limits)
+    assert (one_layer.step_s, one_layer.slow_window_s) == (2.0, 0.0)
     assert throttle_from(monkeypatch, settings.to_env()) == settings
 
 
@@ -113,6 +116,7 @@ def test_config_reads_every_kind_of_variable(monkeypatch: pytest.MonkeyPatch) ->
         ({"DUALPLANE_THROTTLE_MIN_SAMPLES": "many"}, "min_samples"),
         ({"DUALPLANE_THROTTLE_OFFSET_RESET": "middle"}, "'latest' or 'earliest'"),
         ({"DUALPLANE_THROTTLE_WINDOW_SIZE_S": "25", "DUALPLANE_THROTTLE_WINDOW_STEP_S": "10"}, "multiple"),
+        ({"DUALPLANE_THROTTLE_FAST_WINDOW_S": "5", "DUALPLANE_THROTTLE_FAST_STEP_S": "2"}, "FAST_STEP_S"),
         ({"DUALPLANE_THROTTLE_THRESHOLD": "1.5"}, r"threshold\n.*less than 1"),
         ({"DUALPLANE_THROTTLE_SESSION_TIMEOUT_S": "1"}, "session_timeout_s"),
     ],

@@ -30,11 +30,13 @@ from dualplane.data_plane.throttle.signals import WindowCounts
 pytestmark = pytest.mark.unit
 
 CONFIG = PolicyConfig.from_settings(
-    ThrottleSettings(
+    ThrottleSettings(  # one window, no fast layer: the rules themselves (test_two_layers: both)
         window_size_s=60,
         window_step_s=10,
+        fast_window_s=0,
         threshold=0.05,
         min_samples=20,
+        recovery_min_samples=5,
         recovery_s=30,
         ceiling=8,
         base_delay_ms=1000,
@@ -127,10 +129,11 @@ def test_the_busiest_blocked_step_measures_a_per_second_limit_better_than_the_me
 
 def test_the_first_step_after_a_change_does_not_back_off_again() -> None:
     """Its window holds answers to requests sent before the change."""
-    state = throttled(0.5)
-    one_step = decide(window(30, 10, span_s=10), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    state = throttled(0.5)  # changed at t=0; steps of 10 s
+    one_step = decide(window(30, 10, span_s=10), state, CONFIG, now_s=15.0, rng=random.Random(0))
     assert one_step.command is None
-    two_steps = decide(window(30, 10, span_s=20), state, CONFIG, now_s=100.0, rng=random.Random(0))
+    # Two steps on, even if the traffic came in one burst (a span of a second): judged.
+    two_steps = decide(window(30, 10, span_s=1), state, CONFIG, now_s=25.0, rng=random.Random(0))
     assert two_steps.command is not None and two_steps.command.action == "backoff"
 
 
@@ -174,7 +177,7 @@ def test_classify(total: int, blocked: int, verdict: str) -> None:
     ],
 )
 def test_pushback_signals_have_their_own_weights(more: dict[str, int], pushback: float) -> None:
-    counts = WindowCounts(total=20, **more)  # type: ignore[arg-type]
+    counts = WindowCounts(total=20, **more)
     assert counts.pushback == pushback
     assert classify(counts, CONFIG) == ("unhealthy" if pushback / 20 > CONFIG.threshold else "band")
 
@@ -190,9 +193,11 @@ def test_reason_names_the_numbers_an_operator_needs() -> None:
 
 
 def test_at_most_one_change_per_window_step() -> None:
-    # 1 evaluation per second, step 10 s, a persistently bad ratio: one backoff per step.
+    # 1 evaluation per second, step 10 s, a persistently bad ratio: at most one backoff per step,
+    # and the step right after one is not judged (it holds answers to what was sent before): at
+    # t=100 and t=120 of 100..129.
     state, commands = run(every_second(100.0, 30, window(50, 10, span_s=20)))
-    assert len(commands) == 3
+    assert len(commands) == 2
     rates = [state.rate_rps]
     assert rates[0] is not None and rates[0] < FULL_RPS
 

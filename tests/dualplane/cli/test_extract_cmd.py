@@ -10,6 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from dualplane import schemas
 from dualplane.cli.extract_cmd import extract
 
 pytestmark = pytest.mark.unit
@@ -72,6 +73,14 @@ def test_json_prints_one_array_and_the_schema_version_applies(saved: dict[str, P
     assert code == 0
     (record,) = json.loads(out)
     assert record["schema_version"] == 2 and "word_count" in record and "gtin" in record["product"]
+
+
+def test_by_default_it_writes_the_latest_version_as_the_service_does(saved: dict[str, Path]) -> None:
+    code, out, _err = run(saved["lamp.html"], "--url", "https://shop.example/p/oak-lamp", "--json")
+
+    assert code == 0
+    (record,) = json.loads(out)
+    assert record["schema_version"] == schemas.latest_version("page_record") == 3
 
 
 def test_without_a_url_the_file_url_is_used(saved: dict[str, Path]) -> None:

@@ -29,8 +29,8 @@ def test_json_announces_the_seeds_then_serves_until_interrupted() -> None:
         "2",
         "--pages",
         "5",
-        "--latency-ms",
-        "0",
+        "--latency",
+        "0ms",
     ]
     process = subprocess.Popen(
         interruptible(command),

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 
+from dualplane.brokers.amqp.consumer import wait_for
 from dualplane.core.settings import Settings, StackSettings
 from dualplane.stack.base import Endpoint, LocalService
 from dualplane.stack.exceptions import ServiceStartTimeout
@@ -86,3 +89,32 @@ def test_up_waits_for_a_service_it_started_moments_ago_instead_of_starting_anoth
         assert said == [f"already starting (pid {service.pids[0]})"]
     finally:
         stack.down()
+
+
+class Answering(WedgedOnce):
+    """A real process that answers as long as it runs (its health is its pid being alive)."""
+
+    def healthy(self) -> tuple[bool, str]:
+        alive = bool(self.pids) and pid_alive(self.pids[-1])
+        return alive, "answers" if alive else "port closed"
+
+
+def test_status_says_stopped_after_down_and_failed_when_a_started_service_died(tmp_path: Path) -> None:
+    """``stack down`` then ``stack status`` is a stopped stack, not a failed one (issue #37)."""
+    settings = Settings(stack=StackSettings(data_dir=tmp_path, start_timeout_s=5))
+    stack = LocalStack(settings)
+    service = Answering(settings)
+    stack.services = [service]
+    try:
+        [never] = stack.status()
+        assert (never.healthy, never.state) == (False, "stopped"), never
+        [running] = stack.up()
+        assert (running.healthy, running.state) == (True, "ok"), running
+        os.kill(service.pids[-1], signal.SIGKILL)
+        assert wait_for(lambda: not pid_alive(service.pids[-1]), timeout_s=5)
+        [died] = stack.status()
+        assert (died.healthy, died.state) == (False, "failed"), died
+    finally:
+        stack.down()
+    [after_down] = stack.status()
+    assert (after_down.healthy, after_down.state) == (False, "stopped"), after_down

@@ -4,7 +4,7 @@ trafilatura (2.3.1) picks the nodes it prunes and the block it reads with XPath 
 predicates test ``@id`` and ``@class`` with EXSLT regular expressions (``re:test``). libxml2 evaluates
 each predicate of each element in its interpreter and calls back into Python for every ``re:test``
 (where lxml also makes a proxy of the element for the attribute's "smart string"): about 10 ms of a
-large page's 30 in trafilatura (``docs/extraction-cpu.md``, sixth round). Here each of those selectors
+large page's 30 in trafilatura (``benchmarks/extraction-cpu.md``, sixth round). Here each of those selectors
 is written as the same test in Python, over lxml's iterators in document order:
 
 - an element test ``self::div or …`` is a tag filter of ``iterdescendants`` (a name without namespace
@@ -39,7 +39,7 @@ from typing import Any
 from lxml.etree import XPath  # type: ignore[import-untyped]
 from trafilatura import xpaths
 
-from dualplane.data_plane.extract.inside_calls import Switch
+from dualplane.data_plane.extract._trafilatura.inside_calls import Switch
 
 Tree = Any
 """An lxml element (trafilatura's ``HtmlElement``); lxml ships no types."""

@@ -21,7 +21,7 @@ on an empty tree instead (readability's text is then empty, which never wins), s
 it in ``compare_extraction`` (jusText for short or unclean texts) runs exactly as before.
 
 On the large dev pages it skips 55 of 88 comparisons, saving readability's ~8 ms on each for ~2 ms of
-guard on every one (net ~2.5 ms a page; docs/extraction-cpu.md). Every record of the dev, test,
+guard on every one (net ~2.5 ms a page; benchmarks/extraction-cpu.md). Every record of the dev, test,
 large and docs sets is byte-identical with and without the skip (``benchmarks/extraction_speed.py``).
 The behaviour relied upon is pinned by ``tests/data_plane/extract/test_readability_skip.py``.
 """
@@ -35,7 +35,7 @@ from typing import Any
 from trafilatura import core, external
 from trafilatura.utils import fromstring_bytes
 
-from dualplane.data_plane.extract.inside_calls import Switch
+from dualplane.data_plane.extract._trafilatura.inside_calls import Switch
 
 _VIDEO_IFRAME_CHARS = len("VIDEO") + 1
 """What readability may add per ``<iframe>``: its word and a space."""

@@ -1,0 +1,218 @@
+"""Product fields on shops no rule was written on: leave-site-out scores with site-bootstrap intervals.
+
+    .venv/bin/python benchmarks/product_generalization.py                      # ours
+    .venv/bin/python benchmarks/product_generalization.py --baseline-ref main  # before/after, same run
+    .venv/bin/python benchmarks/product_generalization.py --json
+
+The extractor's product rules are hand-written, not trained, so leaving a site out means scoring it with
+rules that were not written while looking at it. The labelled pages (``data/README.md``) fall in two
+groups by that: **written on**, the ``dev`` split's sites, on which the rules were developed and checked,
+and **unseen**, the ``test`` split's sites and the pages added after the rules were written and labelled
+before the extractor ran on them (``UNSEEN_PREFIXES``). A site is in one group only (splits are by site).
+The gap between the two is how much a rule set is fitted to where it was written; the held-out check of
+issue #35 is the unseen group's case.
+
+Each page is scored twice: **as published**, and **markup removed** (``markup_removed.py``: no JSON-LD,
+microdata, RDFa or OpenGraph/product meta), which is what the visible-page path must read alone. Where a
+page declares its product, the label agrees with the declaration on most fields (``data/README.md``
+measures how often not), so the published score mostly measures reading the declaration.
+
+**Not products**: pages that are no product page (the hand-labelled ones and ``not_products.jsonl.xz``,
+recipe pages of several hundred sites): a price or stock state on them is invented.
+
+Intervals: 95%, by resampling sites (``site_intervals.py``), the unit a new set of shops varies by.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import tempfile
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from extract_pages import DATA, dataset, pages_file
+from markup_removed import without_markup
+from real_pages import PRODUCT_FIELDS, Output, _number, extractor_runs
+from site_intervals import Counts, counts_of, with_intervals
+
+UNSEEN_PREFIXES = (
+    "onebox/", "htmldate/beltz.de", "any23/", "postlight/", "brick-stock-checker/", "fletcher/",
+)  # fmt: skip
+"""Pages labelled before the extractor ran on them, after its rules were written (``data/README.md``)."""
+NOT_PRODUCTS = DATA / "not_products.jsonl.xz"
+GROUPS = ("written on", "unseen")
+VARIANTS = ("published", "markup removed")
+STOCK_ROWS = ("out_of_stock", "false_out_of_stock", "null_in_stock")
+
+
+def site_of(url: str) -> str:
+    return (urlsplit(url).hostname or url).lower().removeprefix("www.")
+
+
+def labelled_pages() -> Iterator[dict[str, Any]]:
+    """Every hand-labelled page of both splits, with its group and site."""
+    for split in ("dev", "test"):
+        for page in dataset(split, ("products",)):
+            unseen = split == "test" or page["id"].startswith(UNSEEN_PREFIXES)
+            yield {**page, "group": "unseen" if unseen else "written on", "site": site_of(page["url"])}
+
+
+def not_product_pages() -> Iterator[dict[str, Any]]:
+    if NOT_PRODUCTS.exists():
+        for page in pages_file(NOT_PRODUCTS):
+            yield {**page, "truth": {}, "group": "not products", "site": site_of(page["url"])}
+
+
+def scored_copies(pages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The copies handed to the extractor: each product page as published and without its markup."""
+    for page in pages:
+        yield {"id": f"{page['id']}#published", "url": page["url"], "html": page["html"]}
+        if page["group"] != "not products":
+            html = without_markup(page["html"])
+            yield {"id": f"{page['id']}#markup removed", "url": page["url"], "html": html}
+
+
+def page_counts(truth: dict[str, Any], product: dict[str, Any]) -> dict[str, Counts]:
+    """One page's counts: each field, and the stock rows (``out_of_stock`` against the rest; an in-stock
+    page said to be out of stock, and one given no state, each counted against the in-stock pages)."""
+    counts = {}
+    for name in PRODUCT_FIELDS:
+        expected, found = truth.get(name), product.get(name)
+        if name == "price":
+            expected, found = _number(expected), _number(found)
+        counts[name] = counts_of(expected, found)
+    said, meant = product.get("availability"), truth.get("availability")
+    counts["out_of_stock"] = Counts(
+        tp=int(said == meant == "out_of_stock"),
+        fp=int(said == "out_of_stock" != meant),
+        fn=int(meant == "out_of_stock" != said),
+    )
+    # as rates over in-stock pages: tp counts the pages, fp the errors (precision = 1 - rate)
+    in_stock = meant == "in_stock"
+    counts["false_out_of_stock"] = Counts(
+        tp=int(in_stock and said != "out_of_stock"), fp=int(in_stock and said == "out_of_stock")
+    )
+    counts["null_in_stock"] = Counts(tp=int(in_stock and said is not None), fp=int(in_stock and said is None))
+    return counts
+
+
+def invented(product: dict[str, Any]) -> dict[str, Counts]:
+    """On a page that is no product page: was a price, or a stock state, given?"""
+    return {
+        name: Counts(tp=int(product.get(name) is None), fp=int(product.get(name) is not None))
+        for name in ("price", "availability")
+    }
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    pages = [*labelled_pages(), *not_product_pages()]
+    with tempfile.TemporaryDirectory(prefix="dualplane-generalization-") as folder:
+        copies = Path(folder, "pages.jsonl")
+        with copies.open("w", encoding="utf-8") as out:
+            for copy in scored_copies(pages):
+                out.write(json.dumps(copy) + "\n")
+        runs = extractor_runs(args.baseline_ref, ["--pages", str(copies)])
+    return {
+        "baseline_ref": args.baseline_ref,
+        "pages": _page_counts(pages),
+        **{system: _report(pages, outputs, args.rounds) for system, outputs in runs.items()},
+    }
+
+
+def _report(pages: list[dict[str, Any]], outputs: dict[str, Output], rounds: int) -> dict[str, Any]:
+    rows: dict[tuple[str, str, str], list[tuple[str, Counts]]] = {}
+    for page in pages:
+        for variant in VARIANTS:
+            output = outputs.get(f"{page['id']}#{variant}")
+            if output is None:
+                continue
+            product = output.get("product") or {}
+            truth = page["truth"]
+            is_product = any(truth.get(name) for name in PRODUCT_FIELDS)
+            if page["group"] == "not products" or not is_product:
+                items = invented(product)
+                group = "not products"
+            else:
+                items = page_counts(truth, product)
+                group = page["group"]
+            for name, counts in items.items():
+                rows.setdefault((group, variant, name), []).append((page["site"], counts))
+    return {" | ".join(key): with_intervals(items, rounds=rounds) for key, items in sorted(rows.items())}
+
+
+def _page_counts(pages: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
+    sites: dict[str, set[str]] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for page in pages:
+        is_product = any(page["truth"].get(name) for name in PRODUCT_FIELDS)
+        group = page["group"] if is_product else "not products"
+        counts.setdefault(group, {"pages": 0, "sites": 0})["pages"] += 1
+        sites.setdefault(group, set()).add(page["site"])
+    return {group: {**entry, "sites": len(sites[group])} for group, entry in counts.items()}
+
+
+FIELD_ROWS = (*PRODUCT_FIELDS, *STOCK_ROWS)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    groups = ", ".join(f"{g}: {c['pages']} pages of {c['sites']} sites" for g, c in report["pages"].items())
+    print(f"product fields, leave-site-out ({groups})")
+    print("P / R / F1 [F1's 95% site-bootstrap interval]; rates as errors/pages [95% interval]")
+    for system in (name for name in ("ours", "before") if name in report):
+        rows = report[system]
+        print(f"\n{system}" + (f" ({report['baseline_ref']})" if system == "before" else ""))
+        print(f"  {'variant, field':<36}{'written on':>38}{'unseen':>38}{'F1 gap':>8}")
+        for variant in VARIANTS:
+            for field in FIELD_ROWS:
+                cells = [rows.get(f"{group} | {variant} | {field}") for group in GROUPS]
+                gap = (
+                    f"{cells[0]['f1'] - cells[1]['f1']:+.3f}"
+                    if all(cells) and field not in STOCK_ROWS[1:]
+                    else ""
+                )
+                label = f"{variant}, {field}"
+                print(f"  {label:<36}" + "".join(f"{_cell(field, c):>38}" for c in cells) + f"{gap:>8}")
+            for field in ("price", "availability"):
+                row = rows.get(f"not products | {variant} | {field}")
+                label = f"{variant}, invented {field}"
+                print(f"  {label:<36}{'not products: ' + _cell('not products', row):>76}")
+
+
+def _cell(field: str, row: dict[str, Any] | None) -> str:
+    if row is None:
+        return "-"
+    if field in ("not products", *STOCK_ROWS[1:]):
+        pages = row["tp"] + row["fp"]
+        low, high = row["precision_95"] or (0, 0)
+        return f"{row['fp']}/{pages} = {1 - row['precision']:.3f} [{1 - high:.3f}-{1 - low:.3f}]"
+    low, high = row["f1_95"] or (0, 0)
+    return f"{row['precision']:.3f} / {row['recall']:.3f} / {row['f1']:.3f} [{low:.2f}-{high:.2f}]"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--baseline-ref", help="also score the extractor of this git revision, same run")
+    parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds (default 1000)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = parser.parse_args()
+    logging.getLogger("trafilatura").setLevel(logging.ERROR)
+    report = measure(args)
+    if args.json:
+        print(json.dumps(report, indent=2, default=_plain))
+    else:
+        print_report(report)
+
+
+def _plain(value: Any) -> Any:
+    return str(value) if isinstance(value, Decimal) else list(value)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""The fetcher's backend when profiles apply: each fetch goes the way its domain's profile says.
+
+A domain without a profile is fetched by the fleet's backend (``DUALPLANE_FETCH_BACKEND``). A
+profile's user agent and headers go on its request; ``backend: browser`` renders it in the
+fetcher's one browser pool, with the profile's wait, and ``backend: direct`` fetches it directly.
+The pool is made at the first render, so a fetcher whose domains need none never starts a browser
+(nor loads Playwright).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.profiles import Profile
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of
+
+if TYPE_CHECKING:
+    from dualplane.control_plane.fetcher.backends.browser import BrowserBackend
+    from dualplane.control_plane.fetcher.backends.browser_pool import BrowserPool
+
+
+class Profiles(Protocol):
+    """What the backend asks of the profiles (a :class:`~.profile_store.ProfileView`)."""
+
+    def match(self, domain: str) -> Profile | None: ...
+
+    def close(self) -> None: ...
+
+
+class ProfiledBackend(FetchBackend):
+    """Routes each fetch by its domain's profile; ``fleet`` fetches the domains without one."""
+
+    def __init__(
+        self,
+        fleet: FetchBackend,
+        direct: DirectBackend,
+        profiles: Profiles,
+        new_pool: Callable[[], BrowserPool],
+    ) -> None:
+        self.fleet = fleet
+        self.direct = direct
+        self.profiles = profiles
+        self._new_pool = new_pool
+        self._pool: BrowserPool | None = None
+        self._renderers: dict[bytes, BrowserBackend] = {}  # by the profile's JSON: a changed profile is new
+
+    async def fetch(self, request: FetchRequest) -> FetchResponse:
+        """See :meth:`FetchBackend.fetch`."""
+        profile = self._profile(request.url)
+        if profile is None:
+            return await self.fleet.fetch(request)
+        request = profile.apply(request)
+        if profile.backend == "browser":
+            return await self._renderer(profile).fetch(request)
+        return await self.direct.fetch(request)
+
+    async def aclose(self) -> None:
+        self.profiles.close()
+        if self._pool is not None:
+            await self._pool.aclose()
+        await self.fleet.aclose()
+        if self.direct is not self.fleet:
+            await self.direct.aclose()
+
+    def _profile(self, url: str) -> Profile | None:
+        try:
+            return self.profiles.match(domain_of(url))
+        except InvalidUrl:
+            return None  # the fleet's backend says what is wrong with the URL
+
+    def _renderer(self, profile: Profile) -> BrowserBackend:
+        from dualplane.control_plane.fetcher.backends.browser import (  # noqa: PLC0415
+            BrowserBackend,  # here: only fetchers that render load Playwright
+            RenderOptions,
+        )
+
+        key = profile.to_json()
+        renderer = self._renderers.get(key)
+        if renderer is None:
+            if self._pool is None:
+                self._pool = self._new_pool()
+            options = RenderOptions(wait=profile.wait, selector=profile.wait_selector, wait_s=profile.wait_s)
+            if len(self._renderers) > 1000:  # profiles replaced many times: drop the old ones
+                self._renderers.clear()
+            renderer = self._renderers[key] = BrowserBackend(self.direct, self._pool, options)
+        return renderer

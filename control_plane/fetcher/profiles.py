@@ -1,0 +1,126 @@
+"""Fetch profiles: how the domains matching a profile's patterns are fetched.
+
+A :class:`Profile` names domain patterns (``fnmatch`` on the politeness key, ``host`` or
+``host:port``: ``shop.example``, ``*.shop.example``, ``127.0.0.1:8001``) and says, for those domains,
+which backend fetches them (``direct`` or ``browser``), how a render waits (a load state, a CSS
+selector, a time limit), and the user agent and extra headers to send. :func:`match` picks the
+profile of a domain: the most specific pattern wins (no wildcard before wildcards, then the
+longest), then the profile's name, so the choice never depends on the order profiles arrived in.
+Profiles are stored and shared by :mod:`.profile_store`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
+from typing import Any, Literal, cast
+
+from dualplane.control_plane.fetcher.backends.base import FetchRequest
+from dualplane.control_plane.fetcher.exceptions import FetcherError
+
+Backend = Literal["direct", "browser"]
+Wait = Literal["load", "networkidle"]
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+PATTERN = re.compile(r"^[a-z0-9*?.\-\[\]:_]{1,253}$")
+# Our own request headers: a profile changes the user agent with user_agent, and never the rest.
+OWN_HEADERS = frozenset({"user-agent", "accept", "accept-encoding", "host", "content-length", "connection"})
+HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+
+
+class ProfileError(FetcherError):
+    """A profile that cannot be used; the message says which field and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How the domains matching ``domains`` are fetched (see the module docstring)."""
+
+    name: str
+    domains: tuple[str, ...]
+    backend: Backend = "direct"
+    wait: Wait = "load"
+    wait_selector: str | None = None
+    wait_s: float = 10.0
+    user_agent: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not NAME.match(self.name):
+            raise ProfileError(f"profile name {self.name!r}: use 1-64 of a-z, 0-9, '.', '_', '-'")
+        if not self.domains:
+            raise ProfileError(f"profile {self.name}: give at least one domain pattern (--domain)")
+        for pattern in self.domains:
+            if not PATTERN.match(pattern):
+                raise ProfileError(
+                    f"profile {self.name}: domain pattern {pattern!r} is not a lower-case host[:port] "
+                    "pattern (e.g. shop.example, *.shop.example, 127.0.0.1:8001)"
+                )
+        if self.backend not in ("direct", "browser") or self.wait not in ("load", "networkidle"):
+            raise ProfileError(
+                f"profile {self.name}: backend must be direct or browser and wait load or networkidle, "
+                f"got {self.backend!r} and {self.wait!r}"
+            )
+        if not 0 < self.wait_s <= 120:
+            raise ProfileError(f"profile {self.name}: wait_s must be in (0, 120] seconds, got {self.wait_s}")
+        for name, value in self.headers.items():
+            if not HEADER_NAME.match(name) or name.lower() in OWN_HEADERS or "\n" in value or "\r" in value:
+                raise ProfileError(
+                    f"profile {self.name}: header {name!r} cannot be set (a name of letters, digits and "
+                    f"'-', not one of {sorted(OWN_HEADERS)}, its value on one line; --user-agent sets that)"
+                )
+
+    def apply(self, request: FetchRequest) -> FetchRequest:
+        """``request`` with this profile's user agent and headers."""
+        if self.user_agent is None and not self.headers:
+            return request
+        return replace(
+            request,
+            user_agent=self.user_agent or request.user_agent,
+            headers={**request.headers, **self.headers},
+        )
+
+    def to_json(self) -> bytes:
+        data = {**self.__dict__, "domains": list(self.domains), "headers": dict(self.headers)}
+        return json.dumps(data, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> Profile:
+        try:
+            data = cast("dict[str, Any]", json.loads(raw))
+            return cls(
+                **{**data, "domains": tuple(data["domains"]), "headers": dict(data.get("headers", {}))}
+            )
+        except (ValueError, TypeError, KeyError) as error:
+            raise ProfileError(f"unreadable profile ({error})") from error
+
+    def public(self) -> dict[str, Any]:
+        """What ``profile show``/``list`` print: header values are left out, as they may be secrets."""
+        data = json.loads(self.to_json())
+        data["headers"] = sorted(self.headers)
+        return cast("dict[str, Any]", data)
+
+
+def match(profiles: Iterable[Profile], domain: str) -> Profile | None:
+    """The profile whose most specific pattern matches ``domain`` (see the module docstring)."""
+    best: tuple[tuple[bool, int, str], Profile] | None = None
+    domain = domain.lower()
+    for profile in profiles:
+        for pattern in profile.domains:
+            if not fnmatchcase(domain, pattern):
+                continue
+            rank = (not _wild(pattern), len(pattern), _reverse(profile.name))
+            if best is None or rank > best[0]:
+                best = (rank, profile)
+    return best[1] if best else None
+
+
+def _wild(pattern: str) -> bool:
+    return any(char in pattern for char in "*?[")
+
+
+def _reverse(name: str) -> str:
+    # Among equals the name first in order wins: max() over the complement of each character.
+    return "".join(chr(0x10FFFF - ord(char)) for char in name)

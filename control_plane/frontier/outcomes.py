@@ -1,0 +1,73 @@
+"""What became of a job's fetched pages: records committed, and pages that ended in a dead letter.
+
+:class:`~control_plane.frontier.jobs.FinishRule` asks once the job is otherwise finished (idle at
+the frontier, the extractor's lag 0), so that ``crawl --wait`` never calls a job whose pages all
+failed extraction a success. Counted from the brokers:
+
+- records: the job's records on the records topic, read from the job's creation on (Kafka
+  timestamps; committed records only);
+- extraction dead letters: the job's entries on the Kafka dead-letters topic, with their reasons;
+- fetch dead letters: the job's tasks in RabbitMQ's dead-letter queue (their count is also in the
+  job's progress; the queue gives the reasons), browsed without removing any.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from dualplane.brokers import amqp
+from dualplane.brokers.amqp.dead_letters import list_dead_letters
+from dualplane.brokers.amqp.topology import Topology
+from dualplane.brokers.kafka.reader import read_to_end
+from dualplane.core.settings import Settings
+from dualplane.schemas.serde import install
+
+MAX_FETCH_DEAD_LETTERS = 1000  # browsed for reasons; the count itself comes from the job's progress
+REASONS_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class JobOutcomes:
+    """A job's records and extraction dead letters, and the reasons of its dead letters."""
+
+    records: int
+    extraction_dead_letters: int
+    reasons: Counter[str] = field(default_factory=Counter)  # "stage: reason" -> pages
+
+    def top_reasons(self) -> str:
+        """The commonest reasons, for a summary line."""
+        return "; ".join(f"{count} x {reason}" for reason, count in self.reasons.most_common(REASONS_SHOWN))
+
+
+def job_outcomes(settings: Settings, job_id: str, since_s: float) -> JobOutcomes:
+    """Count ``job_id``'s records and dead letters written since ``since_s`` (epoch seconds)."""
+    since_ms = int(since_s * 1000) - 60_000  # a minute early: clocks of other machines may lag ours
+    codec = install(settings)
+    records = 0
+    for message in read_to_end(settings.kafka, settings.topics.records, since_ms=since_ms):
+        if codec.decode(message.value() or b"").record.get("job_id") == job_id:
+            records += 1
+    reasons: Counter[str] = Counter()
+    extraction = 0
+    for message in read_to_end(settings.kafka, settings.topics.dead_letters, since_ms=since_ms):
+        letter = codec.decode(message.value() or b"").record
+        if letter.get("job_id") == job_id:
+            extraction += 1
+            reasons[f"extraction ({letter.get('stage')}): {_first_line(str(letter.get('reason')))}"] += 1
+    reasons.update(_fetch_reasons(settings, job_id))
+    return JobOutcomes(records, extraction, reasons)
+
+
+def _fetch_reasons(settings: Settings, job_id: str) -> Counter[str]:
+    connection = amqp.connect(settings.amqp)
+    try:
+        letters = list_dead_letters(connection.channel(), Topology(settings.queues), MAX_FETCH_DEAD_LETTERS)
+    finally:
+        connection.close()
+    return Counter(f"fetch: {_first_line(letter.reason)}" for letter in letters if letter.job_id == job_id)
+
+
+def _first_line(reason: str) -> str:
+    line = reason.strip().splitlines()[0] if reason.strip() else "no reason given"
+    return line if len(line) <= 160 else f"{line[:157]}..."

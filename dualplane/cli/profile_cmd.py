@@ -1,0 +1,169 @@
+"""``dualplane profile set | show | list | delete``: how the fleet fetches the domains a profile matches.
+
+Profiles are stored in the compacted ``fetch.profiles`` topic; running fetchers follow it and apply
+a change to the next fetch of its domains (``control_plane/fetcher/profile_store.py``). Header values
+are never printed: they may hold cookies or tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.markup import escape
+
+from dualplane.cli.monitor_cmd import parse_duration_s
+from dualplane.cli.namespace import NamespaceOption, settings_in
+from dualplane.cli.output import JsonOption, print_json, stdout, table
+from dualplane.control_plane.fetcher import profile_store
+from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
+from dualplane.core.exceptions import DualplaneError
+
+app = typer.Typer(help="Fetch profiles: backend, rendering, user agent and headers per domain pattern.")
+
+T = TypeVar("T")
+NameArgument = Annotated[str, typer.Argument(help="The profile's name, e.g. js-shops.")]
+
+
+@app.command("set")
+def set_(
+    name: NameArgument,
+    domains: Annotated[
+        list[str],
+        typer.Option(
+            "--domain", help="A domain pattern: shop.example, *.shop.example, 127.0.0.1:8001 (repeatable)."
+        ),
+    ],
+    backend: Annotated[
+        str, typer.Option(help="direct: fetch as is; browser: render in headless Chromium.")
+    ] = "direct",
+    wait: Annotated[
+        str, typer.Option(help="With --backend browser: wait for load or networkidle before keeping the DOM.")
+    ] = "load",
+    wait_selector: Annotated[
+        str | None, typer.Option(help="With --backend browser: also wait for this CSS selector.")
+    ] = None,
+    wait_timeout: Annotated[
+        str,
+        typer.Option("--wait-timeout", help="The most each wait may take (e.g. 10s); then the DOM as it is."),
+    ] = "10s",
+    user_agent: Annotated[str | None, typer.Option(help="The User-Agent for these domains.")] = None,
+    headers: Annotated[
+        list[str] | None,
+        typer.Option("--header", help="An extra request header, 'Name: value' (repeatable)."),
+    ] = None,
+    as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
+) -> None:
+    """Create or replace profile NAME; running fetchers apply it to their next fetch of its domains."""
+    try:
+        profile = Profile(
+            name=name,
+            domains=tuple(domain.strip().lower() for domain in domains),
+            backend=backend,  # type: ignore[arg-type]  # checked by Profile
+            wait=wait,  # type: ignore[arg-type]
+            wait_selector=wait_selector or None,
+            wait_s=parse_duration_s(wait_timeout, "--wait-timeout"),
+            user_agent=user_agent,
+            headers=_headers(headers or []),
+        )
+    except ProfileError as error:
+        raise typer.BadParameter(str(error)) from None
+    settings = settings_in(namespace)
+    _stored(lambda: profile_store.put(settings.kafka, settings.topics.profiles, profile))
+    if as_json:
+        print_json({"profile": profile.public(), "topic": settings.topics.profiles})
+        return
+    # Escaped: a selector such as body[data-priced] is no rich markup.
+    stdout.print(escape(f"profile {name}: {_summary(profile)} (in {settings.topics.profiles})"))
+
+
+@app.command("show")
+def show(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Print profile NAME (header names only)."""
+    settings = settings_in(namespace)
+    found = _stored(lambda: profile_store.read_profiles(settings.kafka, settings.topics.profiles))
+    profile = found.get(name)
+    if profile is None:
+        known = ", ".join(sorted(found)) or "none yet"
+        raise DualplaneError(
+            f"no profile {name!r} (profiles: {known}); create it with `dualplane profile set`"
+        )
+    if as_json:
+        print_json(profile.public())
+        return
+    stdout.print(_table([profile]))
+
+
+@app.command("list")
+def list_(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Every profile, by name."""
+    settings = settings_in(namespace)
+    found = _stored(lambda: profile_store.read_profiles(settings.kafka, settings.topics.profiles))
+    profiles = [found[name] for name in sorted(found)]
+    if as_json:
+        print_json({"profiles": [profile.public() for profile in profiles]})
+        return
+    if not profiles:
+        stdout.print("no profiles: every domain is fetched by DUALPLANE_FETCH_BACKEND")
+        return
+    stdout.print(_table(profiles))
+
+
+@app.command("delete")
+def delete(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+    """Remove profile NAME: its domains go back to the fleet's backend."""
+    settings = settings_in(namespace)
+    _stored(lambda: profile_store.delete(settings.kafka, settings.topics.profiles, name))
+    if as_json:
+        print_json({"deleted": name, "topic": settings.topics.profiles})
+        return
+    stdout.print(f"profile {name} deleted")
+
+
+def _stored(call: Callable[[], T]) -> T:
+    try:
+        return call()
+    except ProfileError as error:  # Kafka unreachable, or a stored profile unreadable
+        raise DualplaneError(str(error)) from error
+
+
+def _headers(lines: list[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, colon, value = line.partition(":")
+        if not colon or not name.strip():
+            raise typer.BadParameter(f"{line!r} is not 'Name: value'", param_hint="--header")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _summary(profile: Profile) -> str:
+    how: str = profile.backend
+    if profile.backend == "browser":
+        waits = profile.wait + (f" and {profile.wait_selector}" if profile.wait_selector else "")
+        how += f" (waits for {waits}, at most {profile.wait_s:g} s)"
+    return f"{', '.join(profile.domains)} fetched by {how}"
+
+
+def _table(profiles: list[Profile]) -> Any:
+    rows = [
+        [
+            escape(cell)
+            for cell in (
+                profile.name,
+                " ".join(profile.domains),
+                profile.backend,
+                profile.wait
+                + (f" + {profile.wait_selector}" if profile.wait_selector else "")
+                + f" ≤{profile.wait_s:g}s",
+                profile.user_agent or "",
+                " ".join(sorted(profile.headers)),
+            )
+        ]
+        for profile in profiles
+    ]
+    return table(
+        "fetch profiles", ["name", "domains", "backend", "render wait", "user agent", "headers"], rows
+    )
