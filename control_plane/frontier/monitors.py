@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from dualplane import schemas
 from dualplane.brokers.amqp.messages import (
     CrawlTask,
     MonitorCommand,
@@ -37,11 +39,13 @@ from dualplane.brokers.amqp.messages import (
 from dualplane.control_plane.frontier.jobs import SideRecord
 from dualplane.control_plane.frontier.progress import SNAPSHOT_KEY_PREFIX
 from dualplane.control_plane.frontier.schedule import (
+    LEFT,
     MONITOR_COUNTERS,
     ScheduledUrl,
     judge,
     next_interval_s,
 )
+from dualplane.control_plane.frontier.schedule_events import ScheduleEvents
 from dualplane.control_plane.frontier.store import FrontierState
 
 # A due URL not taken within this long (no room in its domain or the shard, its monitor's budget
@@ -53,6 +57,9 @@ OVERDUE_AFTER_S = 60
 # its URL waiting for the lease, a visit late, never dropped.
 LEASE_S = 6 * 3600
 DUE_SCAN = 1000  # due rows looked at per pass: bounds a pass's time however many are due
+GONE_AFTER = 2  # DUALPLANE_FRONTIER_MONITOR_GONE_AFTER's default (visits in a row answering 404 or 410)
+NOT_FOUND, REDIRECT = "not_found", "redirect"  # the fetcher's outcomes (control_plane.fetcher.retry_policy)
+CHANGES_TOPIC = "records.changes"  # where events go when the shard names no topic (tests)
 OPEN_STATES = ("queued", "in_flight", "retrying")
 
 Admit = Callable[[CrawlTask], bool | None]
@@ -85,12 +92,21 @@ class Monitors:
     """The shard's monitors and their schedule, over its :class:`FrontierState`."""
 
     def __init__(
-        self, state: FrontierState, topic: str, shard: int, clock: Callable[[], float] = time.time
+        self,
+        state: FrontierState,
+        topic: str,
+        shard: int,
+        clock: Callable[[], float] = time.time,
+        *,
+        events: ScheduleEvents | None = None,
+        gone_after: int = GONE_AFTER,
     ) -> None:
         self.state = state
         self.topic = topic
         self.shard = shard
         self.clock = clock
+        self.events = events or ScheduleEvents(CHANGES_TOPIC, _encode_change, clock)
+        self.gone_after = gone_after
         self._specs: dict[str, MonitorSpec | None] = {}
         self._job_monitors: dict[str, str | None] = {}
         self._deleted: set[str] = set()  # monitors whose removal is still to publish
@@ -179,11 +195,12 @@ class Monitors:
             return
         now = int(self.clock())
         lastmod_s = lastmod_ms // 1000 if lastmod_ms is not None else None
-        row = ScheduledUrl.new(
-            monitor_id, task.url, now + max(spec.interval_s, LEASE_S), spec.interval_s, lastmod_s
-        )
+        due_at = now + max(spec.interval_s, LEASE_S)
+        row = ScheduledUrl.new(monitor_id, task.url, due_at, spec.interval_s, lastmod_s, depth=task.depth)
         self.state.schedule.put(row)
         self._count(monitor_id, scheduled=1)
+        if task.job_id != visit_job_id(monitor_id, 1):  # found on a later visit: a new page of the site
+            self.events.add("new", task.job_id, task.url)
 
     def lastmod(self, monitor_id: str, url: str, lastmod_ms: int) -> None:
         """A sitemap read again gave a scheduled URL's ``lastmod``."""
@@ -201,8 +218,10 @@ class Monitors:
         now = int(self.clock())
         row = self.state.schedule.get(monitor_id, report.url)
         if row is None:  # issued before its monitor's schedule held it (or the row was deleted): adopt it
-            row = ScheduledUrl.new(monitor_id, report.url, now, spec.interval_s)
+            row = ScheduledUrl.new(monitor_id, report.url, now, spec.interval_s)  # depth unknown: a seed's
             self._count(monitor_id, scheduled=1)
+        if row.due_at == LEFT or self._leaves(monitor_id, row, report):
+            return  # off the schedule (a task of it still out when it left), or leaving now
         outcome = report.outcome if report.stage == "done" else "failed"
         verdict = judge(outcome, report.fingerprint, row)
         row.interval_s = next_interval_s(row.interval_s, verdict, min_s=spec.min_interval_s,
@@ -223,6 +242,25 @@ class Monitors:
         elif verdict == "failed":
             self._count(monitor_id, failed=1)
         self.state.schedule.put(row)
+
+    def _leaves(self, monitor_id: str, row: ScheduledUrl, report: TaskReport) -> bool:
+        """Whether this visit takes the URL off the schedule: gone (404/410) on ``gone_after`` visits in a
+        row (a ``gone`` event), or a redirect, whose target was discovered and is scheduled in its place."""
+        if report.outcome == NOT_FOUND:
+            row.missing += 1
+            if row.missing < self.gone_after:
+                return False
+            self.state.schedule.leave(row)
+            self._count(monitor_id, scheduled=-1, gone=1)
+            self.events.add("gone", report.job_id, report.url, row.visited_at)
+            return True
+        if report.stage == "done":
+            row.missing = 0
+        if report.stage == "done" and report.outcome == REDIRECT:
+            self.state.schedule.leave(row)
+            self._count(monitor_id, scheduled=-1)
+            return True
+        return False
 
     def take_due(self, admit: Admit, limit: int = DUE_SCAN) -> Taken:
         """Turn due URLs into tasks of their monitor's current visit, through ``admit`` (at most
@@ -359,12 +397,16 @@ class Monitors:
         self.state.written("monitors", monitor_id, None)
 
 
+def _encode_change(record: Mapping[str, Any]) -> bytes:
+    return schemas.encode("change_event", record)
+
+
 def _task(spec: MonitorSpec, job_id: str, row: ScheduledUrl) -> CrawlTask:
     validators = None
     if row.etag is not None or row.last_modified is not None:
         validators = Validators(etag=row.etag, last_modified=row.last_modified)
     return CrawlTask(
-        job_id=job_id, trace_id=new_id(), url=row.url, domain=row.domain, depth=0,
+        job_id=job_id, trace_id=new_id(), url=row.url, domain=row.domain, depth=row.depth,
         priority=spec.job.priority, extractor=spec.job.extractor, validators=validators,
     )  # fmt: skip
 

@@ -42,6 +42,7 @@ CREATE TABLE IF NOT EXISTS monitors (
     not_modified INTEGER NOT NULL DEFAULT 0,
     skipped INTEGER NOT NULL DEFAULT 0,
     failed INTEGER NOT NULL DEFAULT 0,
+    gone INTEGER NOT NULL DEFAULT 0,
     created_at REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS schedule (
@@ -58,14 +59,17 @@ CREATE TABLE IF NOT EXISTS schedule (
     visits INTEGER NOT NULL DEFAULT 0,
     changes INTEGER NOT NULL DEFAULT 0,
     not_modified INTEGER NOT NULL DEFAULT 0,
-    skipped INTEGER NOT NULL DEFAULT 0
+    skipped INTEGER NOT NULL DEFAULT 0,
+    depth INTEGER NOT NULL DEFAULT 0,
+    missing INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS schedule_by_due ON schedule (due_at);
 """
 
 DUE_PAGE = 500  # due rows read at a time
+LEFT = 2**62  # the due time of a URL that left its schedule: never due, not even for `monitor visit`
 
-MONITOR_COUNTERS = ("scheduled", "changed", "unchanged", "not_modified", "skipped", "failed")
+MONITOR_COUNTERS = ("scheduled", "changed", "unchanged", "not_modified", "skipped", "failed", "gone")
 
 
 def next_interval_s(current_s: int, verdict: Verdict, *, min_s: int, max_s: int) -> int:
@@ -118,12 +122,27 @@ class ScheduledUrl:
     changes: int = 0
     not_modified: int = 0
     skipped: int = 0
+    # Links followed from the monitor's seeds to this URL on the visit that found it: its revisits are
+    # tasks at this depth, so their links are scoped as on the first visit (max_depth counts from the
+    # seeds, never from a revisited page).
+    depth: int = 0
+    missing: int = (
+        0  # visits in a row that found it gone (404, 410): at DUALPLANE_FRONTIER_MONITOR_GONE_AFTER it leaves
+    )
 
     @classmethod
     def new(
-        cls, monitor_id: str, url: str, due_at: int, interval_s: int, lastmod_s: int | None = None
+        cls,
+        monitor_id: str,
+        url: str,
+        due_at: int,
+        interval_s: int,
+        lastmod_s: int | None = None,
+        *,
+        depth: int = 0,
     ) -> ScheduledUrl:
-        return cls(schedule_id(monitor_id, url), monitor_id, url, due_at, interval_s, lastmod_s=lastmod_s)
+        row_id = schedule_id(monitor_id, url)
+        return cls(row_id, monitor_id, url, due_at, interval_s, lastmod_s=lastmod_s, depth=depth)
 
     @property
     def domain(self) -> str:
@@ -159,6 +178,15 @@ class ScheduleTable:
         self.db.execute(_UPSERT, tuple(values.values()))
         self.on_write("schedule", str(row.id), values)
 
+    def leave(self, row: ScheduledUrl) -> None:
+        """Take a URL off its monitor's schedule for good (gone, or replaced by its redirect's target).
+
+        The row stays, never due (:data:`LEFT`): the site's pages still link to it, and a row the
+        admission finds is a duplicate, so the next visit does not fetch it as a new page.
+        """
+        row.due_at = LEFT
+        self.put(row)
+
     def due(
         self, now_s: int, limit: int, skip_monitors: frozenset[str] = frozenset()
     ) -> Iterator[ScheduledUrl]:
@@ -186,7 +214,8 @@ class ScheduleTable:
     def make_due(self, monitor_id: str, now_s: int) -> int:
         """Every row of the monitor due at ``now_s`` (a visit asked for now); how many."""
         ids = [row[0] for row in self.db.execute(
-            "SELECT id FROM schedule WHERE monitor_id = ? AND due_at > ?", (monitor_id, now_s))]  # fmt: skip
+            "SELECT id FROM schedule WHERE monitor_id = ? AND due_at > ? AND due_at < ?",
+            (monitor_id, now_s, LEFT))]  # fmt: skip
         for row_id in ids:
             self.db.execute("UPDATE schedule SET due_at = ? WHERE id = ?", (now_s, row_id))
             self.on_write("schedule", str(row_id), None)
@@ -194,13 +223,12 @@ class ScheduleTable:
 
     def delete_monitor(self, monitor_id: str) -> int:
         """Drop the monitor's whole schedule; how many rows."""
-        keys = [
-            row[0] for row in self.db.execute("SELECT key FROM schedule WHERE monitor_id = ?", (monitor_id,))
-        ]
-        for key in keys:
-            self.db.execute("DELETE FROM schedule WHERE key = ?", (key,))
-            self.on_write("schedule", key, None)
-        return len(keys)
+        query = "SELECT id FROM schedule WHERE monitor_id = ?"
+        ids = [row[0] for row in self.db.execute(query, (monitor_id,))]
+        for row_id in ids:
+            self.db.execute("DELETE FROM schedule WHERE id = ?", (row_id,))
+            self.on_write("schedule", str(row_id), None)
+        return len(ids)
 
     def count_due(self, monitor_id: str, now_s: int) -> int:
         """How many of the monitor's URLs are due at ``now_s``."""

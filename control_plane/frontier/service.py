@@ -36,6 +36,7 @@ import time
 from collections import Counter
 from contextlib import AbstractContextManager
 
+from dualplane import schemas
 from dualplane.brokers.amqp import permits
 from dualplane.brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from dualplane.brokers.amqp.exceptions import MessageRejected
@@ -63,6 +64,7 @@ from dualplane.control_plane.frontier.jobs import JobSnapshots, SideRecord, ensu
 from dualplane.control_plane.frontier.monitors import Monitors
 from dualplane.control_plane.frontier.restore import catch_up
 from dualplane.control_plane.frontier.robots import RobotsCache
+from dualplane.control_plane.frontier.schedule_events import ScheduleEvents
 from dualplane.control_plane.frontier.seen import SeenSet
 from dualplane.control_plane.frontier.store import FrontierState
 from dualplane.core.limits import Limits, LimitsSource
@@ -126,7 +128,11 @@ class Frontier:
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
         self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
-        self.monitors = Monitors(self.state, settings.topics.job_progress, shard)
+        codec = schemas.codec_for(settings)
+        changes = settings.topics.changes
+        events = ScheduleEvents(changes, lambda record: codec.encode("change_event", record, topic=changes))
+        self.monitors = Monitors(self.state, settings.topics.job_progress, shard, events=events,
+                                 gone_after=frontier.monitor_gone_after)  # fmt: skip
         self._held_snapshots: list[SideRecord] = []
         self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
         self.consumer_: ControlConsumer | None = None
@@ -260,6 +266,7 @@ class Frontier:
         if not db.in_transaction:
             db.execute("BEGIN")
         outbox_mark, keys_before, known_mark = len(self._outbox), dict(self._pass_keys), len(self._pass_known)
+        events_mark = self.monitors.events.mark()
         db.execute("SAVEPOINT message")
         try:
             with _message_context(delivery.message):
@@ -270,6 +277,7 @@ class Frontier:
             del self._outbox[outbox_mark:]
             del self._pass_known[known_mark:]
             self._pass_keys = keys_before
+            self.monitors.events.undo_to(events_mark)
             self.state.restored()
             return error
         db.execute("RELEASE message")
@@ -456,7 +464,8 @@ class Frontier:
             self.state.forget_handled(self._committed_messages)
             self._committed_messages = []
             settles = self._handle_inbox(consumer)
-            self._write_changelog(self._held_snapshots)
+            # The schedule's new and gone events go with the changelog rows of the changes they announce.
+            self._write_changelog([*self._held_snapshots, *self.monitors.events.drain()])
             self._held_snapshots = []
         except ChangelogUnavailable as unavailable:
             log.warning("frontier shard %d: %s; holding %d messages and retrying", self.shard, unavailable,
@@ -540,6 +549,7 @@ class Frontier:
         self.state.rollback()
         self._outbox.clear()
         self._held_snapshots = []  # the next owner (or this one, activated again) marks every job
+        self.monitors.events.drain()  # their schedule changes were rolled back with the state
         self._pass_keys = {}
         self._pass_known = []
         self._pass_messages.clear()

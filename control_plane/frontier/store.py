@@ -187,6 +187,12 @@ class FrontierState:
             self.db.execute("ALTER TABLE jobs ADD COLUMN links_over_limit INTEGER NOT NULL DEFAULT 0")
         if "cancelled_at" not in columns:
             self.db.execute("ALTER TABLE jobs ADD COLUMN cancelled_at REAL NOT NULL DEFAULT 0")
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedule)")}
+        for added in ("depth", "missing"):
+            if added not in columns:  # names from this module, never input
+                self.db.execute(f"ALTER TABLE schedule ADD COLUMN {added} INTEGER NOT NULL DEFAULT 0")
+        if "gone" not in {row[1] for row in self.db.execute("PRAGMA table_info(monitors)")}:
+            self.db.execute("ALTER TABLE monitors ADD COLUMN gone INTEGER NOT NULL DEFAULT 0")
 
     def commit(self) -> None:
         self.db.commit()

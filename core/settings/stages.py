@@ -52,6 +52,9 @@ class FrontierSettings(Section):
     # messages trickling in one by one otherwise cost a Kafka transaction each.
     pass_interval_ms: int = Field(default=100, ge=0)
     pass_messages: int = Field(default=100, ge=1)
+    # A monitor's URL answering 404 or 410 on this many visits in a row leaves its schedule (a `gone`
+    # change event); one visit could be a deploy's blip, and a dead URL must not be revisited for ever.
+    monitor_gone_after: int = Field(default=2, ge=1, le=100)
 
 
 class FetchSettings(Section):

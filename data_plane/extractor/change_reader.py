@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -48,6 +49,9 @@ class ChangeEvent(BaseModel):
     title_to: str | None = None
     text_fingerprint_from: str | None = None
     text_fingerprint_to: str | None = None
+    # changed (the extractor: a field changed), new or gone (the frontier: the URL joined or left a
+    # monitor's schedule); events of change_event v1 are all changed.
+    kind: Literal["changed", "new", "gone"] = "changed"
 
 
 def decode_change(value: bytes, codec: schemas.Codec | None = None) -> ChangeEvent:

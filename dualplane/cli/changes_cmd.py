@@ -33,7 +33,11 @@ def tail(
 
 
 def describe(event: ChangeEvent) -> str:
-    """One line: when, which URL, and each changed field as ``from -> to``."""
+    """One line: when, which URL, and each changed field as ``from -> to`` (or: new, gone)."""
+    if event.kind == "new":
+        return f"{event.fetched_at:%Y-%m-%d %H:%M:%S}  {event.url}  new: joined the monitor's schedule"
+    if event.kind == "gone":
+        return f"{event.fetched_at:%Y-%m-%d %H:%M:%S}  {event.url}  gone: 404/410, off the schedule"
     parts = []
     for name in event.changed:
         before, after = getattr(event, f"{name}_from"), getattr(event, f"{name}_to")

@@ -199,6 +199,21 @@ def change_event() -> dict[str, Any]:
     }
 
 
+def change_event_v2() -> dict[str, Any]:
+    """v2 adds kind: a URL that left a monitor's schedule after 404s on consecutive visits."""
+    return {
+        **{name: None for name in change_event() if name.endswith(("_from", "_to"))},
+        "url": "https://shop.example.com/products/41",
+        "canonical_url": "https://shop.example.com/products/41",
+        "job_id": "watch-shops-v3",
+        "trace_id": "5cf92f3577b34da6a3ce929d0e0e4737",
+        "fetched_at": EXTRACTED_AT,
+        "previous_fetched_at": datetime(2024, 5, 10, 9, 30, tzinfo=UTC),
+        "changed": [],
+        "kind": "gone",
+    }
+
+
 def realistic(name: str, version: int) -> dict[str, Any]:
     """A realistic record of every packaged schema version; a new version must be added here."""
     builders = {
@@ -215,6 +230,7 @@ def realistic(name: str, version: int) -> dict[str, Any]:
         ("throttle_command", 1): throttle_command,
         ("throttle_command", 2): throttle_command_v2,
         ("change_event", 1): change_event,
+        ("change_event", 2): change_event_v2,
     }
     if (name, version) not in builders:
         pytest.fail(f"add a realistic {name} v{version} record to tests/schemas/test_codec.py")

@@ -39,6 +39,7 @@ def test_the_packaged_registry_holds_every_schema_version() -> None:
 
     assert found == [
         ("change_event", 1),
+        ("change_event", 2),
         ("dead_letter", 1),
         ("fetch_event", 1),
         ("fetch_event", 2),

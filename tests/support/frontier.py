@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+import time
+from typing import Any
 
 import pika
 
@@ -12,6 +14,7 @@ from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.frontier import Frontier
 from dualplane.control_plane.frontier.client import JobClient
+from dualplane.control_plane.frontier.monitor_client import MonitorClient
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.core.settings import Settings
 from dualplane.data_plane.throttle.view import ThrottleView
@@ -102,3 +105,14 @@ class RunningFrontier(JobProbe):
         self.consumer.stop()
         self.thread.join(15)
         self.frontier.close()
+
+
+def fresh_monitor(client: MonitorClient, monitor_id: str, timeout_s: float = 30) -> dict[str, Any]:
+    """The monitor's snapshot published after this call (shards publish one every few seconds), so it
+    counts every report handled before the call."""
+    asked, deadline = time.time(), time.monotonic() + timeout_s
+    while True:
+        snapshot = client.monitor(monitor_id)
+        if float(snapshot["published_at"]) > asked or time.monotonic() > deadline:
+            return snapshot
+        time.sleep(0.5)

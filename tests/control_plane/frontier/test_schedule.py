@@ -7,6 +7,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dualplane import schemas
 from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, MonitorCommand, MonitorSpec, TaskReport
 from dualplane.control_plane.frontier.monitors import Monitors
 from dualplane.control_plane.frontier.schedule import ScheduledUrl, judge, next_interval_s
@@ -159,3 +160,106 @@ def test_a_visit_stays_open_until_every_url_due_when_it_opened_is_taken(tmp_path
     assert [(t.url, t.job_id) for t in issued] == [
         ("http://a/2", "shop-v2")
     ] and monitors.pending_visits() == {}
+
+
+def test_a_revisit_is_a_task_at_the_depth_its_url_was_found_at(tmp_path: Path) -> None:
+    """#34: revisits were tasks at depth 0, so a depth-1 monitor's visit 2 admitted the links of its
+    depth-1 pages as a seed's (3,142 new URLs, every one a 404). The depth survives the changelog."""
+    state, clock = FrontierState(tmp_path / "a.sqlite"), Clock()
+    monitors = Monitors(state, "progress", 0, clock=clock)
+    monitors.save(_spec())
+    state.save_job(_spec().job)
+    state.count("shop-v1", seeded=1)
+    for url, depth in (("http://a/", 0), ("http://a/product-1", 1)):
+        task = CrawlTask(job_id="shop-v1", trace_id="t", url=url, domain="a", depth=depth)
+        monitors.scheduled("shop", task, None)
+        monitors.reported(_report(url, "ok", fingerprint="f"))
+    copy = FrontierState(tmp_path / "b.sqlite")
+    for name, row in state.changes():
+        copy.apply(name, row)
+
+    clock.now_s += 100
+    issued: list[CrawlTask] = []
+    Monitors(copy, "progress", 0, clock=clock).take_due(lambda task: issued.append(task) is None)
+    assert sorted((t.url, t.depth) for t in issued) == [("http://a/", 0), ("http://a/product-1", 1)]
+
+
+def test_deleting_a_monitor_drops_its_schedule(tmp_path: Path) -> None:
+    state = FrontierState(tmp_path / "a.sqlite")
+    monitors = Monitors(state, "progress", 0, clock=Clock())
+    monitors.save(_spec())
+    for number in range(3):
+        state.schedule.put(ScheduledUrl.new("shop", f"http://a/{number}", due_at=10, interval_s=60))
+    state.schedule.put(ScheduledUrl.new("other", "http://b/", due_at=10, interval_s=60))
+
+    monitors.command(MonitorCommand(monitor_id="shop", action="delete"))
+    assert [row.monitor_id for row in state.schedule.due(100, 10)] == ["other"]
+
+
+def _events(monitors: Monitors) -> list[tuple[str, str, str]]:
+    return [
+        (record["kind"], record["job_id"], key)
+        for _topic, key, value in monitors.events.drain()
+        for record in [schemas.decode(value).record]
+    ]
+
+
+def _visit(monitors: Monitors, clock: Clock, outcomes: dict[str, str]) -> list[CrawlTask]:
+    """The next visit: every due URL issued and reported with its outcome (``ok`` unless named)."""
+    clock.now_s += 10_000
+    issued: list[CrawlTask] = []
+    monitors.take_due(lambda task: issued.append(task) is None)
+    for task in issued:
+        outcome = outcomes.get(task.url, "ok")
+        stage = "failed" if outcome == "not_found" else "done"
+        report = _report(task.url, outcome, fingerprint="f")
+        monitors.reported(report.model_copy(update={"job_id": task.job_id, "stage": stage}))
+    return issued
+
+
+def test_a_url_gone_on_k_visits_in_a_row_leaves_with_one_gone_event(tmp_path: Path) -> None:
+    state, clock = FrontierState(tmp_path / "a.sqlite"), Clock()
+    monitors = Monitors(state, "progress", 0, clock=clock, gone_after=2)
+    monitors.save(_spec())
+    state.save_job(_spec().job)
+    state.count("shop-v1", seeded=1)
+    for url in ("http://a/", "http://a/removed", "http://a/flaky"):
+        monitors.scheduled(
+            "shop", CrawlTask(job_id="shop-v1", trace_id="t", url=url, domain="a", depth=0), None
+        )
+        monitors.reported(_report(url, "ok", fingerprint="f"))
+    assert _events(monitors) == []  # the first visit's pages are no news
+
+    _visit(monitors, clock, {"http://a/removed": "not_found", "http://a/flaky": "not_found"})
+    assert _events(monitors) == []  # once could be a blip
+    _visit(monitors, clock, {"http://a/removed": "not_found"})  # flaky is back: its count starts over
+    assert _events(monitors) == [("gone", "shop-v3", "http://a/removed")]
+    third = _visit(monitors, clock, {"http://a/flaky": "not_found"})
+    assert sorted(t.url for t in third) == ["http://a/", "http://a/flaky"]  # removed is not revisited
+    assert _events(monitors) == []
+    row = state.db.execute("SELECT scheduled, gone FROM monitors WHERE monitor_id = 'shop'").fetchone()
+    assert tuple(row) == (2, 1)
+
+
+def test_a_redirect_leaves_its_place_to_its_target_and_a_later_page_is_new(tmp_path: Path) -> None:
+    state, clock = FrontierState(tmp_path / "a.sqlite"), Clock()
+    monitors = Monitors(state, "progress", 0, clock=clock)
+    monitors.save(_spec())
+    state.save_job(_spec().job)
+    state.count("shop-v1", seeded=1)
+    for url in ("http://a/", "http://a/old"):
+        monitors.scheduled(
+            "shop", CrawlTask(job_id="shop-v1", trace_id="t", url=url, domain="a", depth=0), None
+        )
+        monitors.reported(_report(url, "ok", fingerprint="f"))
+
+    second = _visit(monitors, clock, {"http://a/old": "redirect"})
+    assert sorted(t.url for t in second) == ["http://a/", "http://a/old"]
+    # The target, discovered from the redirect in visit 2, joins the schedule: a new page.
+    monitors.scheduled(
+        "shop", CrawlTask(job_id="shop-v2", trace_id="t", url="http://a/new", domain="a", depth=0), None
+    )
+    assert _events(monitors) == [("new", "shop-v2", "http://a/new")]
+    monitors.reported(_report("http://a/new", "ok", fingerprint="f").model_copy(update={"job_id": "shop-v2"}))
+    third = _visit(monitors, clock, {})
+    assert sorted(t.url for t in third) == ["http://a/", "http://a/new"]
