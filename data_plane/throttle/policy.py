@@ -21,7 +21,8 @@ site takes without pushing back, and holds there. The rules, applied by :func:`d
 6. **Limit**: P_d above the ceiling (or 1 for a low-priority domain past ``budget_fraction`` of the
    daily budget) is brought down to it.
 7. **Climb**, after an unbroken healthy period (pushback at most ``threshold * recover_fraction``):
-   back to the last rate that held in one step (``step_s``); with no known limit, double per step;
+   back to the last rate that held in one step (``step_s``); with no known limit, double after
+   ``recovery_s``;
    below a known limit, every ``recovery_s`` a step of 10%, 20%, 40%... but at most halfway to it
    (a bisection of a stale limit cost a block per halving); onto the limit itself, a probe of
    ``PROBE_STEP`` above it, whose wait doubles with every failed probe (``recovery_s * 2^failed``,
@@ -559,7 +560,10 @@ def _next_step(rate: float, state: DomainState, config: PolicyConfig) -> tuple[f
     if limit is None and state.relaxed:
         return RELAXED_CLIMB * rate, config.step_s, 0.0, "after the site relaxed"
     if limit is None:
-        return 2 * rate, config.step_s, 0.0, "no known limit"
+        # Doubling waits a whole recovery_s of health, not a step: at 1 s steps the answers to a
+        # doubled rate had not come back when the next doubling went out (R = 20 climbed 18 -> 36
+        # -> 72 in 2 s, and the failed probe went back to 36, never confirmed).
+        return 2 * rate, max(config.step_s, config.recovery_s), 0.0, "no known limit"
     if rate > limit:
         return RELAXED_STEP * rate, config.recovery_s, 0.0, RELAXED
     if rate * (1 + 2 * PROBE_STEP) < limit:

@@ -264,7 +264,7 @@ def run_loop(
         domain = domain_of(site.seeds[0])
         view = ThrottleView(settings).start()
         try:
-            _wait_for_processor(settings)
+            wait_for_processor(settings)
             last = site.stats().hosts[0]
             started = time.monotonic()  # t = 0: the job is submitted, the first burst comes at once
             # Seeds are confirmed one by one (seconds for thousands): sample meanwhile, from t = 0.
@@ -299,7 +299,7 @@ def run_loop(
     return result
 
 
-def _wait_for_processor(settings: Settings, timeout_s: float = 120.0) -> None:
+def wait_for_processor(settings: Settings, timeout_s: float = 120.0) -> None:
     """Until the processor has its partitions and tables: a deployment runs it before any crawl,
     and a processor still starting (5-15 s on a loaded machine) left the fresh domain's first
     bursts unjudged, which is not the loop being measured."""

@@ -31,11 +31,14 @@ class SimSite:
     retry_after_s: float | None = 1.0  # None: a captcha page, no Retry-After
     latency_ms: float = 5.0
     slow_from_s: float | None = None  # latency rises tenfold from then on
+    forbidden: tuple[float, float] | None = None  # a 403 burst: every request refused in [start, end)
     arrivals: deque[float] = field(default_factory=deque)
 
     def answer(self, now_s: float) -> tuple[bool, float]:
         """(blocked, latency_ms) of a request arriving at ``now_s``."""
         latency = self.latency_ms * (10 if self.slow_from_s is not None and now_s >= self.slow_from_s else 1)
+        if self.forbidden is not None and self.forbidden[0] <= now_s < self.forbidden[1]:
+            return True, latency
         if now_s >= self.relax_at_s:
             return False, latency
         self.arrivals.append(now_s)

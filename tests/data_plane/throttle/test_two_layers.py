@@ -104,3 +104,31 @@ def test_a_fast_window_full_of_blocks_backs_off_and_never_pauses_the_domain() ->
     # One extreme slow verdict (one slow step) is no streak: the pause needs pause_windows of them.
     assert not any(paused) and state.extreme_windows == 1, state
     assert state.rate_rps is not None and state.rate_rps <= 0.9 * 4, state
+
+
+def test_a_403_burst_costs_a_block_per_cooldown_and_the_rate_comes_back_within_a_minute() -> None:
+    """Every request refused for 10 s (a 403 burst) at R = 5: each fetcher's own cooldown (2 s, no
+    Retry-After) keeps the burst to a request per cooldown, the fast layer backs off, and the
+    climbs bring the rate back to 80% of R within a minute of the burst's end."""
+    site = SimSite(5, relax_at_s=BLOCKING_S, retry_after_s=None, latency_ms=20, forbidden=(30.0, 40.0))
+    result = simulate(
+        site, DEFAULTS, duration_s=BLOCKING_S, window_s=DEFAULTS.window_s,
+        jitter=DEFAULTS.hold_jitter, overhead_ms=35, seed=1,
+    )  # fmt: skip
+    in_burst = result.between(30, 40)
+    assert sum(s.blocked for s in in_burst) <= 10 / 2 + 1, [(s.t_s, s.requests, s.blocked) for s in in_burst]
+    back = next((s.t_s for s in result.seconds if s.t_s > 40 and s.requests >= 0.8 * 5), None)
+    assert back is not None and back - 40 <= 60, result.commands
+
+
+def test_a_site_slowing_down_is_slowed_by_latency_before_it_blocks() -> None:
+    """Latency ten times its baseline (50 -> 500 ms) at 30 s, on a site that would block only far
+    above: the latency rule cuts the rate within seconds, with no block at all."""
+    site = SimSite(1000, relax_at_s=1e9, retry_after_s=None, latency_ms=50, slow_from_s=30)
+    result = simulate(
+        site, DEFAULTS, duration_s=45, window_s=DEFAULTS.window_s,
+        jitter=DEFAULTS.hold_jitter, overhead_ms=35, seed=1,
+    )  # fmt: skip
+    slowed = [t for t, reason in result.commands if reason.startswith("slow:")]
+    assert slowed and 30 < slowed[0] < 30 + 2 * DEFAULTS.window_s, result.commands
+    assert sum(s.blocked for s in result.seconds) == 0
