@@ -19,8 +19,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Messag
 
 from dualplane.brokers.kafka import clients
 from dualplane.brokers.kafka.reader import read_to_end
-from dualplane.control_plane.fetcher import profiles
-from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
+from dualplane.control_plane.fetcher.profiles import Profile, ProfileBook, ProfileError
 from dualplane.core.settings import KafkaSettings
 
 log = logging.getLogger(__name__)
@@ -46,14 +45,14 @@ def delete(kafka: KafkaSettings, topic: str, name: str) -> None:
 
 def read_profiles(kafka: KafkaSettings, topic: str, *, timeout_s: float = TIMEOUT_S) -> dict[str, Profile]:
     """Every profile in ``topic``, by name; an unreadable value is skipped with a warning."""
-    found: dict[str, Profile] = {}
+    book = ProfileBook()
     try:
         _ensure(kafka, topic)
         for message in read_to_end(kafka, topic, timeout_s=timeout_s):
-            _apply(found, message)
+            _apply(book, message)
     except (KafkaException, TimeoutError, RuntimeError) as error:
         raise ProfileStoreError(_unreachable(kafka, topic, error)) from error
-    return found
+    return book.profiles
 
 
 class ProfileView:
@@ -61,22 +60,23 @@ class ProfileView:
 
     def __init__(self, kafka: KafkaSettings, topic: str) -> None:
         self.kafka, self.topic = kafka, topic
-        self._profiles: dict[str, Profile] = {}
+        self._book = ProfileBook()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
         """Read every profile (blocking, at most ``TIMEOUT_S``), then follow the topic on a thread."""
+        book = ProfileBook(read_profiles(self.kafka, self.topic).values())
         with self._lock:
-            self._profiles = read_profiles(self.kafka, self.topic)
-        log.info("fetch profiles: %d from %s", len(self._profiles), self.topic)
+            self._book = book
+        log.info("fetch profiles: %d from %s", len(book.profiles), self.topic)
         self._thread = threading.Thread(target=self._follow, name="profiles", daemon=True)
         self._thread.start()
 
     def match(self, domain: str) -> Profile | None:
         with self._lock:
-            return profiles.match(self._profiles.values(), domain)
+            return self._book.match(domain)
 
     def close(self) -> None:
         self._stop.set()
@@ -94,22 +94,22 @@ class ProfileView:
                 if message is None or message.error() is not None:
                     continue
                 with self._lock:
-                    _apply(self._profiles, message)
+                    _apply(self._book, message)
         except KafkaException as error:  # the fetcher goes on with the profiles it has
             log.warning("fetch profiles: stopped following %s (%s)", self.topic, error)
         finally:
             consumer.close()
 
 
-def _apply(found: dict[str, Profile], message: Message) -> None:
+def _apply(book: ProfileBook, message: Message) -> None:
     key, value = message.key(), message.value()
     if key is None:
         return
     if value is None:
-        found.pop(key.decode(), None)
+        book.remove(key.decode())
         return
     try:
-        found[key.decode()] = Profile.from_json(value)
+        book.put(Profile.from_json(value))
     except ProfileError as error:
         log.warning("skipped profile %s at offset %s: %s", key.decode(), message.offset(), error)
 

@@ -20,7 +20,9 @@ from dualplane.control_plane.fetcher import profile_store
 from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
 from dualplane.core.exceptions import DualplaneError
 
-app = typer.Typer(help="Fetch profiles: backend, rendering, user agent and headers per domain pattern.")
+app = typer.Typer(
+    help="Fetch profiles: per domain pattern, the backend (direct or our own browser), render waits, headers."
+)
 
 T = TypeVar("T")
 NameArgument = Annotated[str, typer.Argument(help="The profile's name, e.g. js-shops.")]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
-from dualplane.control_plane.fetcher.profiles import Profile, ProfileError, match
+from dualplane.control_plane.fetcher.profiles import Profile, ProfileBook, ProfileError, match
 
 pytestmark = pytest.mark.unit
 
@@ -66,3 +66,15 @@ def test_bad_profiles_are_refused_with_the_field_named(fields: dict[str, object]
 def test_an_unreadable_stored_profile_is_a_profile_error() -> None:
     with pytest.raises(ProfileError, match="unreadable"):
         Profile.from_json(b'{"name": "p"}')
+
+
+def test_a_book_remembers_matches_until_its_profiles_change() -> None:
+    book = ProfileBook([Profile("all", ("*.example",))])
+    assert (first := book.match("a.example")) is not None and first.name == "all"
+
+    book.put(Profile("a", ("a.example",)))
+    assert (found := book.match("a.example")) is not None and found.name == "a"
+    book.remove("a")
+    assert (back := book.match("a.example")) is not None and back.name == "all"
+    book.remove("all")
+    assert book.match("a.example") is None and book.match("b.example") is None
