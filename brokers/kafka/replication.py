@@ -45,7 +45,7 @@ class KafkaReplication:
             for topic, parts in sorted(self.offline.items())
         ]
         lines += [
-            f"Kafka topic {topic}: replication factor {replicas}, below the {self.wanted} "
+            f"Kafka topic {topic}: replication factor {replicas}, below the {self.wanted} that "
             f"{self.brokers} brokers allow"
             for topic, replicas in sorted(self.low_replication.items())
         ]

@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from dualplane.brokers import amqp
-from dualplane.brokers.amqp.replication import quorum_replication
+from dualplane.brokers.amqp.replication import QuorumReplication, quorum_replication
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.brokers.kafka import clients
-from dualplane.brokers.kafka.replication import kafka_replication
+from dualplane.brokers.kafka.replication import KafkaReplication, kafka_replication
 from dualplane.core.settings import KafkaSettings, Settings
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory, KafkaTopicFactory
@@ -54,3 +54,19 @@ def test_min_insync_replicas_is_set_only_above_one() -> None:
     three = KafkaSettings(replication_factor=3, min_insync_replicas=2)
     assert clients.replicated(three, {}) == {"min.insync.replicas": "2"}
     assert clients.replicated(three, {"min.insync.replicas": "3"}) == {"min.insync.replicas": "3"}
+
+
+@pytest.mark.unit
+def test_each_finding_is_one_line_naming_what_is_short() -> None:
+    kafka = KafkaReplication(
+        brokers=2, under_replicated={"pages.raw": list(range(10))}, low_replication={"records": 1}
+    )
+    assert kafka.alarms() == [
+        "Kafka topic pages.raw: 10 under-replicated partition(s) (0, 1, 2, 3, 4, 5, 6, 7 and 2 more)",
+        "Kafka topic records: replication factor 1, below the 2 that 2 brokers allow",
+    ]
+    rabbitmq = QuorumReplication(nodes=3, running=2, wanted=3, short={"q": {"members": 3, "online": 2}})
+    assert rabbitmq.alarms() == [
+        "RabbitMQ: 1 of 3 nodes not running",
+        "RabbitMQ quorum queue q: 2 of 3 members online (3 members)",
+    ]
