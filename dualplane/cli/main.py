@@ -99,7 +99,7 @@ COMMANDS = {
     ),
     "profile": _cmd(
         "profile_cmd", "app",
-        "Fetch profiles: backend, rendering, user agent and headers per domain pattern.",
+        "Fetch profiles: per domain pattern, the backend (direct or our own browser), render waits, headers.",
     ),
 }  # fmt: skip
 
