@@ -20,6 +20,7 @@ from typing import Any, Literal, cast
 
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
+from dualplane.core.settings import checks
 
 Backend = Literal["direct", "browser"]
 Wait = Literal["load", "networkidle"]
@@ -66,6 +67,11 @@ class Profile:
             )
         if not 0 < self.wait_s <= 120:
             raise ProfileError(f"profile {self.name}: wait_s must be in (0, 120] seconds, got {self.wait_s}")
+        if self.user_agent is not None:
+            try:  # one rule with DUALPLANE_FETCH_USER_AGENT's: not blank, on one line
+                checks.header_value(self.user_agent)
+            except ValueError as error:
+                raise ProfileError(f"profile {self.name}: the user agent {error}") from None
         for name, value in self.headers.items():
             if not HEADER_NAME.match(name) or name.lower() in OWN_HEADERS or "\n" in value or "\r" in value:
                 raise ProfileError(

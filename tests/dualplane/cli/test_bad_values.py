@@ -118,3 +118,12 @@ def test_good_values_are_taken(monkeypatch: pytest.MonkeyPatch, capsys: pytest.C
     with pytest.raises(SystemExit) as exited:
         cli_main.main()
     assert exited.value.code == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("user_agent", ["bot/1.0\r\nX-Injected: 1", " "], ids=["crlf", "blank"])
+def test_a_profile_user_agent_follows_the_user_agent_setting_rule(
+    user_agent: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["profile", "set", "shops", "--domain", "shop.example", "--user-agent", user_agent]
+    line = _run(argv, monkeypatch, capsys)
+    assert "profile shops: the user agent" in line, line
