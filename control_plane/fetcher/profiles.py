@@ -2,7 +2,8 @@
 
 A :class:`Profile` names domain patterns (``fnmatch`` on the politeness key, ``host`` or
 ``host:port``: ``shop.example``, ``*.shop.example``, ``127.0.0.1:8001``) and says, for those domains,
-which backend fetches them (``direct`` or ``browser``), how a render waits (a load state, a CSS
+which backend fetches them (``direct``, ``browser``, or ``api``: the managed scraping API, from
+``country`` if given), how a render waits (a load state, a CSS
 selector, a time limit), and the user agent and extra headers to send. :func:`match` picks the
 profile of a domain: the most specific pattern wins (no wildcard before wildcards, then the
 longest), then the profile's name, so the choice never depends on the order profiles arrived in.
@@ -21,13 +22,14 @@ from typing import Any, Literal, cast
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
 
-Backend = Literal["direct", "browser"]
+Backend = Literal["direct", "browser", "api"]
 Wait = Literal["load", "networkidle"]
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 PATTERN = re.compile(r"^[a-z0-9*?.\-\[\]:_]{1,253}$")
 # Our own request headers: a profile changes the user agent with user_agent, and never the rest.
 OWN_HEADERS = frozenset({"user-agent", "accept", "accept-encoding", "host", "content-length", "connection"})
 HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+COUNTRY = re.compile(r"^[A-Z]{2}$")
 MAX_REMEMBERED = 100_000  # domains whose match a book remembers; then it starts again
 
 
@@ -47,6 +49,7 @@ class Profile:
     wait_s: float = 10.0
     user_agent: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    country: str | None = None
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -59,10 +62,15 @@ class Profile:
                     f"profile {self.name}: domain pattern {pattern!r} is not a lower-case host[:port] "
                     "pattern (e.g. shop.example, *.shop.example, 127.0.0.1:8001)"
                 )
-        if self.backend not in ("direct", "browser") or self.wait not in ("load", "networkidle"):
+        if self.backend not in ("direct", "browser", "api") or self.wait not in ("load", "networkidle"):
             raise ProfileError(
-                f"profile {self.name}: backend must be direct or browser and wait load or networkidle, "
+                f"profile {self.name}: backend must be direct, browser or api and wait load or networkidle, "
                 f"got {self.backend!r} and {self.wait!r}"
+            )
+        if self.country is not None and (self.backend != "api" or not COUNTRY.match(self.country)):
+            raise ProfileError(
+                f"profile {self.name}: a country is two capital letters (e.g. DE) and only for "
+                f"backend api (the managed API's exit country), got {self.country!r} with {self.backend}"
             )
         if not 0 < self.wait_s <= 120:
             raise ProfileError(f"profile {self.name}: wait_s must be in (0, 120] seconds, got {self.wait_s}")
