@@ -3,10 +3,11 @@
 A :class:`Profile` names domain patterns (``fnmatch`` on the politeness key, ``host`` or
 ``host:port``: ``shop.example``, ``*.shop.example``, ``127.0.0.1:8001``) and says, for those domains,
 which backend fetches them (``direct``, ``browser``, or ``api``: the managed scraping API, from
-``country`` if given), how a render waits (a load state, a CSS
-selector, a time limit), and the user agent and extra headers to send. :func:`match` picks the
-profile of a domain: the most specific pattern wins (no wildcard before wildcards, then the
-longest), then the profile's name, so the choice never depends on the order profiles arrived in.
+``country`` if given), through which ``proxies`` (rotated, banned ones quarantined), how a render
+waits (a load state, a CSS selector, a time limit), and the user agent and extra headers to send.
+:func:`match` picks the profile of a domain: the most specific pattern wins (no wildcard before
+wildcards, then the longest), then the profile's name, so the choice never depends on the order
+profiles arrived in.
 Profiles are stored and shared by :mod:`.profile_store`.
 """
 
@@ -21,6 +22,7 @@ from typing import Any, Literal, cast
 
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
+from dualplane.core.settings import checks, mask_url_password
 
 Backend = Literal["direct", "browser", "api"]
 Wait = Literal["load", "networkidle"]
@@ -50,6 +52,7 @@ class Profile:
     user_agent: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
     country: str | None = None
+    proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -74,6 +77,15 @@ class Profile:
             )
         if not 0 < self.wait_s <= 120:
             raise ProfileError(f"profile {self.name}: wait_s must be in (0, 120] seconds, got {self.wait_s}")
+        try:
+            checks.proxies(",".join(self.proxies))
+        except ValueError as error:
+            text = str(error)
+            for proxy in self.proxies:  # the password stays out of the message (and any log)
+                text = text.replace(proxy, mask_url_password(proxy))
+            raise ProfileError(f"profile {self.name}: proxies: {text}") from None
+        if self.proxies and self.backend == "api":
+            raise ProfileError(f"profile {self.name}: the scraping API brings its own proxies; use --country")
         for name, value in self.headers.items():
             if not HEADER_NAME.match(name) or name.lower() in OWN_HEADERS or "\n" in value or "\r" in value:
                 raise ProfileError(
@@ -92,23 +104,29 @@ class Profile:
         )
 
     def to_json(self) -> bytes:
-        data = {**self.__dict__, "domains": list(self.domains), "headers": dict(self.headers)}
+        data = {
+            **self.__dict__,
+            "domains": list(self.domains),
+            "headers": dict(self.headers),
+            "proxies": list(self.proxies),
+        }
         return json.dumps(data, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> Profile:
         try:
             data = cast("dict[str, Any]", json.loads(raw))
-            return cls(
-                **{**data, "domains": tuple(data["domains"]), "headers": dict(data.get("headers", {}))}
-            )
+            sequences = {"domains": tuple(data["domains"]), "proxies": tuple(data.get("proxies", ()))}
+            return cls(**{**data, **sequences, "headers": dict(data.get("headers", {}))})
         except (ValueError, TypeError, KeyError) as error:
             raise ProfileError(f"unreadable profile ({error})") from error
 
     def public(self) -> dict[str, Any]:
-        """What ``profile show``/``list`` print: header values are left out, as they may be secrets."""
+        """What ``profile show``/``list`` print: header values and proxy passwords are left out, as
+        they may be secrets."""
         data = json.loads(self.to_json())
         data["headers"] = sorted(self.headers)
+        data["proxies"] = [mask_url_password(proxy) for proxy in self.proxies]
         return cast("dict[str, Any]", data)
 
 

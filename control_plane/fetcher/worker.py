@@ -137,7 +137,13 @@ def backend_from_settings(settings: Settings) -> FetchBackend:
     view = ProfileView(settings.kafka, settings.topics.profiles)
     view.start()
     new_api = None if settings.fetch.scraping_api_key is None else (lambda profile: _api(settings, profile))
-    return ProfiledBackend(fleet, direct, view, lambda: _browser_pool(settings), new_api)
+
+    def through(proxies: tuple[str, ...]) -> DirectBackend:
+        return DirectBackend.from_settings(settings, proxies=ProxyPool(list(proxies)))
+
+    return ProfiledBackend(
+        fleet, direct, view, lambda: _browser_pool(settings), new_api=new_api, new_direct=through
+    )
 
 
 def fleet_backend(settings: Settings) -> FetchBackend:

@@ -58,6 +58,12 @@ def set_(
         list[str] | None,
         typer.Option("--header", help="An extra request header, 'Name: value' (repeatable)."),
     ] = None,
+    proxies: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--proxy", help="A proxy URL for these domains, http://user:pass@host:port (repeatable)."
+        ),
+    ] = None,
     country: Annotated[
         str | None, typer.Option(help="With --backend api: the country the API fetches from (e.g. DE).")
     ] = None,
@@ -76,6 +82,7 @@ def set_(
             user_agent=user_agent,
             headers=_headers(headers or []),
             country=country.upper() if country else None,
+            proxies=tuple(proxies or ()),
         )
     except ProfileError as error:
         raise typer.BadParameter(str(error)) from None
@@ -155,6 +162,8 @@ def _summary(profile: Profile) -> str:
         how += f" (waits for {waits}, at most {profile.wait_s:g} s)"
     if profile.country:
         how += f" from {profile.country}"
+    if profile.proxies:
+        how += f" through {len(profile.proxies)} prox{'y' if len(profile.proxies) == 1 else 'ies'}"
     return f"{', '.join(profile.domains)} fetched by {how}"
 
 

@@ -4,7 +4,8 @@ A domain without a profile is fetched by the fleet's backend (``DUALPLANE_FETCH_
 profile's user agent and headers go on its request; ``backend: browser`` renders it in the
 fetcher's one browser pool, with the profile's wait, ``backend: api`` sends it through the managed
 scraping API (one client per country, ``proxy_country``), and ``backend: direct`` fetches it
-directly.
+directly; a profile's ``proxies`` get a direct client of their own (a render's requests go
+through it too).
 The pool is made at the first render, so a fetcher whose domains need none never starts a browser
 (nor loads Playwright).
 """
@@ -43,7 +44,9 @@ class ProfiledBackend(FetchBackend):
         direct: DirectBackend,
         profiles: Profiles,
         new_pool: Callable[[], BrowserPool],
+        *,
         new_api: Callable[[Profile], FetchBackend] | None = None,
+        new_direct: Callable[[tuple[str, ...]], DirectBackend] | None = None,
     ) -> None:
         self.fleet = fleet
         self.direct = direct
@@ -52,9 +55,9 @@ class ProfiledBackend(FetchBackend):
         self._pool: BrowserPool | None = None
         self._renderers: dict[bytes, BrowserBackend] = {}  # by the profile's JSON: a changed profile is new
         self._new_api = new_api
-        self._apis: dict[
-            str | None, FetchBackend
-        ] = {}  # by country  # by the profile's JSON: a changed profile is new
+        self._apis: dict[str | None, FetchBackend] = {}  # by country
+        self._new_direct = new_direct
+        self._proxied: dict[tuple[str, ...], DirectBackend] = {}  # by proxy list
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         """See :meth:`FetchBackend.fetch`."""
@@ -66,14 +69,14 @@ class ProfiledBackend(FetchBackend):
             return await self._renderer(profile).fetch(request)
         if profile.backend == "api":
             return await self._api(profile).fetch(request)
-        return await self.direct.fetch(request)
+        return await self._direct(profile).fetch(request)
 
     async def aclose(self) -> None:
         self.profiles.close()
         if self._pool is not None:
             await self._pool.aclose()
-        for api in self._apis.values():
-            await api.aclose()
+        for other in [*self._apis.values(), *self._proxied.values()]:
+            await other.aclose()
         await self.fleet.aclose()
         if self.direct is not self.fleet:
             await self.direct.aclose()
@@ -83,6 +86,15 @@ class ProfiledBackend(FetchBackend):
             return self.profiles.match(domain_of(url))
         except InvalidUrl:
             return None  # the fleet's backend says what is wrong with the URL
+
+    def _direct(self, profile: Profile) -> DirectBackend:
+        """The direct client of the profile: the fleet's, or one through the profile's proxies."""
+        if not profile.proxies or self._new_direct is None:
+            return self.direct
+        direct = self._proxied.get(profile.proxies)
+        if direct is None:
+            direct = self._proxied[profile.proxies] = self._new_direct(profile.proxies)
+        return direct
 
     def _api(self, profile: Profile) -> FetchBackend:
         """The managed API's backend for the profile's country, made at its first fetch."""
@@ -110,5 +122,5 @@ class ProfiledBackend(FetchBackend):
             options = RenderOptions(wait=profile.wait, selector=profile.wait_selector, wait_s=profile.wait_s)
             if len(self._renderers) > 1000:  # profiles replaced many times: drop the old ones
                 self._renderers.clear()
-            renderer = self._renderers[key] = BrowserBackend(self.direct, self._pool, options)
+            renderer = self._renderers[key] = BrowserBackend(self._direct(profile), self._pool, options)
         return renderer

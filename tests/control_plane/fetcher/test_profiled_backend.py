@@ -95,7 +95,7 @@ async def test_an_api_profile_goes_through_the_api_of_its_country_or_fails_clear
         return Recording(f"api-{profile.country}")
 
     book = Book(Profile("de", ("de.shop.example",), backend="api", country="DE"))
-    backend = ProfiledBackend(fleet, fleet, book, no_pool, new_api)  # type: ignore[arg-type]
+    backend = ProfiledBackend(fleet, fleet, book, no_pool, new_api=new_api)  # type: ignore[arg-type]
     keyless = ProfiledBackend(fleet, fleet, book, no_pool)  # type: ignore[arg-type]
 
     first = await backend.fetch(request("http://de.shop.example/a"))
@@ -115,3 +115,22 @@ def test_the_fetchers_api_client_for_a_profile_asks_for_its_country() -> None:
 
     assert isinstance(api, ScrapingApiBackend)
     assert api.extra_params == {"proxy_country": "DE"} and api.render_js
+
+
+async def test_a_profile_with_proxies_gets_a_direct_client_of_its_own_once() -> None:
+    fleet, made = Recording("fleet"), list[tuple[str, ...]]()
+    proxies = ("http://user:pw@proxy.example:3128",)
+
+    def through(given: tuple[str, ...]) -> DirectBackend:
+        made.append(given)
+        return Recording("proxied")
+
+    book = Book(Profile("p", ("x.example",), proxies=proxies), Profile("q", ("y.example",)))
+    backend = ProfiledBackend(fleet, fleet, book, no_pool, new_direct=through)  # type: ignore[arg-type]
+
+    answers = [await backend.fetch(request(url)) for url in ("http://x.example/1", "http://x.example/2")]
+    plain = await backend.fetch(request("http://y.example/"))
+    await backend.aclose()
+
+    assert [a.body for a in answers] == [b"proxied", b"proxied"] and plain.body == b"fleet"
+    assert made == [proxies]
