@@ -2,10 +2,12 @@
 
 A :class:`Profile` names domain patterns (``fnmatch`` on the politeness key, ``host`` or
 ``host:port``: ``shop.example``, ``*.shop.example``, ``127.0.0.1:8001``) and says, for those domains,
-which backend fetches them (``direct`` or ``browser``), how a render waits (a load state, a CSS
-selector, a time limit), and the user agent and extra headers to send. :func:`match` picks the
-profile of a domain: the most specific pattern wins (no wildcard before wildcards, then the
-longest), then the profile's name, so the choice never depends on the order profiles arrived in.
+which backend fetches them (``direct``, ``browser``, or ``api``: the managed scraping API, from
+``country`` if given), through which ``proxies`` (rotated, banned ones quarantined), how a render
+waits (a load state, a CSS selector, a time limit), and the user agent and extra headers to send.
+:func:`match` picks the profile of a domain: the most specific pattern wins (no wildcard before
+wildcards, then the longest), then the profile's name, so the choice never depends on the order
+profiles arrived in.
 Profiles are stored and shared by :mod:`.profile_store`.
 """
 
@@ -20,15 +22,16 @@ from typing import Any, Literal, cast
 
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
-from dualplane.core.settings import checks
+from dualplane.core.settings import checks, mask_url_password
 
-Backend = Literal["direct", "browser"]
+Backend = Literal["direct", "browser", "api"]
 Wait = Literal["load", "networkidle"]
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 PATTERN = re.compile(r"^[a-z0-9*?.\-\[\]:_]{1,253}$")
 # Our own request headers: a profile changes the user agent with user_agent, and never the rest.
 OWN_HEADERS = frozenset({"user-agent", "accept", "accept-encoding", "host", "content-length", "connection"})
 HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
+COUNTRY = re.compile(r"^[A-Z]{2}$")
 MAX_REMEMBERED = 100_000  # domains whose match a book remembers; then it starts again
 
 
@@ -48,6 +51,8 @@ class Profile:
     wait_s: float = 10.0
     user_agent: str | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    country: str | None = None
+    proxies: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -60,24 +65,41 @@ class Profile:
                     f"profile {self.name}: domain pattern {pattern!r} is not a lower-case host[:port] "
                     "pattern (e.g. shop.example, *.shop.example, 127.0.0.1:8001)"
                 )
-        if self.backend not in ("direct", "browser") or self.wait not in ("load", "networkidle"):
+        if self.backend not in ("direct", "browser", "api") or self.wait not in ("load", "networkidle"):
             raise ProfileError(
-                f"profile {self.name}: backend must be direct or browser and wait load or networkidle, "
+                f"profile {self.name}: backend must be direct, browser or api and wait load or networkidle, "
                 f"got {self.backend!r} and {self.wait!r}"
+            )
+        if self.country is not None and (self.backend != "api" or not COUNTRY.match(self.country)):
+            raise ProfileError(
+                f"profile {self.name}: a country is two capital letters (e.g. DE) and only for "
+                f"backend api (the managed API's exit country), got {self.country!r} with {self.backend}"
             )
         if not 0 < self.wait_s <= 120:
             raise ProfileError(f"profile {self.name}: wait_s must be in (0, 120] seconds, got {self.wait_s}")
-        if self.user_agent is not None:
-            try:  # one rule with DUALPLANE_FETCH_USER_AGENT's: not blank, on one line
-                checks.header_value(self.user_agent)
-            except ValueError as error:
-                raise ProfileError(f"profile {self.name}: the user agent {error}") from None
+        self._check_user_agent_and_proxies()
         for name, value in self.headers.items():
             if not HEADER_NAME.match(name) or name.lower() in OWN_HEADERS or "\n" in value or "\r" in value:
                 raise ProfileError(
                     f"profile {self.name}: header {name!r} cannot be set (a name of letters, digits and "
                     f"'-', not one of {sorted(OWN_HEADERS)}, its value on one line; --user-agent sets that)"
                 )
+
+    def _check_user_agent_and_proxies(self) -> None:
+        if self.user_agent is not None:
+            try:  # one rule with DUALPLANE_FETCH_USER_AGENT's: not blank, on one line
+                checks.header_value(self.user_agent)
+            except ValueError as error:
+                raise ProfileError(f"profile {self.name}: the user agent {error}") from None
+        try:
+            checks.proxies(",".join(self.proxies))
+        except ValueError as error:
+            text = str(error)
+            for proxy in self.proxies:  # the password stays out of the message (and any log)
+                text = text.replace(proxy, mask_url_password(proxy))
+            raise ProfileError(f"profile {self.name}: proxies: {text}") from None
+        if self.proxies and self.backend == "api":
+            raise ProfileError(f"profile {self.name}: the scraping API brings its own proxies; use --country")
 
     def apply(self, request: FetchRequest) -> FetchRequest:
         """``request`` with this profile's user agent and headers."""
@@ -90,23 +112,29 @@ class Profile:
         )
 
     def to_json(self) -> bytes:
-        data = {**self.__dict__, "domains": list(self.domains), "headers": dict(self.headers)}
+        data = {
+            **self.__dict__,
+            "domains": list(self.domains),
+            "headers": dict(self.headers),
+            "proxies": list(self.proxies),
+        }
         return json.dumps(data, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> Profile:
         try:
             data = cast("dict[str, Any]", json.loads(raw))
-            return cls(
-                **{**data, "domains": tuple(data["domains"]), "headers": dict(data.get("headers", {}))}
-            )
+            sequences = {"domains": tuple(data["domains"]), "proxies": tuple(data.get("proxies", ()))}
+            return cls(**{**data, **sequences, "headers": dict(data.get("headers", {}))})
         except (ValueError, TypeError, KeyError) as error:
             raise ProfileError(f"unreadable profile ({error})") from error
 
     def public(self) -> dict[str, Any]:
-        """What ``profile show``/``list`` print: header values are left out, as they may be secrets."""
+        """What ``profile show``/``list`` print: header values and proxy passwords are left out, as
+        they may be secrets."""
         data = json.loads(self.to_json())
         data["headers"] = sorted(self.headers)
+        data["proxies"] = [mask_url_password(proxy) for proxy in self.proxies]
         return cast("dict[str, Any]", data)
 
 

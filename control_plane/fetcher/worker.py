@@ -36,6 +36,7 @@ from dualplane.control_plane.fetcher.exceptions import FetchFailed
 from dualplane.control_plane.fetcher.links import NO_LINKS, links_of
 from dualplane.control_plane.fetcher.outputs import KafkaOutputs
 from dualplane.control_plane.fetcher.profile_store import ProfileView
+from dualplane.control_plane.fetcher.profiles import Profile
 from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.control_plane.fetcher.runner import FetchResult, HandOffFailed
 from dualplane.core.settings import Settings
@@ -135,7 +136,14 @@ def backend_from_settings(settings: Settings) -> FetchBackend:
     direct = fleet if isinstance(fleet, DirectBackend) else DirectBackend.from_settings(settings)
     view = ProfileView(settings.kafka, settings.topics.profiles)
     view.start()
-    return ProfiledBackend(fleet, direct, view, lambda: _browser_pool(settings))
+    new_api = None if settings.fetch.scraping_api_key is None else (lambda profile: _api(settings, profile))
+
+    def through(proxies: tuple[str, ...]) -> DirectBackend:
+        return DirectBackend.from_settings(settings, proxies=ProxyPool(list(proxies)))
+
+    return ProfiledBackend(
+        fleet, direct, view, lambda: _browser_pool(settings), new_api=new_api, new_direct=through
+    )
 
 
 def fleet_backend(settings: Settings) -> FetchBackend:
@@ -162,6 +170,18 @@ def fleet_backend(settings: Settings) -> FetchBackend:
         SsrfGuard.from_setting(fetch.allow_hosts),
         max_connections=settings.limits.fetch_concurrency,
         proxies=ProxyPool(proxies) if proxies else None,
+    )
+
+
+def _api(settings: Settings, profile: Profile) -> FetchBackend:
+    """The managed API for a profile: the fleet's key and render setting, the profile's country."""
+    fetch = settings.fetch
+    assert fetch.scraping_api_key is not None  # only made when there is one
+    return ScrapingApiBackend(
+        fetch.scraping_api_url,
+        fetch.scraping_api_key.get_secret_value(),
+        render_js=fetch.scraping_api_render_js,
+        extra_params={"proxy_country": profile.country} if profile.country else {},
     )
 
 

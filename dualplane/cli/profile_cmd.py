@@ -38,7 +38,10 @@ def set_(
         ),
     ],
     backend: Annotated[
-        str, typer.Option(help="direct: fetch as is; browser: render in headless Chromium.")
+        str,
+        typer.Option(
+            help="direct: fetch as is; browser: render in headless Chromium; api: the managed scraping API."
+        ),
     ] = "direct",
     wait: Annotated[
         str, typer.Option(help="With --backend browser: wait for load or networkidle before keeping the DOM.")
@@ -55,6 +58,15 @@ def set_(
         list[str] | None,
         typer.Option("--header", help="An extra request header, 'Name: value' (repeatable)."),
     ] = None,
+    proxies: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--proxy", help="A proxy URL for these domains, http://user:pass@host:port (repeatable)."
+        ),
+    ] = None,
+    country: Annotated[
+        str | None, typer.Option(help="With --backend api: the country the API fetches from (e.g. DE).")
+    ] = None,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
@@ -69,6 +81,8 @@ def set_(
             wait_s=parse_duration_s(wait_timeout, "--wait-timeout"),
             user_agent=user_agent,
             headers=_headers(headers or []),
+            country=country.upper() if country else None,
+            proxies=tuple(proxies or ()),
         )
     except ProfileError as error:
         raise typer.BadParameter(str(error)) from None
@@ -146,6 +160,10 @@ def _summary(profile: Profile) -> str:
     if profile.backend == "browser":
         waits = profile.wait + (f" and {profile.wait_selector}" if profile.wait_selector else "")
         how += f" (waits for {waits}, at most {profile.wait_s:g} s)"
+    if profile.country:
+        how += f" from {profile.country}"
+    if profile.proxies:
+        how += f" through {len(profile.proxies)} prox{'y' if len(profile.proxies) == 1 else 'ies'}"
     return f"{', '.join(profile.domains)} fetched by {how}"
 
 

@@ -2,7 +2,10 @@
 
 A domain without a profile is fetched by the fleet's backend (``DUALPLANE_FETCH_BACKEND``). A
 profile's user agent and headers go on its request; ``backend: browser`` renders it in the
-fetcher's one browser pool, with the profile's wait, and ``backend: direct`` fetches it directly.
+fetcher's one browser pool, with the profile's wait, ``backend: api`` sends it through the managed
+scraping API (one client per country, ``proxy_country``), and ``backend: direct`` fetches it
+directly; a profile's ``proxies`` get a direct client of their own (a render's requests go
+through it too).
 The pool is made at the first render, so a fetcher whose domains need none never starts a browser
 (nor loads Playwright).
 """
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
+from dualplane.control_plane.fetcher.exceptions import ConnectionFailed
 from dualplane.control_plane.fetcher.profiles import Profile
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
@@ -40,6 +44,9 @@ class ProfiledBackend(FetchBackend):
         direct: DirectBackend,
         profiles: Profiles,
         new_pool: Callable[[], BrowserPool],
+        *,
+        new_api: Callable[[Profile], FetchBackend] | None = None,
+        new_direct: Callable[[tuple[str, ...]], DirectBackend] | None = None,
     ) -> None:
         self.fleet = fleet
         self.direct = direct
@@ -47,6 +54,10 @@ class ProfiledBackend(FetchBackend):
         self._new_pool = new_pool
         self._pool: BrowserPool | None = None
         self._renderers: dict[bytes, BrowserBackend] = {}  # by the profile's JSON: a changed profile is new
+        self._new_api = new_api
+        self._apis: dict[str | None, FetchBackend] = {}  # by country
+        self._new_direct = new_direct
+        self._proxied: dict[tuple[str, ...], DirectBackend] = {}  # by proxy list
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         """See :meth:`FetchBackend.fetch`."""
@@ -56,12 +67,16 @@ class ProfiledBackend(FetchBackend):
         request = profile.apply(request)
         if profile.backend == "browser":
             return await self._renderer(profile).fetch(request)
-        return await self.direct.fetch(request)
+        if profile.backend == "api":
+            return await self._api(profile).fetch(request)
+        return await self._direct(profile).fetch(request)
 
     async def aclose(self) -> None:
         self.profiles.close()
         if self._pool is not None:
             await self._pool.aclose()
+        for other in [*self._apis.values(), *self._proxied.values()]:
+            await other.aclose()
         await self.fleet.aclose()
         if self.direct is not self.fleet:
             await self.direct.aclose()
@@ -71,6 +86,27 @@ class ProfiledBackend(FetchBackend):
             return self.profiles.match(domain_of(url))
         except InvalidUrl:
             return None  # the fleet's backend says what is wrong with the URL
+
+    def _direct(self, profile: Profile) -> DirectBackend:
+        """The direct client of the profile: the fleet's, or one through the profile's proxies."""
+        if not profile.proxies or self._new_direct is None:
+            return self.direct
+        direct = self._proxied.get(profile.proxies)
+        if direct is None:
+            direct = self._proxied[profile.proxies] = self._new_direct(profile.proxies)
+        return direct
+
+    def _api(self, profile: Profile) -> FetchBackend:
+        """The managed API's backend for the profile's country, made at its first fetch."""
+        api = self._apis.get(profile.country)
+        if api is None:
+            if self._new_api is None:
+                raise ConnectionFailed(
+                    f"profile {profile.name} fetches through the scraping API, but this fetcher has no "
+                    "DUALPLANE_FETCH_SCRAPING_API_KEY: set it, or change the profile's backend"
+                )
+            api = self._apis[profile.country] = self._new_api(profile)
+        return api
 
     def _renderer(self, profile: Profile) -> BrowserBackend:
         from dualplane.control_plane.fetcher.backends.browser import (  # noqa: PLC0415
@@ -86,5 +122,5 @@ class ProfiledBackend(FetchBackend):
             options = RenderOptions(wait=profile.wait, selector=profile.wait_selector, wait_s=profile.wait_s)
             if len(self._renderers) > 1000:  # profiles replaced many times: drop the old ones
                 self._renderers.clear()
-            renderer = self._renderers[key] = BrowserBackend(self.direct, self._pool, options)
+            renderer = self._renderers[key] = BrowserBackend(self._direct(profile), self._pool, options)
         return renderer

@@ -45,14 +45,14 @@ def test_the_cli_sets_lists_and_deletes_without_printing_header_values(
         "--backend", "browser", "--wait-timeout", "15s", "--json", env=env,
     )  # fmt: skip
     listed = run_cli("profile", "list", "--json", env=env)
-    bad = run_cli("profile", "set", "x", "--domain", "shop.example", "--backend", "api", env=env)
+    bad = run_cli("profile", "set", "x", "--domain", "shop.example", "--backend", "cloud", env=env)
     deleted = run_cli("profile", "delete", "login", "--json", env=env)
     missing = run_cli("profile", "show", "login", env=env)
 
     assert made.exit_code == 0 and made.json()["profile"]["wait_s"] == 15, made.stderr
     assert listed.json()["profiles"][0]["headers"] == ["Cookie"]
     assert "s3cret" not in made.stdout + listed.stdout
-    assert bad.exit_code == 2 and "backend must be direct or browser" in bad.stderr
+    assert bad.exit_code == 2 and "backend must be direct, browser or api" in bad.stderr
     assert deleted.exit_code == 0 and missing.exit_code == 1 and "no profile 'login'" in missing.stderr
 
 

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import SecretStr
 
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
 from dualplane.control_plane.fetcher.backends.profiled import ProfiledBackend
+from dualplane.control_plane.fetcher.backends.scraping_api import ScrapingApiBackend
+from dualplane.control_plane.fetcher.exceptions import ConnectionFailed
 from dualplane.control_plane.fetcher.profiles import Profile, match
+from dualplane.control_plane.fetcher.worker import _api
+from dualplane.core.settings import FetchSettings, Settings
 from dualplane.core.web.ssrf import SsrfGuard
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
@@ -80,3 +85,52 @@ async def test_the_fleet_backend_serves_as_direct_when_it_is_one() -> None:
     await backend.aclose()
 
     assert answer.body == b"fleet" and len(fleet.requests) == 1
+
+
+async def test_an_api_profile_goes_through_the_api_of_its_country_or_fails_clearly_without_a_key() -> None:
+    fleet, countries = Recording("fleet"), list[str | None]()
+
+    def new_api(profile: Profile) -> FetchBackend:
+        countries.append(profile.country)
+        return Recording(f"api-{profile.country}")
+
+    book = Book(Profile("de", ("de.shop.example",), backend="api", country="DE"))
+    backend = ProfiledBackend(fleet, fleet, book, no_pool, new_api=new_api)  # type: ignore[arg-type]
+    keyless = ProfiledBackend(fleet, fleet, book, no_pool)  # type: ignore[arg-type]
+
+    first = await backend.fetch(request("http://de.shop.example/a"))
+    second = await backend.fetch(request("http://de.shop.example/b"))
+    with pytest.raises(ConnectionFailed, match="DUALPLANE_FETCH_SCRAPING_API_KEY"):
+        await keyless.fetch(request("http://de.shop.example/a"))
+    await backend.aclose()
+
+    assert (first.body, second.body, countries) == (b"api-DE", b"api-DE", ["DE"])
+
+
+def test_the_fetchers_api_client_for_a_profile_asks_for_its_country() -> None:
+    settings = Settings().model_copy(
+        update={"fetch": FetchSettings(scraping_api_key=SecretStr("k"), scraping_api_render_js=True)}
+    )
+    api = _api(settings, Profile("de", ("x.example",), backend="api", country="DE"))
+
+    assert isinstance(api, ScrapingApiBackend)
+    assert api.extra_params == {"proxy_country": "DE"} and api.render_js
+
+
+async def test_a_profile_with_proxies_gets_a_direct_client_of_its_own_once() -> None:
+    fleet, made = Recording("fleet"), list[tuple[str, ...]]()
+    proxies = ("http://user:pw@proxy.example:3128",)
+
+    def through(given: tuple[str, ...]) -> DirectBackend:
+        made.append(given)
+        return Recording("proxied")
+
+    book = Book(Profile("p", ("x.example",), proxies=proxies), Profile("q", ("y.example",)))
+    backend = ProfiledBackend(fleet, fleet, book, no_pool, new_direct=through)  # type: ignore[arg-type]
+
+    answers = [await backend.fetch(request(url)) for url in ("http://x.example/1", "http://x.example/2")]
+    plain = await backend.fetch(request("http://y.example/"))
+    await backend.aclose()
+
+    assert [a.body for a in answers] == [b"proxied", b"proxied"] and plain.body == b"fleet"
+    assert made == [proxies]

@@ -39,9 +39,16 @@ def test_a_profile_sets_user_agent_and_headers_on_the_request() -> None:
 
 
 def test_header_values_never_leave_in_public_output_and_survive_a_round_trip() -> None:
-    profile = Profile("login", ("x.example",), headers={"Cookie": "session=s3cret"}, wait_selector=".price")
+    profile = Profile(
+        "login",
+        ("x.example",),
+        headers={"Cookie": "session=s3cret"},
+        wait_selector=".price",
+        proxies=("http://user:pr0xypass@proxy.example:3128",),
+    )
 
     assert "s3cret" not in str(profile.public()) and profile.public()["headers"] == ["Cookie"]
+    assert "pr0xypass" not in str(profile.public())
     assert Profile.from_json(profile.to_json()) == profile
 
 
@@ -51,7 +58,11 @@ def test_header_values_never_leave_in_public_output_and_survive_a_round_trip() -
         ({"name": "Bad Name"}, "profile name"),
         ({"domains": ()}, "at least one domain"),
         ({"domains": ("Shop.Example",)}, "lower-case"),
-        ({"backend": "api"}, "backend must be"),
+        ({"backend": "cloud"}, "backend must be"),
+        ({"country": "DE"}, "only for backend api"),
+        ({"backend": "api", "country": "de"}, "two capital letters"),
+        ({"proxies": ("ftp://proxy.example",)}, "proxies"),
+        ({"backend": "api", "proxies": ("http://proxy.example:3128",)}, "its own proxies"),
         ({"wait_s": 0}, "wait_s"),
         ({"headers": {"User-Agent": "x"}}, "cannot be set"),
         ({"headers": {"X-A": "a\r\nInjected: yes"}}, "cannot be set"),
@@ -78,3 +89,9 @@ def test_a_book_remembers_matches_until_its_profiles_change() -> None:
     assert (back := book.match("a.example")) is not None and back.name == "all"
     book.remove("all")
     assert book.match("a.example") is None and book.match("b.example") is None
+
+
+def test_a_refused_proxy_is_named_without_its_password() -> None:
+    with pytest.raises(ProfileError, match="proxies") as refused:
+        Profile("p", ("x.example",), proxies=("ftp://user:pr0xypass@proxy.example:21",))
+    assert "pr0xypass" not in str(refused.value)
