@@ -144,8 +144,25 @@ def ensure_topics(
         try:
             future.result()
         except Exception as error:
-            if "TOPIC_ALREADY_EXISTS" not in str(error):  # lost a race with another creator
-                raise RuntimeError(f"could not create Kafka topic {name!r}: {error}") from error
+            if "TOPIC_ALREADY_EXISTS" in str(error):  # lost a race with another creator
+                continue
+            # A loaded cluster's controller can answer after the request timed out (3 replicas to
+            # place, 3 brokers starting): the topic may exist all the same, so look once more.
+            if "TIMED_OUT" in str(error) and _appears(client, name, timeout_s):
+                continue
+            raise RuntimeError(f"could not create Kafka topic {name!r}: {error}") from error
+
+
+def _appears(client: AdminClient, name: str, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if name in client.list_topics(timeout=timeout_s).topics:
+                return True
+        except Exception:  # the cluster is still slow: ask again until the deadline
+            pass
+        time.sleep(1.0)
+    return False
 
 
 def replicated(kafka: KafkaSettings, config: dict[str, str]) -> dict[str, str]:
