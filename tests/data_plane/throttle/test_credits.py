@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+import time
+from datetime import UTC, datetime
 from types import SimpleNamespace
 
 import pytest
@@ -47,19 +48,22 @@ def test_a_spent_budget_pauses_every_domain_until_the_utc_day_ends() -> None:
 
 
 def test_the_processor_pauses_once_when_the_days_credits_reach_the_budget() -> None:
+    # The processor stamps its command with the real clock, so the day spent is today's: a fixed
+    # date made this test fail once that day had passed (the pause is then 1 s, not until midnight).
+    today = day_of(time.time())
     issued: list[ThrottleCommand] = []
 
     async def issue(command: ThrottleCommand) -> None:
         issued.append(command)
 
     processor = SimpleNamespace(  # the attributes _pause_for_budget reads: no Faust app needed
-        credits=CreditBook(daily_credits=5, used={DAY: 5.0}), quota_paused_until_s=0.0, quota={},
+        credits=CreditBook(daily_credits=5, used={today: 5.0}), quota_paused_until_s=0.0, quota={},
         config=ThrottleSettings(daily_credits=5), settings=SimpleNamespace(limits=LimitSettings()),
         _issue=issue,
     )  # fmt: skip
-    asyncio.run(ThrottleProcessor._pause_for_budget(processor, DAY))  # type: ignore[arg-type]
+    asyncio.run(ThrottleProcessor._pause_for_budget(processor, today))  # type: ignore[arg-type]
     assert [c.domain for c in issued] == ["*"]
-    assert processor.credits.paused_day == DAY and not processor.credits.newly_spent(DAY)
-    midnight = (NOON + timedelta(hours=12)).timestamp()
-    assert processor.quota_paused_until_s == pytest.approx(min(midnight, processor.quota_paused_until_s))
+    assert processor.credits.paused_day == today and not processor.credits.newly_spent(today)
+    midnight = (today + 1) * DAY_S
+    assert processor.quota_paused_until_s == pytest.approx(midnight, abs=2)
     assert processor.quota["reason"].startswith("budget: 5 of 5")
