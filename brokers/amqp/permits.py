@@ -112,7 +112,14 @@ def resize(
 
 def declare(channel: BlockingChannel, topology: Topology, domain: str) -> str:
     queue = topology.permits_queue(domain)
-    channel.queue_declare(queue, durable=True, arguments={"x-expires": IDLE_EXPIRY_MS})
+    arguments: dict[str, object] = {"x-expires": IDLE_EXPIRY_MS}
+    members = topology.queues.quorum_members
+    if members:
+        # In a cluster (quorum members set) a classic queue lives on one node, and when that node is
+        # lost for good the queue can be neither used nor declared again until it is forgotten: the
+        # domain's crawl stalled. A quorum queue keeps the permits on the nodes that survive.
+        arguments.update({"x-queue-type": "quorum", "x-quorum-initial-group-size": members})
+    channel.queue_declare(queue, durable=True, arguments=arguments)
     return queue
 
 
