@@ -42,6 +42,21 @@ log = logging.getLogger(__name__)
 # How often a running process touches its heartbeat file (``dualplane run --heartbeat-file``).
 HEARTBEAT_EVERY_S = 2.0
 FAUST_APP = "dualplane.data_plane.throttle.worker"
+# A Faust worker that ends this soon after its start, this many times in a row, is crash-looping.
+QUICK_EXIT_S = 60.0
+CRASH_LOOP_EXITS = 3
+
+
+def restart_log_level(ran_s: float, quick_exits: int) -> tuple[int, int]:
+    """The level to log a Faust worker's exit at, and the count of quick exits in a row so far.
+
+    One exit, restarted, needs no person (a broker restart during the worker's first rebalance ends
+    it with 1): a WARNING, so a recovery stays free of ERROR lines. A worker that keeps dying soon
+    after its start is crash-looping, and that does need a person: ERROR."""
+    quick_exits = quick_exits + 1 if ran_s < QUICK_EXIT_S else 0
+    return (logging.ERROR if quick_exits >= CRASH_LOOP_EXITS else logging.WARNING), quick_exits
+
+
 # Faust's --loglevel names for Python's levels.
 FAUST_LEVELS = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warn", logging.ERROR: "error",
                 logging.CRITICAL: "crit"}  # fmt: skip
@@ -136,6 +151,7 @@ class ThrottleService:
         # A worker left by a dead parent would hold the data directory and the throttle's partitions,
         # and each new worker would crash against it: end it first (see dualplane.supervision).
         fence = PidFence(datadir.parent / "faust.pid", f"{FAUST_APP} --datadir {datadir}")
+        quick_exits = 0
         while not self._stopping.is_set():
             try:
                 fence.clear()
@@ -153,9 +169,11 @@ class ThrottleService:
                 preexec_fn=die_with_parent(),  # noqa: PLW1509
             )
             fence.record(self.process.pid)
+            started_s = time.monotonic()
             code = self.process.wait()
             if not self._stopping.is_set():
-                log.error("throttle processor exited with %s; restarting in 5 s", code)
+                log_level, quick_exits = restart_log_level(time.monotonic() - started_s, quick_exits)
+                log.log(log_level, "throttle processor exited with %s; restarting in 5 s", code)
                 self._stopping.wait(5)
 
     def stop(self) -> None:

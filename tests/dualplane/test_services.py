@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 import time
@@ -12,7 +13,7 @@ import pytest
 
 from dualplane import services
 from dualplane.core.settings import Settings
-from dualplane.services import ConsumerService, run_services
+from dualplane.services import ConsumerService, restart_log_level, run_services
 
 pytestmark = pytest.mark.unit
 
@@ -92,3 +93,14 @@ def test_the_heartbeat_beats_while_every_service_runs_and_stops_with_them(
 
     assert crash_now.is_set() and len(beats) == 3
     assert heartbeat.stat().st_mtime_ns == last, "a dead service's process must not look alive"
+
+
+@pytest.mark.unit
+def test_a_faust_worker_that_exits_once_is_a_warning_and_one_crash_looping_is_an_error() -> None:
+    level, quick = restart_log_level(ran_s=3.0, quick_exits=0)
+    assert (level, quick) == (logging.WARNING, 1)  # a broker restart cut its first rebalance short
+    level, quick = restart_log_level(ran_s=2.0, quick_exits=quick)
+    assert level == logging.WARNING
+    level, quick = restart_log_level(ran_s=2.0, quick_exits=quick)
+    assert (level, quick) == (logging.ERROR, 3)  # dying at every start: a person should look
+    assert restart_log_level(ran_s=3600.0, quick_exits=quick) == (logging.WARNING, 0)  # it had run an hour
