@@ -347,10 +347,13 @@ class FinishRule:
 def _counted(pages: int, failed: int, dead: int, outcomes: JobOutcomes) -> Verdict:
     """The verdict on a finished job whose records and dead letters were counted."""
     records, extraction = outcomes.records, outcomes.extraction_dead_letters
-    without = max(0, pages - records)  # fetched pages with no record
+    owed = pages if outcomes.with_body is None else outcomes.with_body  # pages with a body to extract
+    without = max(0, owed - records)  # fetched pages (with a body) that have no record
     head = f"{pages} page(s) fetched, {records} record(s) committed, {failed} failed"
     if without == 0 and dead == 0 and extraction == 0:
         why = f"{head}, 0 dead-lettered; every fetched page has its record"
+        if owed < pages:  # redirects handed to the frontier, and 304s, carry no page to extract
+            why += f" ({pages - owed} without a body: redirects or unchanged pages)"
         return Verdict(True, why, pages, 0, records=records)
     total = dead + extraction
     parts = [f"{total} page(s) dead-lettered ({dead} at fetch, {extraction} at extraction)"]

@@ -5,7 +5,8 @@ the frontier, the extractor's lag 0), so that ``crawl --wait`` never calls a job
 failed extraction a success. Counted from the brokers:
 
 - records: the job's records on the records topic, read from the job's creation on (Kafka
-  timestamps; committed records only);
+  timestamps; committed records only), against the pages that owe one: distinct URLs whose fetch
+  event says ``ok`` (redirects handed on and 304s are fetched tasks without a record);
 - extraction dead letters: the job's entries on the Kafka dead-letters topic, with their reasons;
 - fetch dead letters: the job's tasks in RabbitMQ's dead-letter queue (their count is also in the
   job's progress; the queue gives the reasons), browsed without removing any.
@@ -25,6 +26,9 @@ from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.core.settings import Settings
 from dualplane.schemas.serde import install
 
+# The fetch outcome whose page went to pages.raw with a body, so the extractor owes it a record or a
+# dead letter (control_plane.fetcher.retry_policy.Outcome.OK; a 304 is handled without a record).
+OK_OUTCOME = "ok"
 MAX_FETCH_DEAD_LETTERS = 1000  # browsed for reasons; the count itself comes from the job's progress
 REASONS_SHOWN = 3
 
@@ -36,6 +40,10 @@ class JobOutcomes:
     records: int
     extraction_dead_letters: int
     reasons: Counter[str] = field(default_factory=Counter)  # "stage: reason" -> pages
+    # Pages that should have a record: distinct URLs fetched with outcome ``ok`` (a raw page went to
+    # Kafka). Tasks done also count redirects the fetcher hands on and 304s, which make no record.
+    # None: not counted (callers then compare with the pages fetched).
+    with_body: int | None = None
 
     def top_reasons(self) -> str:
         """The commonest reasons, for a summary line."""
@@ -52,7 +60,12 @@ def job_outcomes(settings: Settings, job_id: str, since_s: float) -> JobOutcomes
         extraction += 1
         reasons[f"extraction ({letter.get('stage')}): {_first_line(str(letter.get('reason')))}"] += 1
     reasons.update(_fetch_reasons(settings, job_id))
-    return JobOutcomes(records, extraction, reasons)
+    with_body = {
+        event.get("url")
+        for event in _of_job(settings, settings.topics.fetch_events, job_id, since_ms)
+        if event.get("outcome") == OK_OUTCOME
+    }
+    return JobOutcomes(records, extraction, reasons, len(with_body))
 
 
 def _of_job(settings: Settings, topic: str, job_id: str, since_ms: int) -> Iterator[dict[str, Any]]:

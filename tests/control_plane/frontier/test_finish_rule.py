@@ -192,6 +192,19 @@ def test_a_job_whose_every_fetched_page_has_its_record_is_complete() -> None:
     )
 
 
+def test_redirects_and_unchanged_pages_owe_no_record() -> None:
+    """Tasks done count redirects handed to the frontier and 304s; neither puts a page with a body
+    on pages.raw, so a sample-site crawl whose /old/ paths redirect is complete (it exited 3)."""
+    verdict, _ = _counted(JobOutcomes(records=3, extraction_dead_letters=0, with_body=3))
+
+    assert (verdict.finished, verdict.complete, verdict.records) == (True, True, 3)
+    assert verdict.why.endswith(
+        "every fetched page has its record (2 without a body: redirects or unchanged pages)"
+    )
+    missing, _ = _counted(JobOutcomes(records=2, extraction_dead_letters=0, with_body=3))
+    assert not missing.complete and missing.why.endswith("1 fetched page(s) without a record")
+
+
 def test_pages_dead_lettered_at_extraction_make_a_finished_job_incomplete_and_say_why() -> None:
     reasons = Counter({"extraction (extract): UnknownExtractor: no plugin 'nope'": 3, "fetch: gave up": 1})
     verdict, _ = _counted(JobOutcomes(records=2, extraction_dead_letters=3, reasons=reasons), dead_lettered=1)
