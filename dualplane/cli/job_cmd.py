@@ -10,9 +10,7 @@ from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout
 
-app = typer.Typer(
-    help="Crawl jobs: cancel one (its queued pages are dropped unfetched), or pause and resume one."
-)
+app = typer.Typer(help="Crawl jobs: pause, resume, or cancel one (its queued pages dropped unfetched).")
 
 JobArgument = Annotated[str, typer.Argument(metavar="JOB", help="The job's id (as `crawl` printed it).")]
 
