@@ -62,10 +62,11 @@ def _monitors(reader: ProgressReader | Exception) -> list[dict[str, Any]]:
 
 def job_row(snapshot: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
     """One job's line: its counters, rate, ETA and state by :class:`FinishRule`'s ``verdict``
-    (running, finished, cancelled, or stalled: see :attr:`Verdict.stalled`), with the verdict's ``why``."""
+    (running, finished, cancelled, paused, or stalled: see :attr:`Verdict.stalled`), with the
+    verdict's ``why``."""
     state = (
         "finished" if verdict.finished else "cancelled" if verdict.cancelled
-        else "stalled" if verdict.stalled else "running"
+        else "paused" if verdict.paused else "stalled" if verdict.stalled else "running"
     )  # fmt: skip
     return {
         "job_id": snapshot["job_id"],
@@ -77,7 +78,7 @@ def job_row(snapshot: dict[str, Any], verdict: Verdict) -> dict[str, Any]:
         "queued": remaining(snapshot),
         "finished_tasks": finished_count(snapshot),
         "rate_per_s": float(snapshot.get("rate_per_s", 0.0)) if state == "running" else 0.0,
-        "eta_s": {"finished": 0.0, "stalled": None}.get(state, eta_s(snapshot)),
+        "eta_s": {"finished": 0.0, "stalled": None, "paused": None}.get(state, eta_s(snapshot)),
         "created_at": snapshot.get("created_at"),
     }
 
@@ -129,7 +130,7 @@ def _known(verdict: Verdict, lag: int | None) -> Verdict:
     """``verdict``, unless the lag is unknown and the verdict needed it: records unknown, not finished."""
     if lag is None and verdict.records_pending is not None:
         why = "records unknown: Kafka did not give the extractor's lag"
-        return Verdict(False, why, verdict.pages, stalled=verdict.stalled)
+        return Verdict(False, why, verdict.pages, stalled=verdict.stalled, paused=verdict.paused)
     return verdict
 
 

@@ -134,6 +134,18 @@ class JobCancel(ControlMessage):
     cancelled_at: datetime = Field(default_factory=utc_now)
 
 
+class JobPause(ControlMessage):
+    """Hold a job (``paused``) or let it go on (not ``paused``): sent to every frontier shard, which
+    issues none of its tasks while it is paused and keeps its backlog; fetchers send its tasks back
+    unfetched (see ``dualplane job pause``). Nothing of the job is dropped."""
+
+    kind = "job_pause"
+
+    job_id: JobId
+    paused: bool = True
+    at: datetime = Field(default_factory=utc_now)
+
+
 class DiscoveredUrl(ControlMessage):
     """A URL someone found (a seed, or a link on a fetched page) for the frontier to consider."""
 
@@ -424,8 +436,8 @@ class MonitorCommand(ControlMessage):
 MESSAGE_TYPES: dict[str, type[ControlMessage]] = {
     message.kind: message
     for message in (
-        JobSpec, JobCancel, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports, Wake,
-        MonitorSpec, MonitorCommand,
+        JobSpec, JobCancel, JobPause, DiscoveredUrl, DiscoveredBatch, CrawlTask, TaskReport, TaskReports,
+        Wake, MonitorSpec, MonitorCommand,
     )
 }  # fmt: skip
 M = TypeVar("M", bound=ControlMessage)

@@ -61,6 +61,7 @@ RESULTS = {
     for action, label in (
         ("done", "done"), ("give_up", "failed"), ("retry", "retry"), ("dead_letter", "dead_letter"),
         ("deferred", "deferred"), ("requeued", "requeued"), ("defer", "deferred"), ("cancelled", "cancelled"),
+        ("paused", "paused"),
     )
 }  # fmt: skip
 

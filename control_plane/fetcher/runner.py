@@ -40,6 +40,10 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   it starts (tasks waiting for a permit are dropped at once when a cancel is heard), and once more on
   the event loop just before the request; a broadcast cancel is answered once no fetch of the job
   runs here (:mod:`control_plane.fetcher.cancelling`), so after ``job cancel --wait`` none starts.
+- **Paused jobs.** A task whose job is paused (``dualplane job pause``: the same view, and pauses
+  broadcast by ``job pause --wait``) goes round the shortest delay tier unfetched, not counted as
+  an attempt, when it arrives or while it waits for a permit; it comes back until the job is
+  resumed. Nothing of the job is lost, and a broadcast pause is answered as a cancel is.
 - **No loss.** The task is acked only after ``work`` returned (the fetcher returns once Kafka
   confirmed its outputs) and the retry or dead letter, if any, was confirmed by RabbitMQ; the
   page's links and redirect target are published in the same AMQP transaction as the ack.
@@ -69,6 +73,7 @@ from dualplane.brokers.amqp.messages import (
     PRIORITIES,
     CrawlTask,
     JobCancel,
+    JobPause,
     Priority,
     ReportStage,
     TaskReport,
@@ -203,6 +208,9 @@ class TaskRunner:
         if self.stopping.cancelled(delivery.message.job_id):
             self._drop_cancelled(delivery)
             return
+        if self.stopping.paused(delivery.message.job_id):
+            self._defer(delivery, counted_as="paused")  # back to its lane after a tier: kept, not run
+            return
         self.waiting.append(_Waiting(delivery, time.monotonic() + self._permit_wait_s(delivery.message)))
         self._start_waiting()
 
@@ -231,7 +239,30 @@ class TaskRunner:
         self.permit_queues.reset(consumer.connection.channel())
         self.stopping.reset()
         # Before the lanes are consumed: a fetcher taking tasks always hears broadcast cancels.
-        fetch_control.listen(self.permit_channel, self.topology, self._on_cancel)
+        fetch_control.listen(self.permit_channel, self.topology, self._on_control)
+
+    def _on_control(self, control: JobCancel | JobPause, reply_to: str, correlation_id: str) -> None:
+        if isinstance(control, JobPause):
+            self._on_pause(control, (reply_to, correlation_id))
+        else:
+            self._on_cancel(control, reply_to, correlation_id)
+
+    def _on_pause(self, pause: JobPause, reply: Reply) -> None:
+        """A pause broadcast by ``job pause --wait`` (or a resume): the job's tasks waiting here go
+        back unfetched, and the pause is answered once none of its fetches runs here."""
+        replies = self.stopping.heard_pause(pause.job_id, pause.paused, reply)
+        self._defer_paused()
+        self._answer(pause.job_id, replies)
+
+    def _defer_paused(self) -> None:
+        """Send the waiting tasks of paused jobs round the shortest delay tier (not an attempt)."""
+        keep = []
+        for waiting in self.waiting:
+            if self.stopping.paused(waiting.delivery.message.job_id):
+                self._defer(waiting.delivery, counted_as="paused")
+            else:
+                keep.append(waiting)
+        self.waiting = keep
 
     def _on_cancel(self, cancel: JobCancel, reply_to: str, correlation_id: str) -> None:
         """A cancel broadcast by ``job cancel --wait``: drop the job's tasks waiting here, and answer
@@ -274,6 +305,7 @@ class TaskRunner:
 
     def _start_waiting(self) -> None:
         self._drop_waiting(self.stopping.cancelled)  # cancelled while they waited
+        self._defer_paused()  # or paused
         still_waiting = []
         now = time.monotonic()
         exhausted: set[str] = set()  # domains with no free permit this pass: ask the broker once

@@ -4,7 +4,8 @@ A shard that takes a :class:`~brokers.amqp.messages.JobCancel` writes the job's 
 to its state and changelog, and its next progress snapshot carries it (``jobs.progress``, a
 compacted topic): so a fetcher started after the cancel learns it too, from the topic's beginning.
 :class:`CancelledJobsView` follows that topic on a thread of its own (every ``every_s``) and
-answers :meth:`cancelled` from memory; it is the fleet's :class:`core.jobs.CancelledJobs`.
+answers :meth:`cancelled` from memory; it is the fleet's :class:`core.jobs.CancelledJobs`. Paused
+jobs (``job pause``, the snapshot's ``paused_at``) come the same way: :meth:`paused`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class CancelledJobsView:
         self.settings = settings
         self.every_s = every_s
         self._cancelled: frozenset[str] = frozenset()
+        self._paused: frozenset[str] = frozenset()
         self._ready = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="cancelled-jobs", daemon=True)
@@ -46,6 +48,9 @@ class CancelledJobsView:
     def cancelled(self, job_id: str) -> bool:
         return job_id in self._cancelled  # a frozenset swapped whole: no lock needed
 
+    def paused(self, job_id: str) -> bool:
+        return job_id in self._paused
+
     def close(self) -> None:
         self._stop.set()
         if self._thread.is_alive():
@@ -58,6 +63,7 @@ class CancelledJobsView:
                 reader = reader or ProgressReader(self.settings)
                 reader.refresh()
                 self._cancelled = frozenset(reader.cancelled())
+                self._paused = frozenset(reader.paused())
                 self._ready.set()
             except Exception as error:  # Kafka away: keep what is known, read again with a new reader
                 log.warning("cancelled jobs: reading %s failed (%r); retrying", self.topic, error)

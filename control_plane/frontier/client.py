@@ -1,4 +1,4 @@
-"""The job client: what the CLI, the demo, tests and benchmarks call to submit, follow and cancel jobs.
+"""The job client: what the CLI, the demo, tests and benchmarks call to submit, follow, pause and cancel jobs.
 
 Connect, open a confirmed channel, declare the topology, submit, close; then read the job's progress
 and ask :class:`~control_plane.frontier.jobs.FinishRule` after each look. None of the callers wires
@@ -17,16 +17,16 @@ from confluent_kafka import KafkaException
 from pika.adapters.blocking_connection import BlockingChannel
 
 from dualplane.brokers import amqp
-from dualplane.brokers.amqp.fetch_control import confirm_cancel
-from dualplane.brokers.amqp.messages import JobSpec
+from dualplane.brokers.amqp.fetch_control import broadcast, confirm, confirm_cancel
+from dualplane.brokers.amqp.messages import JobPause, JobSpec
 from dualplane.brokers.amqp.publisher import confirmed_channel
 from dualplane.brokers.amqp.topology import Topology
-from dualplane.control_plane.frontier.exceptions import CancelUnconfirmed, UnknownJob
+from dualplane.control_plane.frontier.exceptions import CancelUnconfirmed, PauseUnconfirmed, UnknownJob
 from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.control_plane.frontier.sitemap_seeds import seed_from_sitemaps
 from dualplane.control_plane.frontier.sitemaps import SitemapProblem, SitemapStats
-from dualplane.control_plane.frontier.submit import cancel_job, submit_job
+from dualplane.control_plane.frontier.submit import cancel_job, pause_job, submit_job
 from dualplane.core.settings import Settings
 
 # A look that fails for these is retried with a fresh reader: a broker restarting is expected.
@@ -111,6 +111,66 @@ class JobClient:
                 "or wait longer (--timeout)"
             )
         return answered
+
+    def pause(self, job_id: str, *, wait_s: float | None = None) -> int | None:
+        """Pause the job on every shard, confirmed by RabbitMQ: its frontiers issue none of its tasks
+        and keep its backlog (new links of it join the backlog), and fetchers send its queued tasks
+        back unfetched, not counted as attempts, until :meth:`resume`. Nothing of it is lost.
+
+        :class:`UnknownJob` as for :meth:`cancel`. With ``wait_s``, returns only once no fetcher will
+        start a fetch of the job: every shard's snapshot says it is paused, and every fetcher running
+        now confirmed it (fetches already running finish first); returns how many confirmed.
+        :class:`PauseUnconfirmed` if that takes longer than ``wait_s``."""
+        self._known(job_id)
+        deadline = time.monotonic() + (wait_s or 0.0)
+        with self._declared() as (channel, topology):
+            pause_job(channel, topology, job_id, paused=True)
+        if wait_s is None:
+            return None
+        while not self._paused_everywhere(job_id):
+            if time.monotonic() > deadline:
+                raise PauseUnconfirmed(
+                    f"not every frontier shard recorded the pause of job {job_id!r} within {wait_s:g} s: "
+                    "is the frontier running (`dualplane run frontier`)? The pause stays queued for it"
+                )
+            time.sleep(0.2)
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            left_s = max(0.0, deadline - time.monotonic())
+            pause = JobPause(job_id=job_id, paused=True)
+            answered, running = confirm(connection, Topology(self.settings.queues), pause, left_s)
+        finally:
+            connection.close()
+        if answered < running:
+            raise PauseUnconfirmed(
+                f"{answered} of {running} running fetcher(s) confirmed the pause of job {job_id!r} within "
+                f"{wait_s:g} s; the others may still fetch its pages in flight. Check `dualplane status`, "
+                "or wait longer (--timeout)"
+            )
+        return answered
+
+    def resume(self, job_id: str) -> None:
+        """Let a paused job go on: every shard issues its backlog again, and every running fetcher is
+        told at once (one that misses it learns it from the snapshots within seconds). Resuming a job
+        that is not paused changes nothing. :class:`UnknownJob` as for :meth:`cancel`."""
+        self._known(job_id)
+        with self._declared() as (channel, topology):
+            pause_job(channel, topology, job_id, paused=False)
+            broadcast(channel, topology, JobPause(job_id=job_id, paused=False))
+
+    def _known(self, job_id: str) -> None:
+        if self.progress(job_id) is None:
+            raise UnknownJob(
+                f"no frontier shard has published progress for job {job_id!r}: check the id "
+                "(`dualplane status` lists the jobs)"
+            )
+
+    def _paused_everywhere(self, job_id: str) -> bool:
+        """Whether every shard that published the job's progress has it paused now."""
+        with ProgressReader(self.settings) as reader:
+            reader.refresh()
+            shards = reader.latest.get(job_id, {})
+            return bool(shards) and all(snapshot.get("paused_at") for snapshot in shards.values())
 
     @contextlib.contextmanager
     def _declared(self) -> Iterator[tuple[BlockingChannel, Topology]]:

@@ -46,3 +46,8 @@ class UnknownJob(FrontierError):
 class CancelUnconfirmed(FrontierError):
     """``job cancel --wait`` ran out of time before every running fetcher confirmed the cancel; the
     message says how many did and what to check."""
+
+
+class PauseUnconfirmed(FrontierError):
+    """``job pause --wait`` ran out of time before every shard recorded the pause and every running
+    fetcher confirmed it; the message says how far it got and what to check."""

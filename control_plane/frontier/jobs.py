@@ -184,6 +184,7 @@ class Verdict:
     records_pending: int | None = None  # the extractor's lag on pages.raw when asked, else None
     stalled: bool = False  # not finished, and no counter moved for the rule's ``stalled_after_s``
     cancelled: bool = False  # ``dualplane job cancel``: over, but not finished
+    paused: bool = False  # ``dualplane job pause``: held on purpose, so neither moving nor stalled
     # Finished, and every fetched page has its record and none ended in a dead letter. False only when
     # the rule counted the job's outcomes (``outcomes`` given) and some page has no record.
     complete: bool = True
@@ -297,13 +298,13 @@ class FinishRule:
 
     def _stalled(self, verdict: Verdict, unchanged_s: float) -> Verdict:
         """``verdict``, marked stalled when the job is not finished and unmoved too long."""
-        stalled = not verdict.over and unchanged_s > self.stalled_after_s
+        stalled = not verdict.over and not verdict.paused and unchanged_s > self.stalled_after_s
         return replace(verdict, stalled=True) if stalled else verdict
 
     def _judge(self, snapshot: dict[str, Any] | None, quiet_s: float, lag: int | None) -> Verdict:
-        if snapshot is not None and snapshot.get("cancelled_at"):
-            pages = int(snapshot.get("done", 0))
-            return Verdict(False, f"cancelled after {pages} page(s) fetched", pages, cancelled=True)
+        held = _held(snapshot)
+        if held is not None:
+            return held
         waiting = self._pages_waiting(snapshot)
         if snapshot is None or waiting is not None:
             return Verdict(False, waiting or "no progress published yet")
@@ -376,3 +377,16 @@ def _moved(snapshot: dict[str, Any] | None, last: dict[str, Any] | None) -> bool
         return snapshot is not last
     keys = (snapshot.keys() | last.keys()) - {"published_at", "updated_at", "rate_per_s"}
     return any(snapshot.get(key) != last.get(key) for key in keys)
+
+
+def _held(snapshot: dict[str, Any] | None) -> Verdict | None:
+    """The verdict on a job cancelled or paused by a user (None: neither), whatever its counters say."""
+    if snapshot is None:
+        return None
+    pages = int(snapshot.get("done", 0))
+    if snapshot.get("cancelled_at"):
+        return Verdict(False, f"cancelled after {pages} page(s) fetched", pages, cancelled=True)
+    if snapshot.get("paused_at"):
+        why = f"paused after {pages} page(s) fetched; `dualplane job resume` lets it go on"
+        return Verdict(False, why, pages, paused=True)
+    return None

@@ -24,6 +24,7 @@ READ_WAIT_S = 0.05  # a reader is caught up once a poll this long brings nothing
 # How the shards' values add up, where not by summing.
 COMBINE: dict[str, Callable[[list[float]], float]] = {
     "changed_at": max, "published_at": max, "created_at": min, "updated_at": max, "cancelled_at": max,
+    "paused_at": max,
 }  # fmt: skip
 
 
@@ -79,6 +80,11 @@ class ProgressReader:
         """The jobs some shard called cancelled (as far as read: :meth:`refresh` first)."""
         return {job for job, shards in self.latest.items()
                 if any(snapshot.get("cancelled_at") for snapshot in shards.values())}  # fmt: skip
+
+    def paused(self) -> set[str]:
+        """The jobs some shard holds paused (as far as read: :meth:`refresh` first)."""
+        return {job for job, shards in self.latest.items()
+                if any(snapshot.get("paused_at") for snapshot in shards.values())}  # fmt: skip
 
     def monitors(self) -> dict[str, dict[str, Any]]:
         """Every monitor's snapshot (shards added up), by monitor id."""

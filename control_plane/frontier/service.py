@@ -45,6 +45,7 @@ from dualplane.brokers.amqp.messages import (
     DiscoveredBatch,
     DiscoveredUrl,
     JobCancel,
+    JobPause,
     JobSpec,
     MonitorCommand,
     MonitorSpec,
@@ -171,8 +172,8 @@ class Frontier:
         ensure_progress_topic(self.settings)
         self._warm()
         kinds = (
-            JobSpec, JobCancel, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake, MonitorSpec,
-            MonitorCommand,
+            JobSpec, JobCancel, JobPause, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake,
+            MonitorSpec, MonitorCommand,
         )  # fmt: skip
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
@@ -293,9 +294,8 @@ class Frontier:
             visit = visit_of(message.job_id, message.monitor)
             if message.monitor is not None and visit is not None:
                 self.monitors.job_visit(message.monitor, visit)
-        elif isinstance(message, JobCancel):
-            if self.state.cancel_job(message.job_id, message.cancelled_at.timestamp()):
-                self.snapshots.mark(message.job_id)  # the snapshot tells fetchers and followers
+        elif isinstance(message, JobCancel | JobPause):
+            self._job_control(message)
         elif isinstance(message, MonitorSpec | MonitorCommand):
             self._monitor_message(message)
         elif isinstance(message, TaskReport):
@@ -327,6 +327,18 @@ class Frontier:
         opened = self.monitors.command(message)
         if opened is not None:
             self.snapshots.mark(opened)
+
+    def _job_control(self, message: JobCancel | JobPause) -> None:
+        """A user's cancel, pause or resume of a job; the snapshot tells fetchers and followers."""
+        if isinstance(message, JobCancel):
+            if self.state.cancel_job(message.job_id, message.cancelled_at.timestamp()):
+                self.snapshots.mark(message.job_id)
+            return
+        if self.state.pause_job(message.job_id, message.paused, message.at.timestamp()):
+            self.snapshots.mark(message.job_id)
+            if not message.paused:  # its backlog goes out now, not at the next sweep
+                for domain in self.state.backlog_domains(message.job_id):
+                    self._release_backlog(domain)
 
     def _discover(self, batch: Batch) -> None:
         job = self.state.job(batch.job_id)
@@ -372,7 +384,8 @@ class Frontier:
         outstanding, _, _ = self.state.domain(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
-        if outstanding < self.slots_for(task.domain, limits) and not full and not limits.paused:
+        held = limits.paused or self.state.paused(task.job_id)  # a paused job's tasks wait here
+        if outstanding < self.slots_for(task.domain, limits) and not full and not held:
             self._issue(task)
             return True
         self.state.push_backlog(task.domain, task.job_id, task.model_dump_json())
@@ -386,6 +399,8 @@ class Frontier:
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         if limits.paused or full or outstanding >= self.slots_for(task.domain, limits):
             return False
+        if self.state.paused(task.job_id):
+            return False  # stays due until the visit is resumed
         monitor = self.monitors.monitor_of_job(task.job_id)
         spec = self.monitors.spec(monitor) if monitor is not None else None
         if spec is not None and spec.job.obey_robots and self.admission.safe(task.url):

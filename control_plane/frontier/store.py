@@ -38,6 +38,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     links_over_limit INTEGER NOT NULL DEFAULT 0,
     backlog INTEGER NOT NULL DEFAULT 0,
     cancelled_at REAL NOT NULL DEFAULT 0,
+    paused_at REAL NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
@@ -117,6 +118,7 @@ class JobProgress:
     cancelled: int  # tasks not finished when the job was cancelled
     backlog: int
     cancelled_at: float  # 0: not cancelled
+    paused_at: float  # 0: not paused (``dualplane job pause``; resumed sets it back to 0)
     created_at: float
     updated_at: float
 
@@ -187,6 +189,8 @@ class FrontierState:
             self.db.execute("ALTER TABLE jobs ADD COLUMN links_over_limit INTEGER NOT NULL DEFAULT 0")
         if "cancelled_at" not in columns:
             self.db.execute("ALTER TABLE jobs ADD COLUMN cancelled_at REAL NOT NULL DEFAULT 0")
+        if "paused_at" not in columns:
+            self.db.execute("ALTER TABLE jobs ADD COLUMN paused_at REAL NOT NULL DEFAULT 0")
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(schedule)")}
         for added in ("depth", "missing"):
             if added not in columns:  # names from this module, never input
@@ -340,8 +344,25 @@ class FrontierState:
         row = self.db.execute("SELECT cancelled_at FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return bool(row and row[0])
 
+    def pause_job(self, job_id: str, paused: bool, at: float) -> bool:
+        """Pause the job (none of its tasks issued; its backlog kept) or resume it. The first pause's
+        time is kept while it lasts. False: unknown job."""
+        if self.db.execute("SELECT 1 FROM jobs WHERE job_id = ?", (job_id,)).fetchone() is None:
+            return False
+        self.db.execute(
+            "UPDATE jobs SET paused_at = CASE WHEN ? THEN COALESCE(NULLIF(paused_at, 0), ?) ELSE 0 END, "
+            "updated_at = ? WHERE job_id = ?",
+            (paused, at, time.time(), job_id),
+        )
+        self.dirty.add(("jobs", job_id))
+        return True
+
+    def paused(self, job_id: str) -> bool:
+        row = self.db.execute("SELECT paused_at FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return bool(row and row[0])
+
     def progress(self, job_id: str) -> JobProgress | None:
-        names = ("job_id", *FUNNEL, "cancelled_at", "created_at", "updated_at")
+        names = ("job_id", *FUNNEL, "cancelled_at", "paused_at", "created_at", "updated_at")
         row = self.db.execute(f"SELECT {', '.join(names)} FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         if row is None:
             return None
@@ -473,17 +494,23 @@ class FrontierState:
         self.dirty.add(("backlog", str(cursor.lastrowid)))
 
     def backlog_for(self, domain: str, limit: int) -> Iterator[tuple[int, str]]:
-        """The oldest ``limit`` waiting tasks of ``domain`` as (row id, task JSON)."""
+        """The oldest ``limit`` waiting tasks of ``domain`` as (row id, task JSON), paused jobs' left out."""
         yield from self.db.execute(
-            "SELECT id, task FROM backlog WHERE domain = ? ORDER BY id LIMIT ?", (domain, limit)
+            "SELECT id, task FROM backlog WHERE domain = ? AND job_id NOT IN "
+            "(SELECT job_id FROM jobs WHERE paused_at != 0) ORDER BY id LIMIT ?",
+            (domain, limit),
         ).fetchall()
 
     def drop_backlog(self, row_id: int) -> None:
         self.db.execute("DELETE FROM backlog WHERE id = ?", (row_id,))
         self.dirty.add(("backlog", str(row_id)))
 
-    def backlog_domains(self) -> list[str]:
-        return [row[0] for row in self.db.execute("SELECT DISTINCT domain FROM backlog")]
+    def backlog_domains(self, job_id: str | None = None) -> list[str]:
+        """The domains with tasks in the backlog (of ``job_id``'s, if given)."""
+        if job_id is None:
+            return [row[0] for row in self.db.execute("SELECT DISTINCT domain FROM backlog")]
+        query = "SELECT DISTINCT domain FROM backlog WHERE job_id = ?"
+        return [row[0] for row in self.db.execute(query, (job_id,))]
 
     def _scalar(self, sql: str) -> int:
         return int(self.db.execute(sql).fetchone()[0])

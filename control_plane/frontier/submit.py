@@ -15,7 +15,14 @@ from collections.abc import Callable, Iterable
 from pika.adapters.blocking_connection import BlockingChannel
 
 from dualplane.brokers.amqp.discovery import ShardBatches
-from dualplane.brokers.amqp.messages import MAX_URL_CHARS, DiscoveredBatch, JobCancel, JobSpec, new_id
+from dualplane.brokers.amqp.messages import (
+    MAX_URL_CHARS,
+    DiscoveredBatch,
+    JobCancel,
+    JobPause,
+    JobSpec,
+    new_id,
+)
 from dualplane.brokers.amqp.publisher import publish
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.frontier.exceptions import ScopeTooWide
@@ -92,6 +99,14 @@ def cancel_job(channel: BlockingChannel, topology: Topology, job_id: str) -> Non
     cancel = JobCancel(job_id=job_id)
     for shard in range(topology.shards):
         publish(channel, topology.discovery_exchange, str(shard), cancel, message_id=new_id())
+
+
+def pause_job(channel: BlockingChannel, topology: Topology, job_id: str, *, paused: bool) -> None:
+    """Publish a :class:`JobPause` (``paused``: pause, else resume) to every shard, as
+    :func:`cancel_job` does; each shard takes it after the job's rules."""
+    pause = JobPause(job_id=job_id, paused=paused)
+    for shard in range(topology.shards):
+        publish(channel, topology.discovery_exchange, str(shard), pause, message_id=new_id())
 
 
 def _send(channel: BlockingChannel, topology: Topology, spec: JobSpec, shard: int, urls: list[str]) -> None:

@@ -38,3 +38,13 @@ def follow(
 
         jobs = JobClient(settings)
         return jobs.wait(job_id, timeout_s=timeout_s, seeds=seeds, on_look=show, every_s=LOOK_EVERY_S)
+
+
+def verdict_fields(verdict: Verdict | None) -> dict[str, Any]:
+    """How a followed job ended, for ``--json`` (nothing when it was not followed)."""
+    if verdict is None:
+        return {}
+    return {
+        "finished": verdict.finished, "complete": verdict.complete, "why": verdict.why,
+        "records": verdict.records, "dead_lettered": verdict.dead_lettered,
+    }  # fmt: skip

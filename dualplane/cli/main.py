@@ -41,7 +41,9 @@ COMMANDS = {
     "namespace": _cmd(
         "namespace_cmd", "app", "Namespaces: private sets of topics and queues on shared brokers."
     ),
-    "job": _cmd("job_cmd", "app", "Crawl jobs: cancel one (its queued pages are dropped unfetched)."),
+    "job": _cmd(
+        "job_cmd", "app", "Crawl jobs: pause, resume, or cancel one (its queued pages dropped unfetched)."
+    ),
     "status": _cmd(
         "status_cmd", "status",
         "Jobs (done, failed, dead-lettered, queued, rate, ETA), queues, consumer lag, throttled domains.",

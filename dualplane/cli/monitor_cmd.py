@@ -24,6 +24,17 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Monitors: crawl jobs that come back, revisiting each page when it is due.")
 
 MonitorArg = Annotated[str, typer.Argument(help="The monitor id, as `dualplane monitor list` shows it.")]
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        help="Follow the visit until its pages are fetched and its records committed; the exit code "
+        "says how it ended (as `crawl --wait`).",
+    ),
+]
+TimeoutOption = Annotated[
+    float, typer.Option("--timeout", parser=values.duration, help="With --wait: give up after this long.")
+]
 
 
 def parse_duration_s(text: str, option: str) -> int:
@@ -65,10 +76,13 @@ def create(
         typer.Option(parser=values.non_empty, help="Domains in scope (default: the seeds')."),
     ] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = 3600,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
-    """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due."""
+    """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due.
+    With --wait, follow that first visit to its end (exit codes as `crawl --wait`)."""
     from dualplane.brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
     from dualplane.cli.crawl_cmd import _lane, _no_seeds, _read_seeds
     from dualplane.cli.sitemap_seeding import submit_sitemaps
@@ -111,15 +125,16 @@ def create(
         _no_seeds(JobClient(settings), job.job_id, as_json, monitor=monitor_id)
     summary = {"monitor_id": monitor_id, "first_visit_job": job.job_id, "seeds": count,
                "interval_s": interval_s, "min_interval_s": min_s, "max_interval_s": max_s}  # fmt: skip
-    if as_json:
-        print_json(summary)
-        return
-    stdout.print(
-        f"monitor [bold]{monitor_id}[/bold]: first visit {job.job_id} with {count} seed(s); "
-        f"each page revisited after {_duration(interval_s)} (changing pages down to {_duration(min_s)}, "
-        f"unchanged up to {_duration(max_s)}); follow with `dualplane status --job {job.job_id}`",
-        soft_wrap=True, highlight=False,
-    )  # fmt: skip
+    if not as_json:
+        stdout.print(
+            f"monitor [bold]{monitor_id}[/bold]: first visit {job.job_id} with {count} seed(s); "
+            f"each page revisited after {_duration(interval_s)} (changing pages down to {_duration(min_s)}, "
+            f"unchanged up to {_duration(max_s)}); follow with `dualplane status --job {job.job_id}`",
+            soft_wrap=True, highlight=False,
+        )  # fmt: skip
+    _followed(
+        job.job_id, summary, wait=wait, timeout_s=timeout, seeds=count, as_json=as_json, namespace=namespace
+    )
 
 
 def _intervals(interval: str, minimum: str | None, maximum: str | None) -> tuple[int, int, int]:
@@ -199,9 +214,16 @@ def delete(monitor: MonitorArg, as_json: JsonOption = False, namespace: Namespac
 
 
 @app.command("visit")
-def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
+def visit(
+    monitor: MonitorArg,
+    wait: WaitOption = False,
+    timeout: TimeoutOption = 3600,
+    as_json: JsonOption = False,
+    namespace: NamespaceOption = None,
+) -> None:
     """Visit now: every scheduled page due at once, as the monitor's next visit job (its sitemaps are read
-    again first: a page whose lastmod is not newer than its last visit is skipped)."""
+    again first: a page whose lastmod is not newer than its last visit is skipped). With --wait, follow
+    the visit to its end (exit codes as `crawl --wait`)."""
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.control_plane.frontier.client import JobClient
 
@@ -213,12 +235,34 @@ def visit(monitor: MonitorArg, as_json: JsonOption = False, namespace: Namespace
         return submit_sitemaps(JobClient(settings), job, sitemaps, []) if sitemaps else 0
 
     job_id = client.visit(monitor, more)
-    if as_json:
-        print_json({"monitor_id": monitor, "job_id": job_id})
-    else:
+    if not as_json:
         stdout.print(
             f"monitor {monitor}: visit {job_id} started; follow with `dualplane status --job {job_id}`"
         )
+    summary = {"monitor_id": monitor, "job_id": job_id}
+    _followed(job_id, summary, wait=wait, timeout_s=timeout, seeds=None, as_json=as_json, namespace=namespace)
+
+
+def _followed(
+    job_id: str,
+    summary: dict[str, Any],
+    *,
+    wait: bool,
+    timeout_s: float,
+    seeds: int | None,
+    as_json: bool,
+    namespace: str | None,
+) -> None:
+    """With ``wait``, follow the visit job as ``crawl --wait`` does (its last line and exit code);
+    ``summary`` is printed as JSON with how it ended, when ``as_json``."""
+    from dualplane.cli.crawl_cmd import _conclude
+    from dualplane.cli.following import follow, verdict_fields
+
+    verdict = follow(settings_in(namespace), job_id, timeout_s, seeds=seeds)[1] if wait else None
+    if as_json:
+        print_json({**summary, **verdict_fields(verdict)})
+    if verdict is not None:
+        _conclude(job_id, verdict, timeout_s)
 
 
 def _client(namespace: str | None) -> MonitorClient:
