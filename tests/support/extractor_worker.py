@@ -17,7 +17,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from confluent_kafka import Producer
 
 from dualplane.brokers.kafka import clients
 from dualplane.core.settings import Settings
@@ -31,8 +33,15 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
     extractor = Extractor(Settings.from_env())
     hold = int(os.environ.get(HOLD_ENV, "0"))
-    within = clients.within
+    within, make_producer = clients.within, clients.producer
     opened = 0
+    producers: list[Producer] = []
+
+    def recording(*args: Any, **kwargs: Any) -> Producer:
+        made = make_producer(*args, **kwargs)
+        if "transactional.id" in kwargs:  # the one whose transactions the test kills inside
+            producers.append(made)
+        return made
 
     def announcing(call: Callable[[], T], timeout_s: float, what: str) -> T:
         nonlocal opened
@@ -40,10 +49,15 @@ def main() -> None:
             opened += 1
             print(f"OPEN TRANSACTION {opened}: {extractor.pages} pages handled so far", flush=True)
             if opened == hold:
+                # The records sit in the producer's queue for up to its linger.ms: send them now, so
+                # that the transaction held open really has records on the broker (not committed),
+                # whatever the machine's load. A kill then must leave them invisible.
+                producers[-1].flush(10)
                 threading.Event().wait()  # held open until the test kills the process
         return within(call, timeout_s, what)
 
     clients.within = announcing
+    clients.producer = recording  # type: ignore[assignment]
     signal.signal(signal.SIGTERM, lambda *_: extractor.stop())
     extractor.run()
 
