@@ -131,6 +131,8 @@ def _amqp_entry(index: int, letter: DeadLetter) -> dict[str, Any]:
         "job_id": letter.job_id, "url": letter.url, "source": letter.source_queue, "reason": letter.reason,
         "redrive": "dualplane dlq redrive" + (f" --job {letter.job_id}" if letter.job_id else ""),
         "body_preview": letter.body_preview,
+        # The fields `dlq list --json` had before Kafka's letters joined it: scripts read them.
+        "kind": letter.kind, "source_queue": letter.source_queue,
     }  # fmt: skip
 
 
