@@ -15,25 +15,27 @@ app = typer.Typer(help="Crawl jobs: pause, resume, or cancel one (its queued pag
 JobArgument = Annotated[str, typer.Argument(metavar="JOB", help="The job's id (as `crawl` printed it).")]
 
 
+WaitOption = Annotated[
+    bool,
+    typer.Option(
+        "--wait",
+        help="Return only once no fetcher will start a fetch of the job (each running one confirmed).",
+    ),
+]
+TimeoutOption = Annotated[
+    float,
+    typer.Option("--timeout", parser=values.duration, help="With --wait: give up (exit 1) after this long."),
+]
+
+
 @app.command("cancel")
 def cancel(
     job_id: Annotated[str, typer.Argument(metavar="JOB", help="The job's id (as `crawl` printed it).")],
     force: Annotated[
         bool, typer.Option("--force", help="Send the cancel even if no shard has reported the job yet.")
     ] = False,
-    wait: Annotated[
-        bool,
-        typer.Option(
-            "--wait",
-            help="Return only once no fetcher will start a fetch of the job (each running one confirmed).",
-        ),
-    ] = False,
-    timeout_s: Annotated[
-        float,
-        typer.Option(
-            "--timeout", parser=values.duration, help="With --wait: give up (exit 1) after this long."
-        ),
-    ] = 60,
+    wait: WaitOption = False,
+    timeout_s: TimeoutOption = 60,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
@@ -68,19 +70,8 @@ def cancel(
 @app.command("pause")
 def pause(
     job_id: JobArgument,
-    wait: Annotated[
-        bool,
-        typer.Option(
-            "--wait",
-            help="Return only once no fetcher will start a fetch of the job (each running one confirmed).",
-        ),
-    ] = False,
-    timeout_s: Annotated[
-        float,
-        typer.Option(
-            "--timeout", parser=values.duration, help="With --wait: give up (exit 1) after this long."
-        ),
-    ] = 60,
+    wait: WaitOption = False,
+    timeout_s: TimeoutOption = 60,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
