@@ -19,6 +19,7 @@ from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.control_plane.fetcher import profile_store
 from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
 from dualplane.core.exceptions import DualplaneError
+from dualplane.core.web.site_scope import SiteScope
 
 app = typer.Typer(
     help="Fetch profiles: per domain pattern, the backend (direct or our own browser), render waits, headers."
@@ -67,10 +68,46 @@ def set_(
     country: Annotated[
         str | None, typer.Option(help="With --backend api: the country the API fetches from (e.g. DE).")
     ] = None,
+    page_budget: Annotated[
+        int | None, typer.Option(min=1, help="Pages admitted per domain per job or monitor visit at most.")
+    ] = None,
+    allow: Annotated[
+        list[str] | None, typer.Option(help="Regex; only matching URLs of these domains are followed.")
+    ] = None,
+    deny: Annotated[
+        list[str] | None, typer.Option(help="Regex; matching URLs of these domains are skipped.")
+    ] = None,
+    max_query_params: Annotated[
+        int | None, typer.Option(min=0, help="Trap limit: URLs with more query parameters are skipped.")
+    ] = None,
+    max_repeated_segments: Annotated[
+        int | None,
+        typer.Option(min=1, help="Trap limit: a path segment seen more often than this is skipped."),
+    ] = None,
+    max_url_length: Annotated[
+        int | None, typer.Option(min=1, help="Trap limit: longer URLs are skipped.")
+    ] = None,
+    max_depth: Annotated[
+        int | None,
+        typer.Option(min=0, help="Trap limit: these domains' URLs deeper than this (links from a seed)."),
+    ] = None,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
-    """Create or replace profile NAME; running fetchers apply it to their next fetch of its domains."""
+    """Create or replace profile NAME; running fetchers apply it to their next fetch of its domains,
+    frontiers its scope (--page-budget, --allow, --deny, trap limits) to the next URLs they admit."""
+    try:
+        scope = SiteScope(
+            page_budget=page_budget,
+            allow=tuple(allow or ()),
+            deny=tuple(deny or ()),
+            max_query_params=max_query_params,
+            max_repeated_segments=max_repeated_segments,
+            max_url_length=max_url_length,
+            max_depth=max_depth,
+        )
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
     try:
         profile = Profile(
             name=name,
@@ -83,6 +120,7 @@ def set_(
             headers=_headers(headers or []),
             country=country.upper() if country else None,
             proxies=tuple(proxies or ()),
+            scope=scope,
         )
     except ProfileError as error:
         raise typer.BadParameter(str(error)) from None
@@ -164,7 +202,8 @@ def _summary(profile: Profile) -> str:
         how += f" from {profile.country}"
     if profile.proxies:
         how += f" through {len(profile.proxies)} prox{'y' if len(profile.proxies) == 1 else 'ies'}"
-    return f"{', '.join(profile.domains)} fetched by {how}"
+    limits = ", ".join(f"{name} {value}" for name, value in profile.scope.to_dict().items())
+    return f"{', '.join(profile.domains)} fetched by {how}" + (f"; {limits}" if limits else "")
 
 
 def _table(profiles: list[Profile]) -> Any:
@@ -180,10 +219,13 @@ def _table(profiles: list[Profile]) -> Any:
                 + f" ≤{profile.wait_s:g}s",
                 profile.user_agent or "",
                 " ".join(sorted(profile.headers)),
+                " ".join(f"{name}={value}" for name, value in profile.scope.to_dict().items()),
             )
         ]
         for profile in profiles
     ]
     return table(
-        "fetch profiles", ["name", "domains", "backend", "render wait", "user agent", "headers"], rows
+        "fetch profiles",
+        ["name", "domains", "backend", "render wait", "user agent", "headers", "scope"],
+        rows,
     )
