@@ -70,6 +70,15 @@ def sample_site(
             "(repeatable): only a rendering fetcher sees them.",
         ),
     ] = None,
+    faceted_hosts: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--faceted-host",
+            min=0,
+            help="A shop host (by index) with filter links and endless trap pages beside its real ones "
+            "(repeatable): crawl it with a profile's --page-budget or trap limits.",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     seed: Annotated[
         int | None, typer.Option("--seed", hidden=True, help="Old name of --random-seed.")
@@ -104,8 +113,9 @@ def sample_site(
     if every_s is not None and every_s < 1:
         raise typer.BadParameter("change at most every 1s", param_hint="--change-every")
     changes = Changes(every_s, change_share) if every_s is not None else None
-    if any(host >= hosts for host in js_hosts or ()):
-        raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint="--js-host")
+    for chosen, option in ((js_hosts, "--js-host"), (faceted_hosts, "--faceted-host")):
+        if any(host >= hosts for host in chosen or ()):
+            raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint=option)
     spec = SiteSpec(
         random_seed,
         hosts,
@@ -116,6 +126,7 @@ def sample_site(
         public_host or bind,
         changes,
         tuple(js_hosts or ()),
+        tuple(faceted_hosts or ()),
     )
     site = SampleSite(spec, bind=bind)
     progress("site", f"starting {hosts} hosts, {pages} pages each, random seed {random_seed}")
@@ -173,6 +184,7 @@ def _hosts(site: SampleSite) -> list[dict[str, Any]]:
                 "url": url,
                 "anti_bot": shown,
                 "scripted_prices": index in site.spec.js_hosts,
+                "traps": index in site.spec.faceted_hosts,
             }
         )
     return hosts
