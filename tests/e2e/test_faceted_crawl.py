@@ -73,7 +73,7 @@ def test_the_faceted_host_stays_within_its_budget_and_the_others_are_crawled_who
     assert len(fetched[FACETED]) <= BUDGET, sorted(fetched[FACETED])
     assert any(path.startswith(("/events/", "/browse/")) for path in fetched[FACETED])  # it met the traps
     assert not any("color=" in path for path in fetched[FACETED])  # filters: 2 query parameters
-    assert int(progress["over_limit"]) > 0 and int(progress["out_of_scope"]) > 0, progress
+    assert progress["over_limit"] and progress["out_of_scope"], progress  # both rules had work
     for host in (1, 2):
         whole = {_path_qs(url) for url in reachable_urls(site.spec) if domain_of(url) == domains[host]}
         assert whole <= fetched[host], sorted(whole - fetched[host])
