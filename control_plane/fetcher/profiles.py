@@ -23,6 +23,7 @@ from typing import Any, Literal, cast
 
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
+from dualplane.control_plane.fetcher.sessions import FormStep
 from dualplane.core.settings import checks, mask_url_password
 from dualplane.core.web.site_scope import SiteScope, most_specific
 
@@ -57,6 +58,9 @@ class Profile:
     proxies: tuple[str, ...] = ()
     # How much of these domains a crawl takes: enforced by the frontier, not here (see SiteScope).
     scope: SiteScope = field(default_factory=SiteScope)
+    # Form posts made once per domain before its pages, their cookies kept (see sessions.py).
+    consent: FormStep | None = None
+    login: FormStep | None = None
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -105,6 +109,11 @@ class Profile:
         if self.proxies and self.backend == "api":
             raise ProfileError(f"profile {self.name}: the scraping API brings its own proxies; use --country")
 
+    @property
+    def steps(self) -> tuple[FormStep, ...]:
+        """The form posts a session of this profile starts with: consent, then login."""
+        return tuple(step for step in (self.consent, self.login) if step is not None)
+
     def apply(self, request: FetchRequest) -> FetchRequest:
         """``request`` with this profile's user agent and headers."""
         if self.user_agent is None and not self.headers:
@@ -122,6 +131,8 @@ class Profile:
             "headers": dict(self.headers),
             "proxies": list(self.proxies),
             "scope": self.scope.to_dict(),
+            "consent": self.consent.to_dict() if self.consent else None,
+            "login": self.login.to_dict() if self.login else None,
         }
         return json.dumps(data, sort_keys=True).encode()
 
@@ -131,8 +142,11 @@ class Profile:
             data = cast("dict[str, Any]", json.loads(raw))
             sequences = {"domains": tuple(data["domains"]), "proxies": tuple(data.get("proxies", ()))}
             scope = SiteScope.from_dict(data.get("scope", {}))
-            return cls(**{**data, **sequences, "headers": dict(data.get("headers", {})), "scope": scope})
-        except (ValueError, TypeError, KeyError) as error:
+            steps = {name: _step(data.get(name)) for name in ("consent", "login")}
+            return cls(
+                **{**data, **sequences, **steps, "headers": dict(data.get("headers", {})), "scope": scope}
+            )
+        except (ValueError, TypeError, KeyError, FetcherError) as error:
             raise ProfileError(f"unreadable profile ({error})") from error
 
     def public(self) -> dict[str, Any]:
@@ -141,6 +155,8 @@ class Profile:
         data = json.loads(self.to_json())
         data["headers"] = sorted(self.headers)
         data["proxies"] = [mask_url_password(proxy) for proxy in self.proxies]
+        for name, step in (("consent", self.consent), ("login", self.login)):
+            data[name] = step.public() if step else None
         return cast("dict[str, Any]", data)
 
 
@@ -173,6 +189,12 @@ class ProfileBook:
             self._matches.clear()
         found = self._matches[domain] = match(self.profiles.values(), domain)
         return found
+
+
+def _step(data: dict[str, Any] | None) -> FormStep | None:
+    if data is None:
+        return None
+    return FormStep(data["path"], dict(data.get("fields", {})), bool(data.get("secret", False)))
 
 
 def match(profiles: Iterable[Profile], domain: str) -> Profile | None:

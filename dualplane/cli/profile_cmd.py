@@ -17,7 +17,9 @@ from dualplane.cli.monitor_cmd import parse_duration_s
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.control_plane.fetcher import profile_store
+from dualplane.control_plane.fetcher.exceptions import FetcherError
 from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
+from dualplane.control_plane.fetcher.sessions import FormStep
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.web.site_scope import SiteScope
 
@@ -91,6 +93,23 @@ def set_(
         int | None,
         typer.Option(min=0, help="Trap limit: these domains' URLs deeper than this (links from a seed)."),
     ] = None,
+    consent: Annotated[
+        str | None, typer.Option(help="A consent form to post once per domain first, by path: /consent.")
+    ] = None,
+    consent_fields: Annotated[
+        list[str] | None, typer.Option("--consent-field", help="A field of the consent post, name=value.")
+    ] = None,
+    login: Annotated[
+        str | None, typer.Option(help="A login form to post once per domain, by path: /login.")
+    ] = None,
+    login_fields: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--login-field",
+            help="A field of the login post, name=value; value env:NAME reads the fetcher's environment "
+            "(values are never printed).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
@@ -121,8 +140,10 @@ def set_(
             country=country.upper() if country else None,
             proxies=tuple(proxies or ()),
             scope=scope,
+            consent=_step(consent, consent_fields, "--consent"),
+            login=_step(login, login_fields, "--login", secret=True),
         )
-    except ProfileError as error:
+    except FetcherError as error:
         raise typer.BadParameter(str(error)) from None
     settings = settings_in(namespace)
     _stored(lambda: profile_store.put(settings.kafka, settings.topics.profiles, profile))
@@ -183,6 +204,24 @@ def _stored(call: Callable[[], T]) -> T:
         raise DualplaneError(str(error)) from error
 
 
+def _step(path: str | None, lines: list[str] | None, option: str, *, secret: bool = False) -> FormStep | None:
+    if path is None:
+        if lines:
+            raise typer.BadParameter(
+                f"fields need the form's path: give {option} PATH", param_hint=f"{option}-field"
+            )
+        return None
+    fields = {}
+    for line in lines or ():
+        name, equals, value = line.partition("=")
+        if not equals or not name.strip():
+            raise typer.BadParameter(
+                "a field is name=value (its value is not shown)", param_hint=f"{option}-field"
+            )
+        fields[name.strip()] = value
+    return FormStep(path, fields, secret)
+
+
 def _headers(lines: list[str]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for line in lines:
@@ -202,6 +241,9 @@ def _summary(profile: Profile) -> str:
         how += f" from {profile.country}"
     if profile.proxies:
         how += f" through {len(profile.proxies)} prox{'y' if len(profile.proxies) == 1 else 'ies'}"
+    for name, step in (("consent", profile.consent), ("login", profile.login)):
+        if step is not None:
+            how += f", {name} at {step.path}"
     limits = ", ".join(f"{name} {value}" for name, value in profile.scope.to_dict().items())
     return f"{', '.join(profile.domains)} fetched by {how}" + (f"; {limits}" if limits else "")
 
