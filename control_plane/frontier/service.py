@@ -67,6 +67,8 @@ from dualplane.control_plane.frontier.restore import catch_up
 from dualplane.control_plane.frontier.robots import RobotsCache
 from dualplane.control_plane.frontier.schedule_events import ScheduleEvents
 from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.site_rules import SiteRules
+from dualplane.control_plane.frontier.site_scopes import SiteScopes
 from dualplane.control_plane.frontier.store import FrontierState
 from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.logs import page_context, page_of
@@ -118,6 +120,7 @@ class Frontier:
             fetch_timeout_s=frontier.robots_timeout_s,
         )
         extra = {p.strip() for p in frontier.tracking_params.split(",") if p.strip()}
+        self.scopes = SiteScopes(settings.kafka, settings.topics.profiles)  # followed from consumer()
         self.admission = Admission(
             self.state,
             self.seen,
@@ -125,6 +128,7 @@ class Frontier:
             guard,
             strip_params=DEFAULT_TRACKING_PARAMS | frozenset(extra),
             max_attempts=frontier.max_attempts,
+            sites=SiteRules(self.state, self.scopes),
         )
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
@@ -168,6 +172,7 @@ class Frontier:
     def consumer(self) -> ControlConsumer:
         """The shard's consumer; first starts the limits view and warms the state from the changelog."""
         self.view.start()
+        self.scopes.start()
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
@@ -185,6 +190,7 @@ class Frontier:
     def close(self) -> None:
         self.changelog.close()
         self.view.close()
+        self.scopes.close()
         self.seen.close()
         self.state.close()
         self.robots.close()

@@ -22,7 +22,7 @@ from typing import Any
 
 from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.amqp.permits import PermitLedger
-from dualplane.control_plane.frontier import schedule
+from dualplane.control_plane.frontier import schedule, site_rules
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -81,6 +81,7 @@ TABLE_KEYS = {
     "messages": "message_id",
     "monitors": "monitor_id",
     "schedule": "id",
+    site_rules.TABLE: "id",
 }
 
 # Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
@@ -158,6 +159,7 @@ class FrontierState:
         self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         self.db.executescript(SCHEMA)
         self.db.executescript(schedule.SCHEMA)
+        self.db.executescript(site_rules.SCHEMA)
         self._migrate()
         self.db.commit()
         self.dirty: set[tuple[str, str]] = set()  # (table, key) changed since the last commit
