@@ -89,7 +89,7 @@ def frontier_services(settings: Settings, shards: list[int] | None = None) -> li
     served = shards if shards is not None else list(range(settings.queues.frontier_shards))
     services: list[Service] = []
     for shard in served:
-        frontier = Frontier(settings, view, shard=shard)
+        frontier = Frontier.from_settings(settings, view, shard=shard)
         consumer = frontier.consumer()
         frontier_metrics.watch(frontier)
         services.append(ConsumerService(f"frontier-{shard}", consumer.run, consumer.stop, frontier.close))

@@ -24,6 +24,11 @@ the changelog is opened, which fences the previous owner in Kafka, and read to i
 local state (a standby keeps warm by reading it every few seconds). Throttle commands come through
 a :class:`~core.limits.LimitsSource` (P_d and pauses; see :mod:`.domain_permits`).
 
+Features live in rooms (:mod:`.rooms`): job control (:mod:`.job_control`), monitors
+(:mod:`.monitor_room`) and discovery waiting for robots.txt (:mod:`.robots_wait`), beside the
+frontier's own discovery, reports and standby work. Their handlers make one table keyed by message
+type, which is also what the shard's queue is bound to; their periodic work is a list of sweeps.
+
 Settings: ``DUALPLANE_FRONTIER_*``, ``DUALPLANE_QUEUE_*``, ``DUALPLANE_LIMIT_DOMAIN_CONCURRENCY``,
 ``DUALPLANE_FETCH_USER_AGENT`` (robots.txt), ``DUALPLANE_TOPIC_FRONTIER_CHANGELOG``.
 """
@@ -33,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections import Counter
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 
 from dualplane import schemas
@@ -44,16 +49,11 @@ from dualplane.brokers.amqp.messages import (
     CrawlTask,
     DiscoveredBatch,
     DiscoveredUrl,
-    JobCancel,
-    JobPause,
     JobSpec,
-    MonitorCommand,
-    MonitorSpec,
     TaskReport,
     TaskReports,
     Wake,
     new_id,
-    visit_of,
 )
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.frontier import metrics
@@ -61,10 +61,14 @@ from dualplane.control_plane.frontier.admission import Admission, Batch
 from dualplane.control_plane.frontier.changelog import Changelog, ensure_changelog, seen_records
 from dualplane.control_plane.frontier.domain_permits import DomainPermits
 from dualplane.control_plane.frontier.exceptions import ChangelogUnavailable, RobotsPending
+from dualplane.control_plane.frontier.job_control import JobControl
 from dualplane.control_plane.frontier.jobs import JobSnapshots, SideRecord, ensure_progress_topic
+from dualplane.control_plane.frontier.monitor_room import MonitorRoom
 from dualplane.control_plane.frontier.monitors import Monitors
 from dualplane.control_plane.frontier.restore import catch_up
 from dualplane.control_plane.frontier.robots import RobotsCache
+from dualplane.control_plane.frontier.robots_wait import RobotsWaiting
+from dualplane.control_plane.frontier.rooms import Handler, Room, Sweep, handler_table, run_due, sweep_list
 from dualplane.control_plane.frontier.schedule_events import ScheduleEvents
 from dualplane.control_plane.frontier.seen import SeenSet
 from dualplane.control_plane.frontier.site_rules import SiteRules
@@ -82,8 +86,6 @@ Settle = tuple[Delivery, Exception | None]
 """A handled delivery and what became of it: None (ack), MessageRejected (dead letter), else retry."""
 
 BACKLOG_SWEEP_S = 1.0
-DUE_SWEEP_S = 1.0  # how often the monitors' due URLs are looked for (a bounded batch each time)
-MONITOR_SNAPSHOT_S = 2.0  # counting due URLs reads the schedule's index: not every pass
 PERMIT_SWEEP_S = 1.0  # catches overrides and pauses that ran out (no message marks that)
 WARM_EVERY_S = 5.0  # how often a standby reads the changelog it will need on takeover
 WAKE_RETRY_S = 2.0  # after Kafka refused a pass with no message to redo, try to take the shard over again
@@ -91,81 +93,131 @@ WAKE_RETRY_S = 2.0  # after Kafka refused a pass with no message to redo, try to
 # (or another) the active consumer, and only a delivery tells it so (see Wake).
 STANDBY_WAKE_EVERY_S = 10.0
 HANDLED_KEPT_S = 7 * 86_400.0  # a handled message whose ack was committed but not recorded as such
+HANDLED_SWEEP_S = 60.0
 
 
 class Frontier:
     """One shard's handlers, state and changelog; :meth:`consumer` wires them to RabbitMQ."""
 
     def __init__(
-        self, settings: Settings, view: LimitsSource, *, shard: int = 0, robots: RobotsCache | None = None
+        self,
+        settings: Settings,
+        view: LimitsSource,
+        *,
+        shard: int,
+        state: FrontierState,
+        seen: SeenSet,
+        robots: RobotsCache,
+        admission: Admission,
+        monitors: Monitors,
+        changelog: Changelog,
+        scopes: SiteScopes,
     ) -> None:
+        """A shard over collaborators already built (:meth:`from_settings` builds them from settings)."""
         self.settings = settings
         self.shard = shard
         self.topology = Topology(settings.queues)
+        self.state = state
+        self.seen = seen
+        self.robots = robots
+        self.admission = admission
+        self.scopes = scopes  # the profiles' scope rules, which admission reads
+        self.view = view
+        self.permits = DomainPermits(self.state, self.topology, view)
+        self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
+        self.monitors = monitors
+        self._held_snapshots: list[SideRecord] = []
+        self.changelog = changelog
+        self.consumer_: ControlConsumer | None = None
+        self.active = False
+        self._inbox: list[Delivery] = []  # the pass's deliveries, handled at its commit
+        self._outbox: list[CrawlTask] = []  # tasks to publish with the pass's commit
+        self._pass_keys: dict[bytes, int] = {}  # new seen keys of the pass -> site bucket
+        self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
+        self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
+        self._committed_messages: list[str] = []
+        self._last_pass_s = 0.0
+        self.job_control = JobControl(self.state, self.snapshots, self._release_backlog)
+        self.monitor_room = MonitorRoom(
+            monitors, self.snapshots, admission=admission, robots=robots,
+            has_room=self._has_room, issue=self._issue, hold=self._held_snapshots.extend,
+        )  # fmt: skip
+        # Discovery waiting for robots.txt files still being fetched (RobotsPending), unacked, with
+        # the origins it waits for: handled in the first pass after they have all arrived.
+        self.robots_waiting = RobotsWaiting(robots, self.snapshots)
+        rooms: list[Room] = [self, self.job_control, self.monitor_room, self.robots_waiting]
+        self.handlers_ = handler_table(rooms)
+        self.sweeps_ = sweep_list(rooms)
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, view: LimitsSource, *, shard: int = 0, robots: RobotsCache | None = None
+    ) -> Frontier:
+        """The shard's collaborators from settings: its directory and SQLite files, robots.txt cache,
+        admission, monitors and changelog (nothing connects to a broker before :meth:`consumer`)."""
         directory = settings.frontier_dir / f"shard-{shard}"
         directory.mkdir(parents=True, exist_ok=True)
-        self.state = FrontierState(directory / "frontier.sqlite")
+        state = FrontierState(directory / "frontier.sqlite")
         frontier = settings.frontier
-        self.seen = SeenSet(
+        seen = SeenSet(
             directory / "seen.sqlite",
             exact_limit=frontier.seen_exact_limit,
             expected_items=frontier.seen_expected_items,
             false_positive_rate=frontier.seen_false_positive_rate,
         )
         guard = SsrfGuard.from_setting(settings.fetch.allow_hosts)
-        self.robots = robots or RobotsCache(
+        robots = robots or RobotsCache(
             settings.fetch.user_agent,
             guard=guard,
             ttl_s=frontier.robots_ttl_s,
             fetch_timeout_s=frontier.robots_timeout_s,
         )
         extra = {p.strip() for p in frontier.tracking_params.split(",") if p.strip()}
-        self.scopes = SiteScopes(settings.kafka, settings.topics.profiles)  # followed from consumer()
-        self.admission = Admission(
-            self.state,
-            self.seen,
-            self.robots,
+        scopes = SiteScopes(settings.kafka, settings.topics.profiles)  # followed from consumer()
+        admission = Admission(
+            state,
+            seen,
+            robots,
             guard,
             strip_params=DEFAULT_TRACKING_PARAMS | frozenset(extra),
             max_attempts=frontier.max_attempts,
-            sites=SiteRules(self.state, self.scopes),
+            sites=SiteRules(state, scopes),
         )
-        self.view = view
-        self.permits = DomainPermits(self.state, self.topology, view)
-        self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
         codec = schemas.codec_for(settings)
         changes = settings.topics.changes
         events = ScheduleEvents(changes, lambda record: codec.encode("change_event", record, topic=changes))
-        self.monitors = Monitors(self.state, settings.topics.job_progress, shard, events=events,
-                                 gone_after=frontier.monitor_gone_after)  # fmt: skip
-        self._held_snapshots: list[SideRecord] = []
-        self.changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
-        self.consumer_: ControlConsumer | None = None
-        self.active = False
-        self._wake_at: float | None = None  # when to send a Wake to the shard queue (see Wake)
-        self._inbox: list[Delivery] = []  # the pass's deliveries, handled at its commit
-        # Discovery waiting for robots.txt files still being fetched (RobotsPending), unacked, with
-        # the origins it waits for: handled in the first pass after they have all arrived.
-        self._waiting: list[tuple[Delivery, frozenset[str]]] = []
-        self._outbox: list[CrawlTask] = []  # tasks to publish with the pass's commit
-        self._pass_keys: dict[bytes, int] = {}  # new seen keys of the pass -> site bucket
-        self._pass_known: list[tuple[str, str]] = []  # raw links whose keys the pass commits
-        self._pass_messages: list[str] = []  # handled in this pass: forgotten once their acks are committed
-        self._committed_messages: list[str] = []
-        self._last = dict.fromkeys(
-            (
-                "backlog",
-                "permits",
-                "snapshot",
-                "warm",
-                "handled",
-                "pass",
-                "standby wake",
-                "due",
-                "monitor snapshot",
-            ),
-            0.0,
-        )
+        monitors = Monitors(state, settings.topics.job_progress, shard, events=events,
+                            gone_after=frontier.monitor_gone_after)  # fmt: skip
+        changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
+        return cls(settings, view, shard=shard, state=state, seen=seen, robots=robots, admission=admission,
+                   monitors=monitors, changelog=changelog, scopes=scopes)  # fmt: skip
+
+    # the frontier's own room: discovery, reports, and the shard's standby and owner work
+
+    def handlers(self) -> Mapping[type, Handler]:
+        return {
+            JobSpec: self._job,
+            DiscoveredBatch: self._discovered_batch,
+            DiscoveredUrl: self._discovered_url,
+            TaskReport: self._report,
+            TaskReports: self._reports,
+            Wake: _woken,
+        }
+
+    def sweeps(self) -> Sequence[Sweep]:
+        return (
+            Sweep("standby wake", STANDBY_WAKE_EVERY_S, self._standby_wake, when="standby"),
+            Sweep("warm", WARM_EVERY_S, self._warm, when="standby"),
+            Sweep("permit changes", 0.0, lambda: self.permits.obey(sweep=False)),
+            Sweep("permits", PERMIT_SWEEP_S, lambda: self.permits.obey(sweep=True)),
+            Sweep("backlog", BACKLOG_SWEEP_S, self._release_backlogs),
+            Sweep("handled", HANDLED_SWEEP_S, self._forget_old_handled),
+            Sweep("snapshot", self.settings.frontier.snapshot_interval_s, self._hold_job_snapshots,
+                  when="commit"),
+        )  # fmt: skip
+
+    def sweep(self, name: str) -> Sweep:
+        return next(sweep for sweep in self.sweeps_ if sweep.name == name)
 
     # wiring
 
@@ -176,10 +228,7 @@ class Frontier:
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
-        kinds = (
-            JobSpec, JobCancel, JobPause, DiscoveredUrl, DiscoveredBatch, TaskReport, TaskReports, Wake,
-            MonitorSpec, MonitorCommand,
-        )  # fmt: skip
+        kinds = tuple(self.handlers_)  # every message type some room handles, and no other
         bindings = {self.topology.frontier_queue(self.shard): QueueBinding(self.on_message, kinds)}
         self.consumer_ = ControlConsumer(
             self.settings, bindings, prefetch=200, name=f"frontier-{self.shard}", transactional=True,
@@ -211,7 +260,8 @@ class Frontier:
         """A new connection: whatever this process did not commit is gone, and it may no longer own
         the shard (a standby may have taken over), so it waits for a delivery to find out."""
         self._deactivate()
-        self._wake_at = time.monotonic()  # if the broker made us the owner, nothing else may tell us
+        # If the broker made us the owner, nothing else may tell us.
+        self.sweep("standby wake").ask(time.monotonic())
         assert consumer.connection is not None
         self.permits.channel = consumer.connection.channel()
         self.permits.channel.tx_select()
@@ -222,8 +272,7 @@ class Frontier:
             log.warning("frontier shard %d: no longer active; discarding what was not committed", self.shard)
         self._abandon_pass()
         self._inbox.clear()  # their connection is gone: the broker delivers them again
-        self._waiting.clear()
-        self.snapshots.robots_waiting({})
+        self.robots_waiting.clear()
         self._committed_messages.clear()
         self.snapshots.reset()
         self.monitors.forget()
@@ -293,58 +342,27 @@ class Frontier:
         return None
 
     def _handle(self, message: object) -> None:
-        if isinstance(message, JobSpec):
-            self.state.save_job(message)
-            self.admission.forget_job(message.job_id)
-            self.snapshots.mark(message.job_id)
-            visit = visit_of(message.job_id, message.monitor)
-            if message.monitor is not None and visit is not None:
-                self.monitors.job_visit(message.monitor, visit)
-        elif isinstance(message, JobCancel | JobPause):
-            self._job_control(message)
-        elif isinstance(message, MonitorSpec | MonitorCommand):
-            self._monitor_message(message)
-        elif isinstance(message, TaskReport):
-            self._report(message)
-        elif isinstance(message, TaskReports):
-            for report in message.reports:
-                self._report(report)
-        elif isinstance(message, DiscoveredBatch):
-            batch = Batch(
-                message.job_id,
-                message.urls,
-                message.depth,
-                message.priority,
-                message.seed,
-                message.lastmods_ms,
-            )
-            self._discover(batch)
-        elif isinstance(message, Wake):
-            pass  # its delivery alone made this frontier take the shard over (see Wake)
-        elif isinstance(message, DiscoveredUrl):
-            self._discover(
-                Batch(message.job_id, (message.url,), message.depth, message.priority, message.seed)
-            )
+        self.handlers_[type(message)](message)
 
-    def _monitor_message(self, message: MonitorSpec | MonitorCommand) -> None:
-        if isinstance(message, MonitorSpec):
-            self.monitors.save(message)
-            return
-        opened = self.monitors.command(message)
-        if opened is not None:
-            self.snapshots.mark(opened)
+    def _job(self, message: JobSpec) -> None:
+        self.state.save_job(message)
+        self.admission.forget_job(message.job_id)
+        self.snapshots.mark(message.job_id)
+        self.monitor_room.job_saved(message)
 
-    def _job_control(self, message: JobCancel | JobPause) -> None:
-        """A user's cancel, pause or resume of a job; the snapshot tells fetchers and followers."""
-        if isinstance(message, JobCancel):
-            if self.state.cancel_job(message.job_id, message.cancelled_at.timestamp()):
-                self.snapshots.mark(message.job_id)
-            return
-        if self.state.pause_job(message.job_id, message.paused, message.at.timestamp()):
-            self.snapshots.mark(message.job_id)
-            if not message.paused:  # its backlog goes out now, not at the next sweep
-                for domain in self.state.backlog_domains(message.job_id):
-                    self._release_backlog(domain)
+    def _discovered_batch(self, message: DiscoveredBatch) -> None:
+        batch = Batch(
+            message.job_id,
+            message.urls,
+            message.depth,
+            message.priority,
+            message.seed,
+            message.lastmods_ms,
+        )
+        self._discover(batch)
+
+    def _discovered_url(self, message: DiscoveredUrl) -> None:
+        self._discover(Batch(message.job_id, (message.url,), message.depth, message.priority, message.seed))
 
     def _discover(self, batch: Batch) -> None:
         job = self.state.job(batch.job_id)
@@ -383,6 +401,10 @@ class Frontier:
             self.monitors.reported(report)
         self.snapshots.mark(report.job_id)
 
+    def _reports(self, message: TaskReports) -> None:
+        for report in message.reports:
+            self._report(report)
+
     # admission
 
     def _admit(self, task: CrawlTask) -> bool:
@@ -397,28 +419,15 @@ class Frontier:
         self.state.push_backlog(task.domain, task.job_id, task.model_dump_json())
         return False
 
-    def _admit_due(self, task: CrawlTask) -> bool | None:
-        """Issue a monitor's due URL if its domain and the shard have room and robots.txt (known now)
-        allows it; False leaves it due. Never parked in the backlog: the schedule is its backlog."""
+    def _has_room(self, task: CrawlTask) -> bool:
+        """Whether a monitor's due task may be issued now: its domain and the shard have room, neither
+        the domain nor the job is paused (else it stays due: the schedule is its backlog)."""
         outstanding, _, _ = self.state.domain(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         if limits.paused or full or outstanding >= self.slots_for(task.domain, limits):
             return False
-        if self.state.paused(task.job_id):
-            return False  # stays due until the visit is resumed
-        monitor = self.monitors.monitor_of_job(task.job_id)
-        spec = self.monitors.spec(monitor) if monitor is not None else None
-        if spec is not None and spec.job.obey_robots and self.admission.safe(task.url):
-            robots = self.robots.ready(task.url)
-            if robots is None:
-                return False  # being fetched: taken once it is known
-            if not robots.allowed:
-                return None
-            if robots.crawl_delay_s:
-                task = task.model_copy(update={"crawl_delay_ms": int(robots.crawl_delay_s * 1000)})
-        self._issue(task)
-        return True
+        return not self.state.paused(task.job_id)  # stays due until the visit is resumed
 
     def _issue(self, task: CrawlTask) -> None:
         self.permits.ensure(task.domain)
@@ -445,29 +454,23 @@ class Frontier:
     # ticks and commits
 
     def _on_tick(self, consumer: ControlConsumer) -> None:
-        now = time.monotonic()
-        if not self.active:
-            periodic = self._due("standby wake", STANDBY_WAKE_EVERY_S, now)
-            if periodic or (self._wake_at is not None and now >= self._wake_at):
-                self._wake_at = None  # published with the next commit, which an idle standby makes
-                queue = self.topology.frontier_queue(self.shard)
-                consumer.publish("", queue, Wake(shard=self.shard), message_id=new_id())
-            if self._due("warm", WARM_EVERY_S, now):
-                self._warm()
-            return
-        if self._due("permits", PERMIT_SWEEP_S, now):
-            self.permits.obey(sweep=True)
-        else:
-            self.permits.obey(sweep=False)
-        if self._due("backlog", BACKLOG_SWEEP_S, now):
-            for domain in self.state.backlog_domains():
-                self._release_backlog(domain)
-        if self._due("due", DUE_SWEEP_S, now):
-            taken = self.monitors.take_due(self._admit_due)
-            self.snapshots.mark_all(sorted(taken.jobs))
-            self.snapshots.due_waiting(self.monitors.pending_visits())
-        if self._due("handled", 60.0, now):
-            self.state.forget_handled(self.state.handled_before(time.time() - HANDLED_KEPT_S))
+        run_due(self.sweeps_, "owner" if self.active else "standby", time.monotonic())
+
+    def _standby_wake(self) -> None:
+        """Published with the next commit, which an idle standby makes (see Wake)."""
+        assert self.consumer_ is not None
+        queue = self.topology.frontier_queue(self.shard)
+        self.consumer_.publish("", queue, Wake(shard=self.shard), message_id=new_id())
+
+    def _release_backlogs(self) -> None:
+        for domain in self.state.backlog_domains():
+            self._release_backlog(domain)
+
+    def _forget_old_handled(self) -> None:
+        self.state.forget_handled(self.state.handled_before(time.time() - HANDLED_KEPT_S))
+
+    def _hold_job_snapshots(self) -> None:
+        self._held_snapshots.extend(self.snapshots.due(self.state))
 
     def _commit(self, consumer: ControlConsumer) -> bool:
         """The pass: handle the inbox, make it durable (changelog, then SQLite), then settle it and
@@ -475,7 +478,7 @@ class Frontier:
         commit: Kafka cannot take the changelog now, so nothing is acked and the pass is redone."""
         if not self.active and not self._inbox:
             return True
-        self._wake_waiting()
+        self._inbox[:0] = self.robots_waiting.ready()
         if self._coalescing():
             return False  # nothing handled yet: the inbox waits for the next pass, unacked
         try:
@@ -487,60 +490,35 @@ class Frontier:
             settles = self._handle_inbox(consumer)
             # The schedule's new and gone events go with the changelog rows of the changes they announce.
             self._write_changelog([*self._held_snapshots, *self.monitors.events.drain()])
-            self._held_snapshots = []
+            self._held_snapshots.clear()
         except ChangelogUnavailable as unavailable:
             log.warning("frontier shard %d: %s; holding %d messages and retrying", self.shard, unavailable,
                         len(self._inbox))  # fmt: skip
             if not self._inbox:  # no delivery will come back to retry with: the jobs' progress would wait
-                self._wake_at = time.monotonic() + WAKE_RETRY_S
+                self.sweep("standby wake").ask(time.monotonic() + WAKE_RETRY_S)
             self._abandon_pass()
             return False
         for delivery, failure in settles:
             if isinstance(failure, RobotsPending):
-                self._waiting.append((delivery, failure.origins))
-                self._count_waiting()
+                self.robots_waiting.hold(delivery, failure.origins)
             else:
                 self._settle(consumer, delivery, failure)
         for task in self._outbox:
             consumer.publish(self.topology.tasks_exchange, task.priority, task)
         self._inbox, self._outbox = [], []
-        self._last["pass"] = time.monotonic()
+        self._last_pass_s = time.monotonic()
         self._committed_messages, self._pass_messages = self._pass_messages, []
         # Progress as of this pass is written with the next pass's changelog, once RabbitMQ has
         # this pass's tasks: a snapshot never counts as queued a task the lanes do not hold yet.
-        if self._due("snapshot", self.settings.frontier.snapshot_interval_s, time.monotonic()):
-            self._held_snapshots = self.snapshots.due(self.state)
-        if self._due("monitor snapshot", MONITOR_SNAPSHOT_S, time.monotonic()):
-            self._held_snapshots += self.monitors.snapshots()
+        run_due(self.sweeps_, "commit", time.monotonic())
         return True
-
-    def _wake_waiting(self) -> None:
-        """Deliveries whose robots.txt files have all arrived go back to the front of the inbox."""
-        if not self._waiting:
-            return
-        fetching = self.robots.fetching
-        still = [(d, origins) for d, origins in self._waiting if any(fetching(o) for o in origins)]
-        if len(still) < len(self._waiting):
-            waiting = {id(d) for d, _ in still}
-            self._inbox[:0] = [d for d, _ in self._waiting if id(d) not in waiting]
-            self._waiting = still
-        self._count_waiting()  # also when an origin's robots.txt turned out unreachable meanwhile
-
-    def _count_waiting(self) -> None:
-        counts: Counter[str] = Counter(getattr(d.message, "job_id", "") for d, _ in self._waiting)
-        retrying: Counter[str] = Counter(
-            getattr(d.message, "job_id", "")
-            for d, origins in self._waiting
-            if any(self.robots.retrying(origin) for origin in origins)
-        )
-        self.snapshots.robots_waiting(counts, retrying)
 
     def _coalescing(self) -> bool:
         """Whether to let more messages join this pass: a few arrived, and the last pass was recent."""
         frontier = self.settings.frontier
         if len(self._inbox) >= frontier.pass_messages or not self._inbox:
             return False
-        return time.monotonic() - self._last["pass"] < frontier.pass_interval_ms / 1000
+        return time.monotonic() - self._last_pass_s < frontier.pass_interval_ms / 1000
 
     def _write_changelog(self, progress: list[SideRecord]) -> None:
         """Write the pass's changed rows and new seen keys to the changelog (with the jobs' progress
@@ -569,7 +547,7 @@ class Frontier:
         self.changelog.close()
         self.state.rollback()
         self._outbox.clear()
-        self._held_snapshots = []  # the next owner (or this one, activated again) marks every job
+        self._held_snapshots.clear()  # the next owner (or this one, activated again) marks every job
         self.monitors.events.drain()  # their schedule changes were rolled back with the state
         self._pass_keys = {}
         self._pass_known = []
@@ -586,11 +564,9 @@ class Frontier:
             else:
                 consumer.handler_failed(delivery, error)
 
-    def _due(self, what: str, every_s: float, now: float) -> bool:
-        if now - self._last[what] < every_s:
-            return False
-        self._last[what] = now
-        return True
+
+def _woken(message: Wake) -> None:
+    """Nothing to do: its delivery alone made this frontier take the shard over (see Wake)."""
 
 
 def _message_context(message: object) -> AbstractContextManager[None]:

@@ -93,7 +93,7 @@ class RunningFrontier(JobProbe):
 
     def __init__(self, settings: Settings) -> None:
         super().__init__(settings)
-        self.frontier = Frontier(settings, ThrottleView(settings))
+        self.frontier = Frontier.from_settings(settings, ThrottleView(settings))
         self.consumer = self.frontier.consumer()
         self.thread = threading.Thread(target=self.consumer.run, daemon=True)
 

@@ -19,7 +19,6 @@ from tests.support.frontier import RunningFrontier
 pytestmark = pytest.mark.integration
 
 
-
 def own_amqp_ports(settings: Settings) -> set[int]:
     """Local ports of this process's TCP connections to the broker's AMQP port (from /proc: no
     tool needed). The port is the test stack's, which need not be 5672."""
