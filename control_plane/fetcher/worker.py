@@ -110,7 +110,7 @@ class Fetcher:
             verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to,
             links=found.urls, links_over_limit=found.over_limit,
             final_url=response.final_url if response and found.urls else None,
-            validators=validators, fingerprint=found.fingerprint,
+            validators=validators, fingerprint=found.fingerprint, sent_s=started,
         )  # fmt: skip
 
     async def aclose(self) -> None:

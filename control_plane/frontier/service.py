@@ -6,9 +6,10 @@ its sites, with a single active consumer: any number of frontiers may serve a sh
 the others stand by and take over when its connection drops.
 
 A pass over the messages that arrived: each discovery batch goes through :mod:`.admission`;
-admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding and the shard
-fewer than D_max, else parked in the durable backlog; a final report frees a slot and releases the
-domain's backlog. Then one commit for the whole pass, in this order:
+admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding (not counting
+those waiting out a retry delay) and the shard fewer than D_max, else parked in the durable backlog;
+a final report, or a retry's, frees a slot and releases the domain's backlog. Then one commit for
+the whole pass, in this order:
 
 1. the changed state rows and new seen keys go to the shard's changelog in Kafka, in one
    transaction (:mod:`.changelog`), then to the local SQLite (a cache of the changelog);
@@ -394,6 +395,8 @@ class Frontier:
         if report.outcome == permits.MISSING:
             self.permits.missing(report.domain)
         became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
+        if report.stage == "retrying":
+            self._release_backlog(report.domain)  # its slot is free while it waits in a tier
         if became_final:
             self._release_backlog(report.domain)
             # Once per task, like its final state: a redelivered report does not count it again.
@@ -407,9 +410,16 @@ class Frontier:
 
     # admission
 
+    def _in_slots(self, domain: str) -> int:
+        """The domain's tasks that hold its k x P_d slots: outstanding, but not those waiting out a
+        retry delay in a tier (2 min after a captcha). Counted, eight blocked tasks of a domain
+        throttled to P_d 1 left it nothing to fetch for two minutes while its site allowed 5/s."""
+        outstanding, _, _ = self.state.domain(domain)
+        return outstanding - self.state.retrying(domain)
+
     def _admit(self, task: CrawlTask) -> bool:
         """Issue ``task`` if its domain and the shard have room; else park it (False)."""
-        outstanding, _, _ = self.state.domain(task.domain)
+        outstanding = self._in_slots(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         held = limits.paused or self.state.paused(task.job_id)  # a paused job's tasks wait here
@@ -422,7 +432,7 @@ class Frontier:
     def _has_room(self, task: CrawlTask) -> bool:
         """Whether a monitor's due task may be issued now: its domain and the shard have room, neither
         the domain nor the job is paused (else it stays due: the schedule is its backlog)."""
-        outstanding, _, _ = self.state.domain(task.domain)
+        outstanding = self._in_slots(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         if limits.paused or full or outstanding >= self.slots_for(task.domain, limits):
@@ -439,7 +449,7 @@ class Frontier:
         limits = self.view.details(domain)
         if limits.paused:
             return  # released by the sweep once the pause is over
-        outstanding, _, _ = self.state.domain(domain)
+        outstanding = self._in_slots(domain)
         room = min(
             self.slots_for(domain, limits) - outstanding,
             self.settings.frontier.max_outstanding - self.state.total_outstanding(),
