@@ -83,6 +83,7 @@ from dualplane.brokers.amqp.messages import (
     Validators,
     new_id,
 )
+from dualplane.brokers.amqp.publisher import enqueued_at
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.fetcher import metrics, politeness
 from dualplane.control_plane.fetcher.cancelling import FetcherCancels, Reply
@@ -210,6 +211,7 @@ class TaskRunner:
 
     def on_task(self, delivery: Delivery) -> None:
         delivery.defer()
+        metrics.received(delivery.message.priority, enqueued_at(delivery.properties))
         if self.stopping.cancelled(delivery.message.job_id):
             self._drop_cancelled(delivery)
             return

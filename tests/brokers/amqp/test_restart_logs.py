@@ -20,9 +20,9 @@ pytestmark = pytest.mark.integration
 
 
 def own_amqp_ports(settings: Settings) -> set[int]:
-    """Local ports of this process's TCP connections to the broker's AMQP port (from /proc: no
-    tool needed). The port is the test stack's, which need not be 5672."""
-    amqp_port_hex = f"{httpx.URL(settings.amqp.url.get_secret_value()).port or 5672:04X}"
+    """Local ports of this process's TCP connections to the broker's AMQP port (from /proc: no tool
+    needed). The port is the settings', not 5672: a private stack on another port found none."""
+    port_hex = f":{httpx.URL(settings.amqp.url.get_secret_value()).port or 5672:04X}"
     inodes = set()
     for fd in Path("/proc/self/fd").iterdir():
         target = str(fd.readlink()) if fd.is_symlink() else ""
@@ -33,7 +33,7 @@ def own_amqp_ports(settings: Settings) -> set[int]:
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
             local, remote, inode = fields[1], fields[2], fields[9]
-            if remote.endswith(f":{amqp_port_hex}") and inode in inodes:
+            if remote.endswith(port_hex) and inode in inodes:
                 ports.add(int(local.rsplit(":", 1)[1], 16))
     return ports
 
