@@ -31,8 +31,11 @@ PAGE_FRAME_TAGS = frozenset({"nav", "footer"})
 PICKER_TAGS = frozenset({"select", "option", "optgroup", "datalist"})
 HIDING_CLASSES = frozenset(
     {"hidden", "hide", "d-none", "is-hidden", "u-hidden", "no-display", "display-none", "invisible"}
+    | {"ng-hide"}
 )
-"""Class tokens that hide an element in the common CSS frameworks and shop themes (Bootstrap, Magento)."""
+"""Class tokens that hide an element in the common CSS frameworks and shop themes (Bootstrap, Magento,
+AngularJS's ``ng-hide``, which its ``ng-show`` sets on every message the model does not show: staples.com
+kept "OUT OF STOCK ONLINE" and "Available on: January 1, 1900" so, beside an in-stock product)."""
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 """Never the product's, even around an ``<h1>`` (a logo); an ``<aside>`` is, when it holds the ``<h1>``."""
 CARD_SIBLINGS = 3

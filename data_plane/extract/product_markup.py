@@ -68,6 +68,10 @@ CONTROL_TAGS = frozenset({"button", "input", "a", "img"})
 LISTED_BUY_CONTROLS = 4
 """This many different add-to-cart controls (each its own item id) are a listing's, one per card: a
 product's buy box has one, with a sticky copy or a "buy now" beside it at most."""
+DRAWN_TAGS = frozenset({"div", "span"})
+"""A script's control: where no button, input or link adds to the cart, a ``div`` or ``span`` whose whole
+text is the label ("Add to Cart" on allposters.com, "Add To Bag" on adidas.com) is the control."""
+MAX_LABEL_WORDS = 4
 BUY_IMAGES = "input[type=image], a img, button img"
 """Controls drawn as an image (osCommerce's ``button_in_cart``, PayPal's "Buy Now", "AddToCart.png"): their
 alt text, title or file name says what they do."""
@@ -319,7 +323,9 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
     controls = [node for node in scope.css(BUY_CONTROLS) if _buy_label(node)]
     controls += [node for node in scope.css(BUY_IMAGES) if _buy_image(node)]
     shown = [node for node in controls if not elsewhere(node, scope) and not unseen_within(node)]
-    pressed = [node for node in shown if node.tag in CONTROL_TAGS]
+    pressed = [node for node in shown if node.tag in CONTROL_TAGS] or [
+        node for node in shown if node.tag in DRAWN_TAGS and _labelled_only(node)
+    ]
     if len({tuple(sorted(node.attributes.items())) for node in pressed}) >= LISTED_BUY_CONTROLS:
         return False, None, None  # one per card: a listing's, not one product's buy box
     found: ButtonState | None = None
@@ -332,6 +338,12 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
         else:
             return True, "enabled", stated
     return bool(shown), found, stated
+
+
+def _labelled_only(node: LexborNode) -> bool:
+    """Whether ``node``'s whole text is an add-to-cart label: a box around one holds more words."""
+    label = line(node)
+    return len(label.split()) <= MAX_LABEL_WORDS and says_buy(label)
 
 
 def _buy_label(node: LexborNode) -> bool:

@@ -47,8 +47,10 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.4.2"
-"""1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
+EXTRACTOR_VERSION = "1.4.3"
+"""1.4.3: AngularJS's ``ng-hide`` hides a stock message; a div or span labelled only "Add to cart" (its
+class or id naming the cart) is a script's add-to-cart control.
+1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
 published "out of stock" is no statement about the product when another of its offers is in stock (a
 variant sold out); 1.4.0: product fields read as on unseen shops: a price that links to another page, a
 per-unit price or a quantity tier's floor is not the product's, whole and cents in elements of their own
