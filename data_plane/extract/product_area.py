@@ -67,8 +67,12 @@ _FLOOR_BEFORE = re.compile(r"\b(?:as low as|ab nur|à partir de seulement)\s*$",
 _WHOLE_THEN_CENTS = re.compile(r"(?<![\d.,])(\d{1,3}(?:[.,\s]\d{3})*|\d+) (\d{2})(?![\d.,])")
 CENTS_WORDS = frozenset({"fraction", "cents", "cent", "decimal", "decimals", "pennies", "superscript", "sup"})
 _DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extract.prices
-# A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it.
-_SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)")
+# A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it;
+# "7 .99" too, the mark written with the cents (lampsplus.com: ``7<span class="currencyCents">.99</span>``).
+_SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)|(\d)\s+([.,]\d{2})(?![\d.,])")
+# An amount with a minus before it and no digit earlier on its line is a saving or a discount ("Outlet
+# Savings: -$80.00", "-20%"), never the price to pay; a range ("$10 - $20") has digits before its dash.
+_NEGATIVE = re.compile(r"^[^\d]*?(?:^|[\s:(])[-\u2212]\s?(?:[^\w\s]{1,3}|[A-Z]{3})?\s?\d")
 
 
 def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
@@ -228,11 +232,16 @@ def _shown_price(node: LexborNode) -> Price | None:
     """The price a price-classed element shows, unless its label says it is a former price or a saving,
     or the words around it make it a price per unit or a quantity tier's floor (:func:`_per_unit`)."""
     shown = line(node)
-    if _NOT_THE_PRICE.match(shown) or _per_unit(node, shown):
+    if _NOT_THE_PRICE.match(shown) or _NEGATIVE.match(shown) or _per_unit(node, shown):
         return None
     if _WHOLE_THEN_CENTS.search(shown) and _cents_apart(node):
         shown = _WHOLE_THEN_CENTS.sub(r"\1.\2", shown)  # "$ 21 11": whole and cents in elements of their own
-    return parse_price(_SPLIT_CENTS.sub(r"\1\2", shown))
+    return parse_price(_SPLIT_CENTS.sub(_joined, shown))
+
+
+def _joined(match: re.Match[str]) -> str:
+    """A split price's parts without the space between them (either alternative of ``_SPLIT_CENTS``)."""
+    return "".join(part for part in match.groups() if part)
 
 
 def _with_parts(node: LexborNode) -> Price | None:

@@ -47,8 +47,10 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.4.3"
-"""1.4.3: AngularJS's ``ng-hide`` hides a stock message; a div or span labelled only "Add to cart" (its
+EXTRACTOR_VERSION = "1.4.4"
+"""1.4.4: cents written with their mark in an element of their own ("7<span>.99</span>") are the price's;
+an amount with a minus before it ("Outlet Savings: -$80.00") is a saving, not the price.
+1.4.3: AngularJS's ``ng-hide`` hides a stock message; a div or span labelled only "Add to cart" (its
 class or id naming the cart) is a script's add-to-cart control.
 1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
 published "out of stock" is no statement about the product when another of its offers is in stock (a
