@@ -57,6 +57,9 @@ _BUY_HINTS = re.compile(
 )
 """A word of each of ``_BUY``'s alternatives as written in ASCII (lower-cased): an ASCII label without any
 says no add-to-cart. Keep in step with ``_BUY`` (the tests check one label of each alternative)."""
+_CART_LINK = re.compile(r"/cart/add\b|[?&]add-to-cart=\d", re.I)
+"""A link that adds to the cart whatever its label says (groupon.com's "Buy" with a loader inside):
+Shopify's and Magento's ``/cart/add`` (``/checkout/cart/add``), WooCommerce's ``?add-to-cart=ID``."""
 PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "title", "aria-label", "onclick")
 """Attributes that name a control's action: Magento's ``onclick="productAddToCartForm.submit(this)"``
 on a button labelled only in the shop's language ("Do koszyka"), a ``title="Add to Cart"`` on a link
@@ -348,6 +351,8 @@ def _labelled_only(node: LexborNode) -> bool:
 
 def _buy_label(node: LexborNode) -> bool:
     attributes = node.attributes  # a new dict at each call: read it once
+    if node.tag == "a" and _CART_LINK.search(attributes.get("href") or ""):
+        return True
     named = [value for name in PRODUCT_ATTRIBUTES if (value := attributes.get(name))]
     # Most links say nothing of buying: one look at all their labels at once passes them over (a hint,
     # free of spaces, is in the raw text when it is in the text on one line).

@@ -84,6 +84,13 @@ def test_a_script_drawn_control_labelled_add_to_cart_is_in_stock(tag: str) -> No
     assert product_of(page(sku + box)).availability is None
 
 
+@pytest.mark.parametrize("href", ["/cart/add/bb58", "/checkout/cart/add/product/7/", "?add-to-cart=42"])
+def test_a_link_that_adds_to_the_cart_is_a_control_whatever_its_label(href: str) -> None:
+    # groupon.com: <a id="buy-link" href="/cart/add/…">Buy <div>Processing... Please wait</div></a>
+    html = page(f'<a href="{href}">Buy <div class="loader">Processing... Please wait</div></a>')
+    assert product_of(html).availability == "in_stock"
+
+
 def test_a_sold_out_label_on_the_cart_button_is_a_statement() -> None:
     # Shopify themes keep the button (id AddToCart) and write "Sold out" on it, disabled.
     html = page('<form action="/cart/add"><button id="AddToCart" disabled>Sold out</button></form>')
