@@ -10,15 +10,16 @@ Each ``PATH`` is a git checkout (bare or not) of the repository named in ``SOURC
 pinned there. ``FILE`` defaults to ``DECLARED`` (outside the work tree), which
 ``product_generalization.py`` reads as its ``declared`` group.
 
-A page is kept when it declares one product with at least a price, an item number or a stock state
-(``declared_labels.py``, extruct only: nothing of ``data_plane.extract``); that declaration is its label
-(``truth``), and the benchmark scores the extractor on the page as published and on a copy without the
-markup. Its URL is the page's canonical link or ``og:url`` (a site's relative or scheme-less one made
-absolute with the host in ``HOSTS``), else ``HOSTS``' host for the file.
+A page is kept when it declares one product (or none) and its label has at least a price, an item
+number or a stock state: the declaration (``declared_labels.py``, extruct only: nothing of
+``data_plane.extract``) is its label (``truth``), and the benchmark scores the extractor on the page as
+published and on a copy without the markup. Its URL is the page's canonical link or ``og:url`` (a
+site's relative or scheme-less one made absolute with the host in ``HOSTS``), else ``HOSTS``' host.
 
 fathom-products also marks, by hand, the element that shows each page's price (``expected-price.html``):
-its text is kept as ``shown_price`` so that ``check_declared.py --declared`` can say how often the
-declared price is not the price the page shows.
+its text is kept as ``shown_price``, and the one amount it shows (not a range, a "from" or a per-unit
+price) is the label's price, whether or not the page declares one (a shown price wins, as in the hand
+labels): fathom-products' pages without any declaration are labelled so too.
 """
 
 from __future__ import annotations
@@ -55,10 +56,14 @@ HOSTS = {
     "fathom-products/walmart": "www.walmart.com",
     "fathom-products/dhgate": "www.dhgate.com",
     "fathom-products/lazyboy": "www.la-z-boy.com",
+    "fathom-products/gap": "www.gap.com",
+    "fathom-products/healthypets": "www.healthypets.com",
     "smart-image-extraction/flipkart": "www.flipkart.com",
     "smart-image-extraction/zalando": "en.zalando.de",
 }  # fmt: skip
 """Pages whose own URL is missing or relative: the host their links and the source's file name give."""
+MARKING_FAULTS = frozenset({"fathom-products/uniqlo"})
+"""Marked price elements that are not the price: uniqlo.com's reads "1.90" (a fragment of "$39.90")."""
 
 
 def _git(repo: Path, *args: str) -> bytes:
@@ -106,6 +111,24 @@ def _shown_price(repo: Path, commit: str, path: str) -> str | None:
     return text or None
 
 
+_DOLLARS = re.compile(r"\$\s*(\d[\d,]*)(?:\s*\.\s*(\d{2})|\s+(\d{2}))?(?![\d,])")
+_PLAIN = re.compile(r"^\s*(\d[\d,]*(?:\.\d{2})?)\s*$")
+_NOT_ONE_PRICE = re.compile(r"[\u2013+/]|\d\s*-\s*\$?\s*\d|from|\{\{", re.I)
+
+
+def shown_amount(text: str) -> str | None:
+    """The one amount a hand-marked price element shows, its parts joined ("$ 809. 97", "$ 5 49" with the
+    cents in an element of their own); ``None`` for a range, a "from" price, a price per unit."""
+    if _NOT_ONE_PRICE.search(text):
+        return None
+    match = _DOLLARS.search(text)
+    if match:
+        whole, cents = match.group(1).replace(",", ""), match.group(2) or match.group(3)
+        return f"{whole}.{cents}" if cents else whole
+    plain = _PLAIN.match(text)
+    return plain.group(1).replace(",", "") if plain else None
+
+
 def pages(checkouts: dict[str, Path]) -> Iterator[dict[str, Any]]:
     for source, (repository, commit, pattern) in SOURCES.items():
         repo = checkouts[source]
@@ -119,7 +142,15 @@ def pages(checkouts: dict[str, Path]) -> Iterator[dict[str, Any]]:
             if not html.strip() or url is None:
                 continue
             label = declared_label(html, url)
-            if not label or not label.keys() & {"price", "sku", "availability"}:
+            if label is None:
+                continue
+            shown = _shown_price(repo, commit, path) if source == "fathom-products" else None
+            amount = shown_amount(shown) if shown and page_id not in MARKING_FAULTS else None
+            if amount is not None:  # what the page shows wins over what it declares, as in the hand labels
+                label = {**label, "price": amount}
+                if "currency" not in label and "$" in (shown or ""):
+                    label["currency"] = "USD"  # fathom-products' shops are all US shops
+            if not label.keys() & {"price", "sku", "availability"}:
                 continue
             page = {
                 "id": page_id,
@@ -129,7 +160,7 @@ def pages(checkouts: dict[str, Path]) -> Iterator[dict[str, Any]]:
                 "html": html,
                 "truth": label,
             }
-            if source == "fathom-products" and (shown := _shown_price(repo, commit, path)):
+            if shown:
                 page["shown_price"] = shown
             yield page
 
