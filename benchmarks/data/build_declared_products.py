@@ -107,7 +107,8 @@ def _shown_price(repo: Path, commit: str, path: str) -> str | None:
         return None
     import lxml.html  # noqa: PLC0415
 
-    text = " ".join(lxml.html.fromstring(html).text_content().split()) if html.strip() else ""
+    # the parts joined by spaces, as a reader sees them apart: "$ 31 57" with the cents in a <sup>
+    text = " ".join(" ".join(lxml.html.fromstring(html).itertext()).split()) if html.strip() else ""
     return text or None
 
 
