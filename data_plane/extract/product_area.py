@@ -51,6 +51,14 @@ NOT_A_PRICE_WORDS = frozenset(
 )  # fmt: skip
 
 
+STRUCK_TAGS = frozenset({"del", "s", "strike"})
+FORMER_PRICE_WORDS = frozenset(
+    {"strike", "strikethrough", "linethrough", "old", "oldprice", "was", "wasprice"}
+)
+STRUCK_LEVELS = 2
+"""How far up a price element a struck or former-price block is looked for."""
+
+
 # A price element whose text opens with one of these labels shows a former price or a saving, not the
 # price to pay ("Retail Price: $125.00", "You save: $11.05", "UVP 129,00 €", "Prix conseillé 40 €").
 _NOT_THE_PRICE = re.compile(
@@ -288,10 +296,32 @@ def _is_price_node(node: LexborNode, scope: LexborNode) -> bool:
     found = words(node)
     return (
         not (NOT_A_PRICE_WORDS & found)
+        and not _struck(node, scope)
         and bool(line(node))
         and not elsewhere(node, scope)
         and not links_away(node, scope)
     )
+
+
+def _struck(node: LexborNode, scope: LexborNode) -> bool:
+    """True when ``node`` shows a former price: struck through (``<del>``, ``<s>``, ``<strike>``) or
+    classed so (``strike``, ``old-price``, ``was-price``), itself or a block around it within ``scope``
+    (officedepot.com's ``<span class="price_column"><span class="strike">$299.99</span></span>`` above the
+    price to pay), or whose amount is such an element's ("$299.99 each (Reg)" around it)."""
+    for part in node.traverse(include_text=False):
+        if part.mem_id != node.mem_id and _former(part):
+            shown, struck = parse_price(line(node)), parse_price(line(part))
+            return shown is not None and struck is not None and shown.amount == struck.amount
+    for level, part in enumerate((node, *ancestors(node))):
+        if part.mem_id == scope.mem_id or level > STRUCK_LEVELS:
+            return False
+        if _former(part):
+            return True
+    return False
+
+
+def _former(node: LexborNode) -> bool:
+    return node.tag in STRUCK_TAGS or not FORMER_PRICE_WORDS.isdisjoint(words(node))
 
 
 def links_away(node: LexborNode, scope: LexborNode) -> bool:
