@@ -47,8 +47,14 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.4.2"
-"""1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
+EXTRACTOR_VERSION = "1.4.6"
+"""1.4.6: a struck or former-price element (``<del>``, class ``strike`` or ``old-price``) is not the price.
+1.4.5: a link to ``/cart/add`` or ``?add-to-cart=ID`` is an add-to-cart control whatever its label.
+1.4.4: cents written with their mark in an element of their own ("7<span>.99</span>") are the price's;
+an amount with a minus before it ("Outlet Savings: -$80.00") is a saving, not the price.
+1.4.3: AngularJS's ``ng-hide`` hides a stock message; a div or span labelled only "Add to cart" (its
+class or id naming the cart) is a script's add-to-cart control.
+1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
 published "out of stock" is no statement about the product when another of its offers is in stock (a
 variant sold out); 1.4.0: product fields read as on unseen shops: a price that links to another page, a
 per-unit price or a quantity tier's floor is not the product's, whole and cents in elements of their own
