@@ -43,7 +43,8 @@ def set_(
     backend: Annotated[
         str,
         typer.Option(
-            help="direct: fetch as is; browser: render in headless Chromium; api: the managed scraping API."
+            help="direct: fetch as is; browser: render in headless Chromium; auto: render only the domains "
+            "whose pages show more rendered (price data, script-built text); api: the managed scraping API."
         ),
     ] = "direct",
     wait: Annotated[
@@ -234,7 +235,7 @@ def _headers(lines: list[str]) -> dict[str, str]:
 
 def _summary(profile: Profile) -> str:
     how: str = profile.backend
-    if profile.backend == "browser":
+    if profile.backend in ("browser", "auto"):
         waits = profile.wait + (f" and {profile.wait_selector}" if profile.wait_selector else "")
         how += f" (waits for {waits}, at most {profile.wait_s:g} s)"
     if profile.country:
