@@ -69,7 +69,8 @@ class ProfiledBackend(FetchBackend):
         self._new_direct = new_direct
         self._proxied: dict[tuple[str, ...], DirectBackend] = {}  # by proxy list
         self.sessions = sessions or SessionJars()
-        self._adaptives: dict[bytes, AdaptiveBackend] = {}  # by the profile's JSON, like renderers
+        # By the profile object (a changed profile is a new one): its JSON cost 15 µs a fetch.
+        self._adaptives: dict[int, tuple[Profile, AdaptiveBackend]] = {}
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         """See :meth:`FetchBackend.fetch`."""
@@ -145,12 +146,13 @@ class ProfiledBackend(FetchBackend):
 
     def _adaptive(self, profile: Profile) -> AdaptiveBackend:
         """``render: auto`` of the profile: what it learnt per domain is kept while the profile is."""
-        key = profile.to_json()
-        adaptive = self._adaptives.get(key)
-        if adaptive is None:
-            if len(self._adaptives) > 1000:
-                self._adaptives.clear()
-            adaptive = self._adaptives[key] = AdaptiveBackend(self._direct(profile), self._renderer(profile))
+        known = self._adaptives.get(id(profile))
+        if known is not None and known[0] is profile:
+            return known[1]
+        if len(self._adaptives) > 1000:
+            self._adaptives.clear()
+        adaptive = AdaptiveBackend(self._direct(profile), self._renderer(profile))
+        self._adaptives[id(profile)] = (profile, adaptive)
         return adaptive
 
     def _renderer(self, profile: Profile) -> BrowserBackend:
