@@ -4,7 +4,9 @@ Per domain, in each fetcher process (as Crawlee's adaptive crawler decides, per 
 
 1. **Learning.** The domain's first ``SAMPLES`` HTML pages are fetched directly and then rendered
    from that same answer (no second request), and the two are compared by the one rule of
-   :mod:`~control_plane.fetcher.render_need`. The rendered page is what the fetch returns.
+   :mod:`~control_plane.fetcher.render_need`. The rendered page is what the fetch returns; a sample
+   the browser cannot render (a timeout, a crash) returns the direct page and counts as showing
+   nothing more, so no task fails for a sample.
 2. **Decided.** If any sample needed rendering, every later page of the domain is rendered (as
    ``backend: browser``). If none did, the domain is fetched directly, at the cost of a direct
    fetch and one dictionary lookup; one page in ``RESAMPLE_EVERY`` is sampled again, so a shop that
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.exceptions import FetchFailed
 from dualplane.control_plane.fetcher.render_need import render_need, shown
 from dualplane.core.web.urls import domain_of
 
@@ -69,7 +72,13 @@ class AdaptiveBackend(FetchBackend):
         verdict.since_sample += 1
         if (verdict.sampled >= SAMPLES and verdict.since_sample < RESAMPLE_EVERY) or not _html(response):
             return response
-        rendered = await self.renderer.render(request, response, started)
+        try:
+            rendered = await self.renderer.render(request, response, started)
+        except FetchFailed as error:  # the direct answer is a good page: it is judged on its HTML alone
+            verdict.sampled += 1
+            verdict.since_sample = 0
+            log.info("render auto: a sample of %s did not render (%s); its HTML is kept", request.url, error)
+            return response
         self._learn(verdict, request.url, response, rendered)
         return rendered
 

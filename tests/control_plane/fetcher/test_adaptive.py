@@ -7,6 +7,7 @@ import pytest
 from dualplane.control_plane.fetcher.backends import adaptive
 from dualplane.control_plane.fetcher.backends.adaptive import SAMPLES, AdaptiveBackend
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
+from dualplane.control_plane.fetcher.exceptions import FetchTimeout
 from dualplane.control_plane.fetcher.render_need import render_need, shown
 
 pytestmark = [pytest.mark.unit, pytest.mark.anyio]
@@ -90,3 +91,19 @@ def test_the_rule_names_what_rendering_shows_and_ignores_small_changes() -> None
         render_need(shown(shell), shown(built))
         == "rendering shows 1139 characters of text where the HTML has 0"
     )
+
+
+class Failing(Browser):
+    async def render(self, request: FetchRequest, response: FetchResponse, started: float) -> FetchResponse:
+        self.rendered.append(request.url)
+        raise FetchTimeout(f"{request.url}: the browser did not load the page in time")
+
+
+async def test_a_sample_the_browser_cannot_render_keeps_the_direct_page_and_counts_as_nothing_more() -> None:
+    browser = Failing()
+    backend = AdaptiveBackend(Site(), browser)
+
+    answers = [await backend.fetch(request(f"http://slow.shop/p/{i}")) for i in range(SAMPLES + 5)]
+
+    assert all(answer.status == 200 for answer in answers) and len(browser.rendered) == SAMPLES
+    assert not backend.verdicts["slow.shop"].renders
