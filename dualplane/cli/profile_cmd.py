@@ -249,6 +249,13 @@ def _summary(profile: Profile) -> str:
     return f"{', '.join(profile.domains)} fetched by {how}" + (f"; {limits}" if limits else "")
 
 
+def _steps(profile: Profile) -> list[tuple[str, str]]:
+    """The form posts of the profile's sessions, by path (their fields are never shown here)."""
+    return [
+        (name, step.path) for name, step in (("consent", profile.consent), ("login", profile.login)) if step
+    ]
+
+
 def _table(profiles: list[Profile]) -> Any:
     rows = [
         [
@@ -263,12 +270,13 @@ def _table(profiles: list[Profile]) -> Any:
                 profile.user_agent or "",
                 " ".join(sorted(profile.headers)),
                 " ".join(f"{name}={value}" for name, value in profile.scope.to_dict().items()),
+                " ".join(f"{step} {path}" for step, path in _steps(profile)),
             )
         ]
         for profile in profiles
     ]
     return table(
         "fetch profiles",
-        ["name", "domains", "backend", "render wait", "user agent", "headers", "scope"],
+        ["name", "domains", "backend", "render wait", "user agent", "headers", "scope", "session"],
         rows,
     )
