@@ -14,11 +14,19 @@ the pages ``--direct-repeats`` times a round, for steadier figures):
   that share them) of this process and its descendants, sampled every 50 ms;
 - priced: pages whose DOM carries the price (the script's result), to show what was bought.
 
+``render: auto`` is measured on the pages it must leave alone: the product pages of a plain shop of
+the same site (its prices in the HTML), fetched ``--direct-repeats`` times a round by ``auto``, a
+profile with ``backend: auto`` whose domain has been learnt (its ``SAMPLES`` sample renders made
+before the round's clock starts, and its browser closed once idle; what learning costs is the
+``auto-learning`` row: one domain learnt, per fetcher process), beside ``plain-direct`` and
+``plain-profiled`` (today's path) on the same pages in the same round; and on the script shop
+(``auto-js``), where it must render every page.
+
 The browser renders as the profile of ``docs/profiles.md`` says (wait for load and for
 ``body[data-priced]``), with the pool's shipped limits. Each round starts a new browser, so its
 launch is in the figures (a fetcher launches one per 200 pages).
 
-    .venv/bin/python benchmarks/rendering_cost.py --pages 40 --rounds 3 [--json]
+    .venv/bin/python benchmarks/rendering_cost.py --pages 24 --rounds 5 [--json]
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from dualplane.control_plane.fetcher.backends.adaptive import SAMPLES
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest
 from dualplane.control_plane.fetcher.backends.browser import BrowserBackend, RenderOptions
 from dualplane.control_plane.fetcher.backends.browser_pool import BrowserPool, PoolLimits
@@ -49,6 +58,8 @@ from dualplane.sample_site import SiteSpec, ground_truth
 
 CHROMIUM = "/usr/bin/chromium"
 PRICED = b'<span class="price">'
+IDLE_CLOSE_S = 0.5
+SITE_PID = [0]  # the sample site's process, which is no part of any figure
 
 
 def direct() -> FetchBackend:
@@ -69,6 +80,10 @@ class Book:
     def match(self, domain: str) -> Profile | None:
         with self.lock:
             return self.book.match(domain)
+
+    def named(self, name: str) -> Profile | None:
+        with self.lock:
+            return self.book.profiles.get(name)
 
     def close(self) -> None:
         pass
@@ -91,7 +106,18 @@ def browser() -> FetchBackend:
     )
 
 
-BACKENDS: dict[str, Callable[[], FetchBackend]] = {}  # filled below, once all are defined
+def auto(limits: PoolLimits | None = None) -> FetchBackend:
+    """Every domain with ``backend: auto`` (the rendering waits of docs/profiles.md), behind profiles."""
+    profile = Profile("auto", ("127.0.0.1:*",), backend="auto", wait_selector="body[data-priced]")
+    book = ProfileBook([*no_match().profiles.values(), profile])
+    pool = lambda: BrowserPool(CHROMIUM, limits or PoolLimits())  # noqa: E731
+    return ProfiledBackend(direct(), DirectBackend(SsrfGuard(["127.0.0.1"])), Book(book), pool)
+
+
+def auto_learnt() -> FetchBackend:
+    """``auto`` whose idle browser closes after 0.5 s instead of the shipped 60 s (only so that the
+    round waits less for it: what a fetch costs does not depend on it)."""
+    return auto(PoolLimits(idle_close_s=IDLE_CLOSE_S))
 
 
 class PeakMemory:
@@ -100,6 +126,7 @@ class PeakMemory:
     def __init__(self, exclude: int) -> None:
         self.exclude = exclude
         self.peak_kib = 0
+        self.generation = 0  # a sample taken across a reset is dropped
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -111,14 +138,23 @@ class PeakMemory:
         self._stop.set()
         self._thread.join()
 
+    def reset(self) -> None:
+        self.generation += 1
+        self.peak_kib = 0
+
     def _sample(self) -> None:
         while not self._stop.wait(0.05):
-            self.peak_kib = max(
-                self.peak_kib, sum(_pss_kib(pid) for pid in _family(os.getpid(), self.exclude))
-            )
+            generation = self.generation
+            kib = sum(_pss_kib(pid) for pid in _family(os.getpid(), self.exclude))
+            if generation == self.generation:
+                self.peak_kib = max(self.peak_kib, kib)
 
 
-async def fetch_all(make: Callable[[], FetchBackend], urls: list[str], concurrency: int) -> int:
+async def fetch_all(
+    make: Callable[[], FetchBackend], urls: list[str], concurrency: int, warm: list[str], clock: Clock
+) -> int:
+    """Fetch ``warm`` (untimed), start ``clock``, fetch ``urls``; how many came with their price.
+    The clock stops once the backend is closed, so the browser's processes have exited and count."""
     slots = asyncio.Semaphore(concurrency)
     async with make() as backend:
 
@@ -127,7 +163,46 @@ async def fetch_all(make: Callable[[], FetchBackend], urls: list[str], concurren
                 request = FetchRequest(url, "dualplane-bench", 5, 10, 2**22, total_timeout_s=60)
                 return PRICED in (await backend.fetch(request)).body
 
-        return sum(await asyncio.gather(*(one(url) for url in urls)))
+        for url in warm:  # one at a time, as the first pages of a domain come
+            await one(url)
+        if warm:  # the domain is learnt: its browser closes once idle, as a fetcher's does
+            await idle_closed()
+        clock.start()
+        priced = sum(await asyncio.gather(*(one(url) for url in urls)))
+    clock.stop()
+    return priced
+
+
+async def idle_closed(timeout_s: float = 120.0) -> None:
+    """Wait until this process has no child left but the site (the pool closed the browser and
+    Playwright's driver), so that their CPU is counted before the clock starts."""
+    deadline = time.monotonic() + timeout_s
+    while any(_descendants_but_site()) and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+
+
+def _descendants_but_site() -> list[int]:
+    me = os.getpid()
+    return [pid for pid in _family(me, SITE_PID[0]) if pid != me]
+
+
+class Clock:
+    """Wall and CPU time (this process; with the processes it started, once they exited), and the
+    peak memory from its start."""
+
+    def __init__(self, memory: PeakMemory) -> None:
+        self.memory = memory
+
+    def start(self) -> None:
+        self.memory.reset()
+        self.times, self.started = os.times(), time.perf_counter()
+
+    def stop(self) -> None:
+        self.wall_s, after = time.perf_counter() - self.started, os.times()
+        self.ours_s = sum(getattr(after, f) - getattr(self.times, f) for f in ("user", "system"))
+        self.children_s = sum(
+            getattr(after, f) - getattr(self.times, f) for f in ("children_user", "children_system")
+        )
 
 
 @contextlib.contextmanager
@@ -139,7 +214,7 @@ def serving(spec: SiteSpec) -> Iterator[subprocess.Popen[bytes]]:
         "dualplane",
         "sample-site",
         "--hosts",
-        "1",
+        str(spec.hosts),
         "--pages",
         str(spec.pages_per_host),
     ]
@@ -169,50 +244,65 @@ def serving(spec: SiteSpec) -> Iterator[subprocess.Popen[bytes]]:
 
 
 def round_of(
-    make: Callable[[], FetchBackend], urls: list[str], concurrency: int, site: int
+    make: Callable[[], FetchBackend], urls: list[str], concurrency: int, site: int, warm: list[str]
 ) -> dict[str, float]:
-    before, started = os.times(), time.perf_counter()
     with PeakMemory(exclude=site) as memory:
-        priced = asyncio.run(fetch_all(make, urls, concurrency))
-    wall_s, after = time.perf_counter() - started, os.times()
-    ours_s = sum(getattr(after, f) - getattr(before, f) for f in ("user", "system"))
-    started_s = sum(getattr(after, f) - getattr(before, f) for f in ("children_user", "children_system"))
+        clock = Clock(memory)
+        priced = asyncio.run(fetch_all(make, urls, concurrency, warm, clock))
     return {
-        "pages_per_s": len(urls) / wall_s,
-        "cpu_ms_per_page": (ours_s + started_s) * 1000 / len(urls),
-        "cpu_ms_per_page_ours": ours_s * 1000 / len(urls),
+        "pages_per_s": len(urls) / clock.wall_s,
+        "cpu_ms_per_page": (clock.ours_s + clock.children_s) * 1000 / len(urls),
+        "cpu_ms_per_page_ours": clock.ours_s * 1000 / len(urls),
         "peak_mb": memory.peak_kib / 1024,
         "priced": priced,
     }
 
 
+def learning_round(urls: list[str], site: int) -> dict[str, float]:
+    """What learning one domain costs auto: its ``SAMPLES`` first pages, each fetched and rendered."""
+    return round_of(auto, urls[:SAMPLES], 1, site, [])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=40, help="product pages of the JS shop")
+    parser.add_argument("--pages", type=int, default=40, help="product pages of each shop")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=PoolLimits().max_contexts)
     parser.add_argument("--direct-repeats", type=int, default=20, help="rounds of the pages per direct round")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    # Host 0: a script-drawn shop; host 3: a plain shop (its prices in the HTML), the same site.
     spec = SiteSpec(
-        seed=7, hosts=1, pages_per_host=args.pages, latency_ms=5, base_port=_free_port(), js_hosts=(0,)
+        seed=7, hosts=4, pages_per_host=args.pages, latency_ms=5, base_port=_free_port(), js_hosts=(0,)
     )
-    urls = [product.url for product in ground_truth(spec).products]
-    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in BACKENDS}
+    products = ground_truth(spec).products
+    js = [p.url for p in products if p.url.startswith(spec.origin(0) + "/")]
+    plain = [p.url for p in products if p.url.startswith(spec.origin(3) + "/")]
+    rows: dict[str, tuple[Callable[[], FetchBackend], list[str], list[str]]] = {
+        "direct": (direct, js * args.direct_repeats, []),
+        "profiled": (profiled, js * args.direct_repeats, []),
+        "browser": (browser, js, []),
+        "auto-js": (auto, js, []),
+        "plain-direct": (direct, plain * args.direct_repeats, []),
+        "plain-profiled": (profiled, plain * args.direct_repeats, []),
+        "auto": (auto_learnt, plain * args.direct_repeats, plain[:SAMPLES]),  # learnt, untimed
+    }
+    rounds: dict[str, list[dict[str, float]]] = {name: [] for name in [*rows, "auto-learning"]}
     with serving(spec) as site:
+        SITE_PID[0] = site.pid
         for _ in range(args.rounds):  # interleaved, so all see the same machine
-            for name, make in BACKENDS.items():
-                # The direct fetches take ms: the same pages go round more often, for steadier figures.
-                pages = urls if name == "browser" else urls * args.direct_repeats
-                rounds[name].append(round_of(make, pages, args.concurrency, site.pid))
-    result = {name: _medians(figures) for name, figures in rounds.items()}
-    for name in ("browser", "profiled"):
-        result[f"{name}_over_direct"] = {
-            key: result[name][key] / result["direct"][key]
+            for name, (make, urls, warm) in rows.items():
+                rounds[name].append(round_of(make, urls, args.concurrency, site.pid, warm))
+            rounds["auto-learning"].append(learning_round(plain, site.pid))
+    result: dict[str, Any] = {name: _medians(figures) for name, figures in rounds.items()}
+    for name, peer in (("browser", "direct"), ("profiled", "direct"), ("auto", "plain-profiled"),
+                       ("auto", "plain-direct"), ("auto-js", "browser")):  # fmt: skip
+        result[f"{name}_over_{peer}"] = {
+            key: result[name][key] / result[peer][key]
             for key in ("pages_per_s", "cpu_ms_per_page", "peak_mb")
         }
     report: dict[str, Any] = {
-        "pages": len(urls),
+        "pages": len(js),
         "rounds": args.rounds,
         "concurrency": args.concurrency,
         **result,
@@ -221,29 +311,25 @@ def main() -> None:
         print(json.dumps({**report, "all_rounds": rounds}, indent=2))
         return
     print(
-        f"{len(urls)} product pages of a JS shop, {args.concurrency} at a time, "
-        f"medians of {args.rounds} rounds"
+        f"{len(js)} product pages of a JS shop and {len(plain)} of a plain shop, "
+        f"{args.concurrency} at a time, medians of {args.rounds} rounds"
     )
     print(
-        f"{'backend':<8} {'pages/s':>8} {'CPU ms/page':>12} {'(this process)':>15} "
+        f"{'backend':<15} {'pages/s':>8} {'CPU ms/page':>12} {'(this process)':>15} "
         f"{'peak MB':>8} {'priced':>7}"
     )
-    for name in BACKENDS:
+    for name in rounds:
         row = result[name]
         print(
-            f"{name:<8} {row['pages_per_s']:>8.1f} {row['cpu_ms_per_page']:>12.1f} "
-            f"{row['cpu_ms_per_page_ours']:>15.1f} "
-            f"{row['peak_mb']:>8.0f} {row['priced']:>7.0f}"
+            f"{name:<15} {row['pages_per_s']:>8.1f} {row['cpu_ms_per_page']:>12.2f} "
+            f"{row['cpu_ms_per_page_ours']:>15.2f} {row['peak_mb']:>8.0f} {row['priced']:>7.0f}"
         )
-    for name in ("browser", "profiled"):
-        ratio = result[f"{name}_over_direct"]
-        print(
-            f"{name}/direct: {ratio['pages_per_s']:.3f}x pages/s, {ratio['cpu_ms_per_page']:.3f}x CPU/page, "
-            f"{ratio['peak_mb']:.2f}x peak memory"
-        )
-
-
-BACKENDS.update({"direct": direct, "profiled": profiled, "browser": browser})
+    for key, ratio in result.items():
+        if "_over_" in key:
+            print(
+                f"{key.replace('_over_', '/')}: {ratio['pages_per_s']:.3f}x pages/s, "
+                f"{ratio['cpu_ms_per_page']:.3f}x CPU/page, {ratio['peak_mb']:.2f}x peak memory"
+            )
 
 
 def _medians(figures: list[dict[str, float]]) -> dict[str, float]:

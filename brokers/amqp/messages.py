@@ -69,6 +69,7 @@ class AttemptRecord(BaseModel):
 
 
 EXTRACTOR_NAME = r"^[A-Za-z0-9][\w.-]{0,99}$"
+PROFILE_NAME = r"^[a-z0-9][a-z0-9._-]{0,63}$"  # as fetcher/profiles.py names them
 MAX_JOB_ID = 200
 
 
@@ -111,8 +112,11 @@ class JobSpec(ControlMessage):
     # Pages admitted per domain (per visit, for a monitor's job); a domain's profile may set a tighter
     # one (``profile set --page-budget``). Left out when unset, like ``monitor``.
     domain_budget: int | None = Field(default=None, ge=1)
+    # The fetch profile for every page of the job, whatever its domain (``crawl --profile``); None:
+    # each domain's own profile, matched by pattern.
+    profile: str | None = Field(default=None, pattern=PROFILE_NAME)
 
-    omitted_when_none = frozenset({"monitor", "domain_budget"})
+    omitted_when_none = frozenset({"monitor", "domain_budget", "profile"})
 
     @field_validator("allow_patterns", "deny_patterns")
     @classmethod
@@ -272,11 +276,12 @@ class CrawlTask(ControlMessage):
     not_before: datetime | None = None
     crawl_delay_ms: int | None = Field(default=None, ge=0)  # robots.txt Crawl-delay, when stricter
     extractor: str | None = None  # the job's extractor plugin, carried to the raw page
+    profile: str | None = None  # the job's fetch profile (JobSpec.profile), carried to the fetcher
     history: tuple[AttemptRecord, ...] = ()
     # A revisit's validators: the fetch is then a conditional GET, and a 304 ends it as not_modified.
     validators: Validators | None = None
 
-    omitted_when_none = frozenset({"validators"})
+    omitted_when_none = frozenset({"validators", "profile"})
 
     def next_attempt(self, outcome: str, detail: str, not_before: datetime | None) -> CrawlTask:
         """The same task for its next attempt, with this attempt added to its history."""

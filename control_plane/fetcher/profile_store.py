@@ -78,6 +78,10 @@ class ProfileView:
         with self._lock:
             return self._book.match(domain)
 
+    def named(self, name: str) -> Profile | None:
+        with self._lock:
+            return self._book.profiles.get(name)
+
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -2,7 +2,8 @@
 
 A :class:`Profile` names domain patterns (``fnmatch`` on the politeness key, ``host`` or
 ``host:port``: ``shop.example``, ``*.shop.example``, ``127.0.0.1:8001``) and says, for those domains,
-which backend fetches them (``direct``, ``browser``, or ``api``: the managed scraping API, from
+which backend fetches them (``direct``, ``browser``, ``auto``: render only where it shows more, or
+``api``: the managed scraping API, from
 ``country`` if given), through which ``proxies`` (rotated, banned ones quarantined), how a render
 waits (a load state, a CSS selector, a time limit), the user agent and extra headers to send, and
 how much of those domains a crawl takes (``scope``: budget, patterns, trap limits; the frontier
@@ -27,7 +28,7 @@ from dualplane.control_plane.fetcher.sessions import FormStep
 from dualplane.core.settings import checks, mask_url_password
 from dualplane.core.web.site_scope import SiteScope, most_specific
 
-Backend = Literal["direct", "browser", "api"]
+Backend = Literal["direct", "browser", "api", "auto"]
 Wait = Literal["load", "networkidle"]
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 PATTERN = re.compile(r"^[a-z0-9*?.\-\[\]:_]{1,253}$")
@@ -73,10 +74,13 @@ class Profile:
                     f"profile {self.name}: domain pattern {pattern!r} is not a lower-case host[:port] "
                     "pattern (e.g. shop.example, *.shop.example, 127.0.0.1:8001)"
                 )
-        if self.backend not in ("direct", "browser", "api") or self.wait not in ("load", "networkidle"):
+        if self.backend not in ("direct", "browser", "api", "auto") or self.wait not in (
+            "load",
+            "networkidle",
+        ):
             raise ProfileError(
-                f"profile {self.name}: backend must be direct, browser or api and wait load or networkidle, "
-                f"got {self.backend!r} and {self.wait!r}"
+                f"profile {self.name}: backend must be direct, browser, auto or api and wait load or "
+                f"networkidle, got {self.backend!r} and {self.wait!r}"
             )
         if self.country is not None and (self.backend != "api" or not COUNTRY.match(self.country)):
             raise ProfileError(

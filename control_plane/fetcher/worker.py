@@ -128,6 +128,7 @@ class Fetcher:
             max_redirects=fetch.max_redirects,
             total_timeout_s=fetch.total_timeout_s,
             conditional_headers=task.validators.request_headers() if task.validators else {},
+            profile=task.profile,
         )
 
 

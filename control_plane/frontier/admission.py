@@ -123,7 +123,9 @@ class Admission:
             except InvalidUrl:
                 counts["invalid"] += 1
                 continue
-            if not scope.check(url, batch.depth).allowed or self.sites.rejection(url, domain, batch.depth):
+            if not scope.check(url, batch.depth).allowed or self.sites.rejection(
+                job, url, domain, batch.depth
+            ):
                 counts["out_of_scope"] += 1
                 continue
             if job.monitor is not None and self._scheduled(job.monitor, url, lastmods, index, admitted):
@@ -187,6 +189,7 @@ class Admission:
             max_attempts=self.max_attempts,
             crawl_delay_ms=delay_ms,
             extractor=job.extractor,
+            profile=job.profile,
         )
 
     def safe(self, url: str) -> bool:

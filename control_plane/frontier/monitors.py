@@ -408,6 +408,7 @@ def _task(spec: MonitorSpec, job_id: str, row: ScheduledUrl) -> CrawlTask:
     return CrawlTask(
         job_id=job_id, trace_id=new_id(), url=row.url, domain=row.domain, depth=row.depth,
         priority=spec.job.priority, extractor=spec.job.extractor, validators=validators,
+        profile=spec.job.profile,
     )  # fmt: skip
 
 

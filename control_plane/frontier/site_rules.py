@@ -38,13 +38,13 @@ CREATE TABLE IF NOT EXISTS {TABLE} (
 class ScopeSource(Protocol):
     """Where a domain's profile scope comes from (:class:`~.site_scopes.SiteScopes`)."""
 
-    def scope(self, domain: str) -> SiteScope | None: ...
+    def scope(self, domain: str, profile: str | None = None) -> SiteScope | None: ...
 
 
 class NoProfiles:
     """No profiles followed (a frontier built for a test): every domain is unlimited."""
 
-    def scope(self, domain: str) -> SiteScope | None:
+    def scope(self, domain: str, profile: str | None = None) -> SiteScope | None:
         return None
 
 
@@ -55,12 +55,12 @@ class SiteRules:
         self.state = state
         self.scopes = scopes
 
-    def rejection(self, url: str, domain: str, depth: int) -> str | None:
-        scope = self.scopes.scope(domain)
+    def rejection(self, job: JobSpec, url: str, domain: str, depth: int) -> str | None:
+        scope = self.scopes.scope(domain, job.profile)
         return None if scope is None else scope.rejection(url, depth)
 
     def budget(self, job: JobSpec, domain: str) -> int | None:
-        scope = self.scopes.scope(domain)
+        scope = self.scopes.scope(domain, job.profile)
         return budget_of(job.domain_budget, scope.page_budget if scope else None)
 
     def taken(self, job_id: str, domain: str) -> int:

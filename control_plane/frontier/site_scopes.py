@@ -52,9 +52,13 @@ class SiteScopes:
             log.warning("profiles topic %s not read to its end within %.0f s: scopes apply as they come",
                         self.topic, START_TIMEOUT_S)  # fmt: skip
 
-    def scope(self, domain: str) -> SiteScope | None:
-        """The scope of ``domain``'s profile; None: no profile, or one that limits nothing."""
+    def scope(self, domain: str, profile: str | None = None) -> SiteScope | None:
+        """The scope of ``domain``'s profile (``profile``, a job's, when it exists; else the one its
+        patterns match); None: no profile, or one that limits nothing."""
         with self._lock:
+            named = self._profiles.get(profile) if profile is not None else None
+            if named is not None:
+                return None if named[1].empty else named[1]
             try:
                 return self._matches[domain]
             except KeyError:

@@ -18,6 +18,7 @@ from dualplane.cli.seeding import seeding_progress
 if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` starts fast
     from dualplane.brokers.amqp.messages import JobSpec, Priority
     from dualplane.control_plane.frontier.jobs import Verdict
+    from dualplane.core.settings import Settings
 
 EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
 # `crawl --wait`: the job finished, but some fetched page has no record (dead-lettered at fetch or
@@ -63,6 +64,12 @@ def crawl(
         int | None,
         typer.Option(
             min=1, help="Pages admitted per domain at most (a profile's --page-budget may be lower)."
+        ),
+    ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="The fetch profile for every page of the job, whatever its domain (`profile set`)."
         ),
     ] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
@@ -131,6 +138,7 @@ def crawl(
             deny_patterns=_patterns(deny, "--deny"),
             allow_patterns=_patterns(allow, "--allow"),
             domain_budget=domain_budget,
+            profile=_existing_profile(settings, profile),
             max_depth=max_depth,
             max_pages=max_pages,
             priority=_lane(priority),
@@ -185,6 +193,27 @@ def _no_seeds(jobs: Any, job_id: str, as_json: bool, monitor: str | None = None)
             soft_wrap=True,
         )
     raise typer.Exit(1)
+
+
+def _existing_profile(settings: Settings, name: str | None) -> str | None:
+    """``name`` if a profile of that name is stored (a usage error else), read from the profiles topic."""
+    if name is None:
+        return None
+    from dualplane.control_plane.fetcher import profile_store
+    from dualplane.control_plane.fetcher.profiles import ProfileError
+    from dualplane.core.exceptions import DualplaneError
+
+    try:
+        found = profile_store.read_profiles(settings.kafka, settings.topics.profiles)
+    except ProfileError as error:
+        raise DualplaneError(str(error)) from error
+    if name not in found:
+        known = ", ".join(sorted(found)) or "none yet"
+        raise typer.BadParameter(
+            f"no profile {name!r} (profiles: {known}); make it with `dualplane profile set`",
+            param_hint="--profile",
+        )
+    return name
 
 
 def _checked_extractor(extractor: str | None) -> str | None:

@@ -84,6 +84,9 @@ def create(
         str | None,
         typer.Option(parser=values.non_empty, help="Extractor plugin for its pages (entry point name)."),
     ] = None,
+    profile: Annotated[
+        str | None, typer.Option(help="The fetch profile for every page it visits, whatever its domain.")
+    ] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
     wait: WaitOption = False,
     timeout: TimeoutOption = 3600,
@@ -93,7 +96,14 @@ def create(
     """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due.
     With --wait, follow that first visit to its end (exit codes as `crawl --wait`)."""
     from dualplane.brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
-    from dualplane.cli.crawl_cmd import _checked_extractor, _lane, _no_seeds, _patterns, _read_seeds
+    from dualplane.cli.crawl_cmd import (
+        _checked_extractor,
+        _existing_profile,
+        _lane,
+        _no_seeds,
+        _patterns,
+        _read_seeds,
+    )
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
     from dualplane.control_plane.frontier.client import JobClient
@@ -123,7 +133,7 @@ def create(
         max_depth=max_depth, max_pages=max_pages, priority=_lane(priority), obey_robots=not ignore_robots,
         monitor=monitor_id, deny_patterns=_patterns(deny, "--deny"),
         allow_patterns=_patterns(allow, "--allow"), domain_budget=domain_budget,
-        extractor=_checked_extractor(extractor),
+        extractor=_checked_extractor(extractor), profile=_existing_profile(settings, profile),
     )  # fmt: skip
     spec = MonitorSpec(monitor_id=monitor_id, job=job, interval_s=interval_s, min_interval_s=min_s,
                        max_interval_s=max_s, seeds=len(seeds), sitemaps=tuple(sitemap or ()))  # fmt: skip

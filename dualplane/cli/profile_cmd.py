@@ -43,7 +43,8 @@ def set_(
     backend: Annotated[
         str,
         typer.Option(
-            help="direct: fetch as is; browser: render in headless Chromium; api: the managed scraping API."
+            help="direct: fetch as is; browser: render in headless Chromium; auto: render only the domains "
+            "whose pages show more rendered (price data, script-built text); api: the managed scraping API."
         ),
     ] = "direct",
     wait: Annotated[
@@ -234,7 +235,7 @@ def _headers(lines: list[str]) -> dict[str, str]:
 
 def _summary(profile: Profile) -> str:
     how: str = profile.backend
-    if profile.backend == "browser":
+    if profile.backend in ("browser", "auto"):
         waits = profile.wait + (f" and {profile.wait_selector}" if profile.wait_selector else "")
         how += f" (waits for {waits}, at most {profile.wait_s:g} s)"
     if profile.country:
@@ -246,6 +247,13 @@ def _summary(profile: Profile) -> str:
             how += f", {name} at {step.path}"
     limits = ", ".join(f"{name} {value}" for name, value in profile.scope.to_dict().items())
     return f"{', '.join(profile.domains)} fetched by {how}" + (f"; {limits}" if limits else "")
+
+
+def _steps(profile: Profile) -> list[tuple[str, str]]:
+    """The form posts of the profile's sessions, by path (their fields are never shown here)."""
+    return [
+        (name, step.path) for name, step in (("consent", profile.consent), ("login", profile.login)) if step
+    ]
 
 
 def _table(profiles: list[Profile]) -> Any:
@@ -262,12 +270,13 @@ def _table(profiles: list[Profile]) -> Any:
                 profile.user_agent or "",
                 " ".join(sorted(profile.headers)),
                 " ".join(f"{name}={value}" for name, value in profile.scope.to_dict().items()),
+                " ".join(f"{step} {path}" for step, path in _steps(profile)),
             )
         ]
         for profile in profiles
     ]
     return table(
         "fetch profiles",
-        ["name", "domains", "backend", "render wait", "user agent", "headers", "scope"],
+        ["name", "domains", "backend", "render wait", "user agent", "headers", "scope", "session"],
         rows,
     )

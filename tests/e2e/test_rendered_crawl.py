@@ -1,11 +1,11 @@
-"""Script-drawn shops crawled by the real pipeline: prices only with a browser profile, set at run time.
+"""Script-drawn shops crawled by the real pipeline: prices only with a browser or auto profile.
 
-One pipeline (frontier, fetcher, extractor as processes, Debian's chromium) crawls two of the
+One pipeline (frontier, fetcher, extractor as processes, Debian's chromium) crawls three of the
 sample site's JS shop hosts in one job, after ``dualplane profile set`` gave the first the browser
-backend while the fetcher was already running. The first host's products all come with the price,
-currency and stock the site's truth says, although the fetcher's browser is killed in the middle
-of the crawl (its renders are retried, none is lost); the second host's, without a profile, with
-no price at all.
+backend and the second ``auto`` while the fetcher was already running. Their products all come
+with the price, currency and stock the site's truth says (auto learnt from its first page that the
+host needs rendering), although the fetcher's browser is killed in the middle of the crawl (its
+renders are retried, none is lost); the third host's, without a profile, with no price at all.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from tests.support.pipeline import Pipeline
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-RENDERED, PLAIN = 0, 3  # two script-drawn shops; the profile names the first only
-SITE = SiteSpec(seed=11, hosts=4, pages_per_host=6, latency_ms=5, js_hosts=(RENDERED, PLAIN))
+RENDERED, AUTO, PLAIN = 0, 2, 3  # three script-drawn shops: browser, auto, and no profile
+SITE = SiteSpec(seed=11, hosts=4, pages_per_host=6, latency_ms=5, js_hosts=(RENDERED, AUTO, PLAIN))
 AVAILABILITY = {
     "https://schema.org/InStock": "in_stock",
     "https://schema.org/OutOfStock": "out_of_stock",
@@ -67,18 +67,27 @@ def test_js_shop_prices_come_only_with_a_browser_profile_and_survive_a_browser_c
         for service in ("frontier", "extractor"):
             pipeline.start(service)
         fetcher = pipeline.start("fetcher")
-        rendered, plain = site.spec.origin(RENDERED), site.spec.origin(PLAIN)
-        truths = {canonicalize(p.url): p for p in site.truth().products if p.url.startswith(rendered + "/")}
+        rendered, plain, auto = site.spec.origin(RENDERED), site.spec.origin(PLAIN), site.spec.origin(AUTO)
+        truths = {
+            canonicalize(p.url): p
+            for p in site.truth().products
+            if p.url.startswith((rendered + "/", auto + "/"))
+        }
         untouched = {canonicalize(p.url) for p in site.truth().products if p.url.startswith(plain + "/")}
         made = run_cli(
             "profile", "set", "js-shop", "--domain", domain_of(rendered), "--backend", "browser",
             "--wait-selector", "body[data-priced]", "--json", env=settings.to_env(),
         )  # fmt: skip
         assert made.exit_code == 0, made.stderr
+        made = run_cli(
+            "profile", "set", "js-auto", "--domain", domain_of(auto), "--backend", "auto",
+            "--wait-selector", "body[data-priced]", "--json", env=settings.to_env(),
+        )  # fmt: skip
+        assert made.exit_code == 0, made.stderr
         time.sleep(1)  # the running fetcher follows the profiles topic (within about a second)
 
         probe = JobProbe(settings)
-        domains = (domain_of(rendered), domain_of(plain))
+        domains = (domain_of(rendered), domain_of(plain), domain_of(auto))
         seeds = sorted(set(truths) | untouched)  # the products themselves: no hops through listings first
         probe.submit(JobSpec(job_id="shops", allowed_domains=domains), seeds)
         assert wait_for(lambda: api_calls(site) >= 2, timeout_s=120, interval_s=0.1), pipeline.logs()

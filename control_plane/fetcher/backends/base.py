@@ -33,6 +33,7 @@ class FetchRequest:
     ``headers`` go out with every hop too (a domain's profile: a language, a referer); they never
     replace the User-Agent, Accept or Accept-Encoding we send. ``form``: post these fields to
     ``url`` instead of a GET (a profile's consent or login step, ``fetcher/sessions.py``).
+    ``profile``: the fetch profile the task's job names (``crawl --profile``), whatever the domain.
     """
 
     url: str
@@ -46,6 +47,7 @@ class FetchRequest:
     conditional_headers: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
     form: Mapping[str, str] | None = None
+    profile: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1 or self.max_redirects < 0:

@@ -82,7 +82,11 @@ class BrowserBackend(FetchBackend):
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         """See :meth:`FetchBackend.fetch`; a dead browser raises ``BrowserCrashed`` (retried)."""
         started = time.perf_counter()
-        response = await self.direct.fetch(request)
+        return await self.render(request, await self.direct.fetch(request), started)
+
+    async def render(self, request: FetchRequest, response: FetchResponse, started: float) -> FetchResponse:
+        """``response``, fetched directly for ``request`` at ``started`` (``perf_counter``), rendered if
+        it is HTML 2xx, else as it is (``render: auto`` renders what it fetched, ``adaptive.py``)."""
         if not _renderable(response):
             return response
         spent_s = time.perf_counter() - started

@@ -5,6 +5,9 @@ cookies, cache and storage, closed after the page), and at most ``max_contexts``
 at once, so the browser's memory is bounded by the pool size rather than by the fetcher's
 concurrency. A browser is retired after ``pages_per_launch`` renders (Chromium's memory creeps up
 over thousands of pages) and closed once its last context is; the next render launches a new one.
+A browser that has rendered nothing for ``idle_close_s`` is closed too, with Playwright's driver
+(``render: auto`` renders a domain's first pages only, and most domains then need no browser at
+all): the process is back as it was before its first render.
 A browser that dies (killed, out of memory) is noticed by its ``disconnected`` event or by
 Playwright's error in the render: the render fails with :class:`BrowserCrashed` (a connection
 error, so its task is retried, never lost), and the next render launches a new browser.
@@ -56,12 +59,19 @@ class PoolLimits:
     max_contexts: int = 4
     pages_per_launch: int = 200
     js_heap_mb: int = 256
+    idle_close_s: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.max_contexts < 1 or self.pages_per_launch < 1 or self.js_heap_mb < 16:
+        if (
+            self.max_contexts < 1
+            or self.pages_per_launch < 1
+            or self.js_heap_mb < 16
+            or self.idle_close_s <= 0
+        ):
             raise ValueError(
                 f"browser pool limits out of range: max_contexts={self.max_contexts} (>= 1), "
-                f"pages_per_launch={self.pages_per_launch} (>= 1), js_heap_mb={self.js_heap_mb} (>= 16)"
+                f"pages_per_launch={self.pages_per_launch} (>= 1), js_heap_mb={self.js_heap_mb} (>= 16), "
+                f"idle_close_s={self.idle_close_s} (> 0)"
             )
 
 
@@ -106,6 +116,8 @@ class BrowserPool:
         self._playwright: Playwright | None = None
         self._current: _Launch | None = None
         self._closed = False
+        self._idle: asyncio.TimerHandle | None = None
+        self._idle_task: asyncio.Task[None] | None = None
 
     @asynccontextmanager
     async def context(self, **options: Any) -> AsyncIterator[Lease]:
@@ -114,6 +126,7 @@ class BrowserPool:
         Raises :class:`BrowserCrashed` when the browser cannot be launched or dies meanwhile.
         """
         async with self._slots:
+            self._cancel_idle()
             launch = await self._launch()
             launch.in_use += 1
             launch.renders += 1
@@ -135,10 +148,13 @@ class BrowserPool:
                 launch.in_use -= 1
                 if (launch.retired or launch.dead) and launch.in_use == 0:
                     await _close_quietly(launch.browser)
+                elif launch.in_use == 0 and not self._closed:
+                    self._close_when_idle(launch)
 
     async def aclose(self) -> None:
         """Close the browser and Playwright's driver. Idempotent."""
         self._closed = True
+        self._cancel_idle()
         launch, self._current = self._current, None
         if launch is not None:
             launch.retired = True  # closed by us, not dead
@@ -182,6 +198,32 @@ class BrowserPool:
         browser.on("disconnected", lambda _browser: _mark_dead(launch))
         log.info("browser %s launched (%s, launch %d)", browser.version, self.executable, self.launches)
         return launch
+
+    def _close_when_idle(self, launch: _Launch) -> None:
+        self._cancel_idle()
+
+        def close() -> None:
+            self._idle_task = asyncio.ensure_future(self._close_idle(launch))
+
+        self._idle = asyncio.get_running_loop().call_later(self.limits.idle_close_s, close)
+
+    def _cancel_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+    async def _close_idle(self, launch: _Launch) -> None:
+        """Close the idle browser and Playwright's driver: the process is as before its first render."""
+        async with self._launch_lock:  # a render that comes meanwhile waits, then launches anew
+            if launch.in_use or launch.retired or launch is not self._current:
+                return
+            launch.retired = True  # closed by us, not dead
+            self._current = None
+            await _close_quietly(launch.browser)
+            playwright, self._playwright = self._playwright, None
+            if playwright is not None:
+                await playwright.stop()
+        log.info("browser closed after %.0f s without a render", self.limits.idle_close_s)
 
     def _marker(self) -> tuple[str, ...]:
         return (f"--dualplane-pool={self.marker}",) if self.marker else ()

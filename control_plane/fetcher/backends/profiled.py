@@ -5,7 +5,8 @@ profile's user agent and headers go on its request; ``backend: browser`` renders
 fetcher's one browser pool, with the profile's wait, ``backend: api`` sends it through the managed
 scraping API (one client per country, ``proxy_country``), and ``backend: direct`` fetches it
 directly; a profile's ``proxies`` get a direct client of their own (a render's requests go
-through it too).
+through it too). ``backend: auto`` fetches directly and renders only the domains whose pages show
+more rendered (``adaptive.py``).
 The pool is made at the first render, so a fetcher whose domains need none never starts a browser
 (nor loads Playwright). A profile with a consent or login step fetches in a session: its cookies
 (``sessions.py``) go on the request, and a page that shows it signed out signs in again once.
@@ -19,6 +20,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
+from dualplane.control_plane.fetcher.backends.adaptive import AdaptiveBackend
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
 from dualplane.control_plane.fetcher.exceptions import ConnectionFailed
@@ -36,6 +38,8 @@ class Profiles(Protocol):
     """What the backend asks of the profiles (a :class:`~.profile_store.ProfileView`)."""
 
     def match(self, domain: str) -> Profile | None: ...
+
+    def named(self, name: str) -> Profile | None: ...
 
     def close(self) -> None: ...
 
@@ -65,10 +69,12 @@ class ProfiledBackend(FetchBackend):
         self._new_direct = new_direct
         self._proxied: dict[tuple[str, ...], DirectBackend] = {}  # by proxy list
         self.sessions = sessions or SessionJars()
+        # By the profile object (a changed profile is a new one): its JSON cost 15 µs a fetch.
+        self._adaptives: dict[int, tuple[Profile, AdaptiveBackend]] = {}
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         """See :meth:`FetchBackend.fetch`."""
-        profile = self._profile(request.url)
+        profile = self._profile(request)
         if profile is None:
             return await self.fleet.fetch(request)
         request = profile.apply(request)
@@ -79,6 +85,8 @@ class ProfiledBackend(FetchBackend):
     async def _routed(self, profile: Profile, request: FetchRequest) -> FetchResponse:
         if profile.backend == "browser":
             return await self._renderer(profile).fetch(request)
+        if profile.backend == "auto":
+            return await self._adaptive(profile).fetch(request)
         if profile.backend == "api":
             return await self._api(profile).fetch(request)
         return await self._direct(profile).fetch(request)
@@ -105,9 +113,13 @@ class ProfiledBackend(FetchBackend):
             response = await self._routed(profile, _with_cookie(request, cookie))
         return response
 
-    def _profile(self, url: str) -> Profile | None:
+    def _profile(self, request: FetchRequest) -> Profile | None:
+        """The job's profile when it names one that exists (else, deleted since, the domain's)."""
+        named = self.profiles.named(request.profile) if request.profile is not None else None
+        if named is not None:
+            return named
         try:
-            return self.profiles.match(domain_of(url))
+            return self.profiles.match(domain_of(request.url))
         except InvalidUrl:
             return None  # the fleet's backend says what is wrong with the URL
 
@@ -131,6 +143,17 @@ class ProfiledBackend(FetchBackend):
                 )
             api = self._apis[profile.country] = self._new_api(profile)
         return api
+
+    def _adaptive(self, profile: Profile) -> AdaptiveBackend:
+        """``render: auto`` of the profile: what it learnt per domain is kept while the profile is."""
+        known = self._adaptives.get(id(profile))
+        if known is not None and known[0] is profile:
+            return known[1]
+        if len(self._adaptives) > 1000:
+            self._adaptives.clear()
+        adaptive = AdaptiveBackend(self._direct(profile), self._renderer(profile))
+        self._adaptives[id(profile)] = (profile, adaptive)
+        return adaptive
 
     def _renderer(self, profile: Profile) -> BrowserBackend:
         from dualplane.control_plane.fetcher.backends.browser import (  # noqa: PLC0415

@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -238,3 +238,45 @@ def kill_browsers(marker: str) -> int:
             os.kill(int(proc.name), signal.SIGKILL)
             killed += 1
     return killed
+
+
+async def test_a_browser_idle_for_idle_close_s_is_closed_and_the_next_render_launches_one(
+    tmp_path: Path, loopback_listener: Listener
+) -> None:
+    server = TestServer(shop_app(loopback_listener.port), host="127.0.0.1")
+    await server.start_server()
+    pool = BrowserPool(CHROMIUM, PoolLimits(idle_close_s=1.0), marker=tmp_path.name)
+    url = f"http://shop.test:{server.port}/lamp"
+    try:
+        async with BrowserBackend(DirectBackend(guard()), pool, RenderOptions(wait_s=10)) as backend:
+            await backend.fetch(request(url))
+            alive = running_browsers(tmp_path.name)
+            closed = await wait_until(lambda: running_browsers(tmp_path.name) == 0, timeout_s=30)
+            again = await backend.fetch(request(url))
+    finally:
+        await server.close()
+
+    assert alive == 1 and closed
+    assert '<span class="price">€12.50</span>' in again.body.decode() and pool.launches == 2
+
+
+def running_browsers(marker: str) -> int:
+    count = 0
+    for proc in Path("/proc").iterdir():
+        try:
+            arguments = (proc / "cmdline").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if f"--dualplane-pool={marker}".encode() in arguments and state != "Z":
+            count += not any(a.startswith(b"--type=") for a in arguments)
+    return count
+
+
+async def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            return False
+        await asyncio.sleep(0.2)
+    return True

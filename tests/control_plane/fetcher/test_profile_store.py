@@ -52,7 +52,7 @@ def test_the_cli_sets_lists_and_deletes_without_printing_header_values(
     assert made.exit_code == 0 and made.json()["profile"]["wait_s"] == 15, made.stderr
     assert listed.json()["profiles"][0]["headers"] == ["Cookie"]
     assert "s3cret" not in made.stdout + listed.stdout
-    assert bad.exit_code == 2 and "backend must be direct, browser or api" in bad.stderr
+    assert bad.exit_code == 2 and "backend must be direct, browser, auto or api" in bad.stderr
     assert deleted.exit_code == 0 and missing.exit_code == 1 and "no profile 'login'" in missing.stderr
 
 

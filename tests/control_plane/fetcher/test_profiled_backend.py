@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from pydantic import SecretStr
 
@@ -45,6 +47,9 @@ class Book:
 
     def match(self, domain: str) -> Profile | None:
         return match(self.profiles, domain)
+
+    def named(self, name: str) -> Profile | None:
+        return next((profile for profile in self.profiles if profile.name == name), None)
 
     def close(self) -> None:
         self.closed = True
@@ -134,3 +139,16 @@ async def test_a_profile_with_proxies_gets_a_direct_client_of_its_own_once() -> 
 
     assert [a.body for a in answers] == [b"proxied", b"proxied"] and plain.body == b"fleet"
     assert made == [proxies]
+
+
+async def test_a_jobs_profile_applies_whatever_the_domain_and_a_deleted_one_falls_back() -> None:
+    fleet, direct = Recording("fleet"), Recording("direct")
+    book = Book(Profile("job-wide", ("nothing.example",), user_agent="job's"))
+    backend = ProfiledBackend(fleet, direct, book, no_pool)  # type: ignore[arg-type]
+
+    named = await backend.fetch(replace(request("http://news.example/a"), profile="job-wide"))
+    gone = await backend.fetch(replace(request("http://news.example/b"), profile="deleted-since"))
+    await backend.aclose()
+
+    assert (named.body, gone.body) == (b"direct", b"fleet")
+    assert direct.requests[0].user_agent == "job's"

@@ -49,6 +49,9 @@ class Book:
     def match(self, domain: str) -> Profile | None:
         return match(self.profiles, domain)
 
+    def named(self, name: str) -> Profile | None:
+        return next((profile for profile in self.profiles if profile.name == name), None)
+
     def close(self) -> None:
         pass
 

@@ -102,6 +102,28 @@ def test_the_cli_sets_scope_on_a_profile_a_crawl_and_a_monitor(control_plane: Co
     assert (visit.deny_patterns, visit.extractor, visit.domain_budget) == (("/cart",), "shop-plugin", 4)
 
 
+def test_a_jobs_profile_sets_the_scope_of_every_domain_it_crawls(control_plane: ControlPlaneFactory) -> None:
+    settings = control_plane.settings()
+    env = settings.to_env()
+    scope = SiteScope(page_budget=2, deny=("/cart",))
+    profile_store.put(
+        settings.kafka, settings.topics.profiles, Profile("per-job", ("unused.example",), scope=scope)
+    )
+
+    running = RunningFrontier(settings).start()
+    try:
+        seeds = [
+            f"--seed=http://{host}.example/{page}" for host in ("a", "b") for page in ("1", "2", "3", "cart")
+        ]
+        crawled = run_cli("crawl", *seeds, "--profile", "per-job", "--ignore-robots", "--job", "own", env=env)
+        missing = run_cli("crawl", "--seed", "http://a.example/", "--profile", "nowhere", env=env)
+        assert crawled.exit_code == 0, crawled.stderr
+        running.wait_progress("own", seeded=8, out_of_scope=2, discovered=4, over_limit=2)
+    finally:
+        running.stop()
+    assert missing.exit_code == 2 and "no profile 'nowhere' (profiles: per-job)" in missing.stderr
+
+
 def _elsewhere(settings: Settings) -> Settings:
     directory = settings.frontier_dir.parent / "another-machine"
     return settings.model_copy(
