@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import uuid
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -17,7 +16,7 @@ from dualplane.cli.seeding import seeding_progress
 
 if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` starts fast
     from dualplane.brokers.amqp.messages import JobSpec, Priority
-    from dualplane.control_plane.frontier.jobs import Verdict
+    from dualplane.control_plane.frontier import Verdict
 
 EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
 # `crawl --wait`: the job finished, but some fetched page has no record (dead-lettered at fetch or
@@ -78,12 +77,11 @@ def crawl(
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
     timeout = renamed_value(timeout, timeout_s, "--timeout-s", "--timeout 1h")
-    from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, JobSpec, check_job_id
+    from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, check_job_id
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
-    from dualplane.control_plane.frontier.client import JobClient
-    from dualplane.control_plane.frontier.submit import default_scope
+    from dualplane.control_plane.frontier import JobClient
 
     settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
@@ -111,20 +109,16 @@ def crawl(
     seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
     jobs = JobClient(settings)
     with seeding_progress(seed_list) as bar:
-        # The frontier's default scope: the domains of the seeds, of a seed list (a first pass over it)
-        # and of the --sitemap URLs (a sitemap lists its own host's pages).
-        if any_domain or allow_domain:
-            domains = () if any_domain else tuple(allow_domain or ())
-        else:
-            domains = default_scope(
-                itertools.chain(seeds, seed_list or (), sitemap or ()),
-                max_domains=settings.seeds.max_scope_domains,
-                source=f"the seeds{f' and seed list {seeds_file}' if seeds_file else ''}",
-                on_seed=bar.reading_domains,
-            )
-        spec = JobSpec(
-            job_id=job or f"job-{uuid.uuid4().hex[:12]}",
-            allowed_domains=domains,
+        # The job's scope: as given, else the domains of the seeds, of a seed list (a first pass over
+        # it) and of the --sitemap URLs (a sitemap lists its own host's pages), see JobClient.spec.
+        spec, count = jobs.crawl(
+            itertools.chain(seeds, seed_list or ()),
+            job_id=job,
+            scope_urls=itertools.chain(seeds, seed_list or (), sitemap or ()),
+            allowed_domains=() if any_domain else tuple(allow_domain) if allow_domain else None,
+            source=f"the seeds{f' and seed list {seeds_file}' if seeds_file else ''}",
+            on_scope_url=bar.reading_domains,
+            on_seed=bar.seeding,
             deny_patterns=_patterns(deny, "--deny"),
             max_depth=max_depth,
             max_pages=max_pages,
@@ -132,7 +126,6 @@ def crawl(
             obey_robots=not ignore_robots,
             extractor=extractor,
         )
-        count = jobs.submit(spec, itertools.chain(seeds, seed_list or ()), bar.seeding)
     if sitemap or sitemaps_from_robots:
         count += submit_sitemaps(jobs, spec, sitemap or [], seeds if sitemaps_from_robots else [])
     if count == 0:

@@ -16,8 +16,7 @@ from rich.markup import escape
 from dualplane.cli.monitor_cmd import parse_duration_s
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.control_plane.fetcher import profile_store
-from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
+from dualplane.control_plane.fetcher import Profile, ProfileError, delete_profile, put_profile, read_profiles
 from dualplane.core.exceptions import DualplaneError
 
 app = typer.Typer(
@@ -87,7 +86,7 @@ def set_(
     except ProfileError as error:
         raise typer.BadParameter(str(error)) from None
     settings = settings_in(namespace)
-    _stored(lambda: profile_store.put(settings.kafka, settings.topics.profiles, profile))
+    _stored(lambda: put_profile(settings.kafka, settings.topics.profiles, profile))
     if as_json:
         print_json({"profile": profile.public(), "topic": settings.topics.profiles})
         return
@@ -99,7 +98,7 @@ def set_(
 def show(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Print profile NAME (header names only)."""
     settings = settings_in(namespace)
-    found = _stored(lambda: profile_store.read_profiles(settings.kafka, settings.topics.profiles))
+    found = _stored(lambda: read_profiles(settings.kafka, settings.topics.profiles))
     profile = found.get(name)
     if profile is None:
         known = ", ".join(sorted(found)) or "none yet"
@@ -116,7 +115,7 @@ def show(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOp
 def list_(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Every profile, by name."""
     settings = settings_in(namespace)
-    found = _stored(lambda: profile_store.read_profiles(settings.kafka, settings.topics.profiles))
+    found = _stored(lambda: read_profiles(settings.kafka, settings.topics.profiles))
     profiles = [found[name] for name in sorted(found)]
     if as_json:
         print_json({"profiles": [profile.public() for profile in profiles]})
@@ -131,7 +130,7 @@ def list_(as_json: JsonOption = False, namespace: NamespaceOption = None) -> Non
 def delete(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Remove profile NAME: its domains go back to the fleet's backend."""
     settings = settings_in(namespace)
-    _stored(lambda: profile_store.delete(settings.kafka, settings.topics.profiles, name))
+    _stored(lambda: delete_profile(settings.kafka, settings.topics.profiles, name))
     if as_json:
         print_json({"deleted": name, "topic": settings.topics.profiles})
         return
