@@ -109,6 +109,9 @@ def main() -> None:
         "--retry-after", type=int, default=LoopSpec.retry_after_s, help="a 429's Retry-After; 0: none"
     )
     parser.add_argument("--tuned", action="store_true", help="6 s windows, 1 s steps: the second row")
+    parser.add_argument(
+        "--cooldown-base-ms", type=int, help="a second row: the cooldown without Retry-After, not the default"
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--combine", type=Path, nargs="+", help="plot these runs' .json together into --out's .png; no run"
@@ -121,6 +124,7 @@ def main() -> None:
     spec = replace(
         LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s,
         mode=args.mode, retry_after_s=args.retry_after, tuned=args.tuned,
+        cooldown_base_ms=args.cooldown_base_ms,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as work_dir:
         settings = loop_settings(Settings.from_env(), spec, Path(work_dir))

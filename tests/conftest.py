@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,3 +62,18 @@ def s3_buckets(settings: Settings) -> Iterator[S3BucketFactory]:
 def control_plane(settings: Settings, tmp_path: Path) -> Iterator[ControlPlaneFactory]:
     """``control_plane.settings()`` gives settings with a private RabbitMQ topology."""
     yield from closing(ControlPlaneFactory(settings, tmp_path))
+
+
+# CI (``.ci/run``) sets this: a skipped test there is a check that did not run, never a pass.
+NO_SKIPS_VARIABLE = "DUALPLANE_TEST_NO_SKIPS"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if os.environ.get(NO_SKIPS_VARIABLE) != "1" or exitstatus != 0:
+        return
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    skipped = reporter.stats.get("skipped", []) if reporter is not None else []
+    if skipped:
+        names = "\n".join(f"  {report.nodeid}: {report.longrepr}" for report in skipped[:20])
+        print(f"\n{len(skipped)} test(s) skipped while {NO_SKIPS_VARIABLE}=1 (each must run in CI):\n{names}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

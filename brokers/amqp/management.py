@@ -1,19 +1,21 @@
 """Read-only queue metrics from the RabbitMQ management API (depths, consumers, rates, members).
 
-Every node of a cluster serves the whole cluster's view: :func:`get` asks ``management_url`` first
-and the ``fallback_management_urls`` after it, so the view survives the loss of a node.
+Every node of a cluster serves the whole cluster's view: :func:`get` asks the API that answered
+last, then ``management_url`` and the ``fallback_management_urls`` in order, so the view survives
+the loss of a node.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
 from dualplane.brokers import amqp
 from dualplane.brokers.amqp.exceptions import ControlPlaneError
+from dualplane.brokers.amqp.nodes import in_order, remember, unresolved
 from dualplane.core.settings import AmqpSettings
 
 
@@ -44,12 +46,19 @@ def get(amqp_settings: AmqpSettings, path: str) -> Any:
     credentials = amqp.connection_parameters(amqp_settings).credentials
     auth = (credentials.username, credentials.password)
     failures = []
-    for api in amqp_settings.management_urls():
+    apis = amqp_settings.management_urls()
+    for api in in_order(apis):
+        # A lost node's name can hang the lookup far past httpx's timeout, which does not cover it.
+        host = urlsplit(api)
+        why = unresolved(host.hostname or "", host.port or (443 if host.scheme == "https" else 80))
         try:
+            if why is not None:
+                raise httpx.ConnectError(why)
             response = httpx.get(f"{api.rstrip('/')}{path}", auth=auth, timeout=10)
         except httpx.HTTPError as error:
             failures.append(f"{api} ({error})")
             continue
+        remember(apis, api)
         return _checked(api, response)
     raise ControlPlaneError(
         f"the RabbitMQ management API did not answer at {'; '.join(failures)}; check "

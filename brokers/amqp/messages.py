@@ -108,8 +108,11 @@ class JobSpec(ControlMessage):
     # The monitor this job is a visit of (see MonitorSpec): its fetched URLs join the monitor's
     # schedule. Left out when unset, so a frontier of before monitors reads every other job.
     monitor: str | None = None
+    # Pages admitted per domain (per visit, for a monitor's job); a domain's profile may set a tighter
+    # one (``profile set --page-budget``). Left out when unset, like ``monitor``.
+    domain_budget: int | None = Field(default=None, ge=1)
 
-    omitted_when_none = frozenset({"monitor"})
+    omitted_when_none = frozenset({"monitor", "domain_budget"})
 
     @field_validator("allow_patterns", "deny_patterns")
     @classmethod

@@ -18,7 +18,8 @@ QUEUE_TTL_S = 5.0  # the management API refreshes its figures every 5 s anyway
 
 
 def watch_queues(settings: Settings) -> None:
-    """Export ``dualplane_queue_messages{queue, state}``: ready and unacked messages per queue."""
+    """Export ``dualplane_queue_messages{queue, state}`` (ready and unacked messages per queue) and
+    ``dualplane_queue_consumers{queue}``."""
     watched = set(Topology(settings.queues).control_queues())
     prefix = os.path.commonprefix(sorted(watched))  # noqa: RUF071 (queue names, not paths)
 
@@ -30,10 +31,26 @@ def watch_queues(settings: Settings) -> None:
                 samples.append(({"queue": queue.name, "state": "unacked"}, float(queue.unacked)))
         return samples
 
+    def consumers() -> list[metrics.Sample]:
+        return [
+            ({"queue": queue.name}, float(queue.consumers))
+            for queue in queue_stats(settings.amqp, prefix)
+            if queue.name in watched
+        ]
+
     metrics.probe(
         "dualplane_queue_messages",
         "Messages in a control-plane queue: ready (waiting) or unacked (with a consumer)",
         read,
         labels=("queue", "state"),
+        ttl_s=QUEUE_TTL_S,
+    )
+    # Beside the depth, the consumers: a lane's ready messages per consumer is its depth per
+    # fetcher, what an autoscaler compares with a target (docs/multi-machine.md, "Autoscaling").
+    metrics.probe(
+        "dualplane_queue_consumers",
+        "Consumers of a control-plane queue (a lane's are the fetcher processes taking its tasks)",
+        consumers,
+        labels=("queue",),
         ttl_s=QUEUE_TTL_S,
     )

@@ -1,8 +1,15 @@
-"""Publishing with publisher confirms: a call returns only once the broker has the message."""
+"""Publishing with publisher confirms: a call returns only once the broker has the message.
+
+Every message carries the time it was published (the AMQP ``timestamp`` property, whole seconds):
+:func:`enqueued_at` reads when a message entered the queue it was delivered from, which is how the
+fetchers measure how long tasks wait in their lanes (quorum queues report no head-message age).
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import pika
@@ -50,5 +57,21 @@ def encoded(
         headers=dict(headers) if headers else None,
         type=message.kind if isinstance(message, ControlMessage) else None,
         message_id=message_id,
+        timestamp=int(time.time()),
     )
     return body, properties
+
+
+def enqueued_at(properties: pika.BasicProperties) -> float | None:
+    """When the message entered the queue it came from (epoch seconds), or None when it does not say.
+
+    A message that came back through a retry tier has RabbitMQ's ``x-death`` header, whose newest
+    entry (first) says when it left the tier for its queue; any other, its publish timestamp.
+    """
+    deaths = (properties.headers or {}).get("x-death")
+    if isinstance(deaths, list) and deaths and isinstance(deaths[0], dict):
+        died = deaths[0].get("time")
+        if isinstance(died, datetime):  # pika decodes AMQP timestamps as naive UTC datetimes
+            return (died if died.tzinfo else died.replace(tzinfo=UTC)).timestamp()
+    stamp = properties.timestamp
+    return float(stamp) if isinstance(stamp, int) and stamp > 0 else None

@@ -1,7 +1,7 @@
 """The fetcher stage: crawl tasks in from RabbitMQ, raw pages and fetch events out to Kafka.
 
 Its face (what callers import, each name loaded on first use, see :mod:`core.faces`): the fetch
-and the task runner the services run, and the crawl profiles (``dualplane profile``).
+and the task runner the services run, the crawl profiles and their login sessions (``dualplane profile``).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from dualplane.core.faces import lazy_faces
 
 if TYPE_CHECKING:
+    from dualplane.control_plane.fetcher.exceptions import FetcherError
     from dualplane.control_plane.fetcher.profile_store import (
         delete as delete_profile,
     )
@@ -22,10 +23,13 @@ if TYPE_CHECKING:
     )
     from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
     from dualplane.control_plane.fetcher.runner import TaskRunner
+    from dualplane.control_plane.fetcher.sessions import FormStep
     from dualplane.control_plane.fetcher.worker import Fetcher
 
 __all__ = [
     "Fetcher",
+    "FetcherError",
+    "FormStep",
     "Profile",
     "ProfileError",
     "TaskRunner",
@@ -35,6 +39,8 @@ __all__ = [
 ]
 FACES = {
     "Fetcher": "worker",
+    "FetcherError": "exceptions",
+    "FormStep": "sessions",
     "Profile": "profiles",
     "ProfileError": "profiles",
     "TaskRunner": "runner",

@@ -1,18 +1,20 @@
-"""The fetcher's Prometheus metrics: outcomes by class, latency, bytes, tasks, requests in flight.
+"""The fetcher's Prometheus metrics: outcomes by class, latency, bytes, tasks, requests in flight,
+and how long tasks waited in their lanes.
 
-Counted in the fetch (:mod:`.worker`) and when a task is settled (:mod:`.runner`); requests in
-flight and tasks waiting for a permit are read from the runner when scraped (see
+Counted in the fetch (:mod:`.worker`), when a task arrives and when it is settled (:mod:`.runner`);
+requests in flight and tasks waiting for a permit are read from the runner when scraped (see
 ``core.metrics``).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sized
 from typing import Protocol
 
 from prometheus_client import Counter, Histogram
 
-from dualplane.brokers.amqp.messages import Priority
+from dualplane.brokers.amqp.lanes import PRIORITIES, Priority
 from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.core import metrics
 
@@ -39,6 +41,17 @@ TASKS = Counter(
     "requeued (the hand-off to Kafka failed) are not attempts, nor are cancelled (the job was cancelled)",
     ["result"],
 )
+
+# The autoscaling signal beside the lanes' depth: how long tasks wait before a fetcher takes them.
+# A lane is FIFO, so the task a fetcher receives was the oldest waiting there: the largest wait of a
+# scrape interval is the age of the lane's oldest task at that moment (quorum queues report none).
+LANE_WAIT_SECONDS = Histogram(
+    "dualplane_lane_wait_seconds",
+    "Time a crawl task waited in its lane before this fetcher received it, by lane",
+    ["lane"],
+    buckets=(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600),
+)
+LANE_WAITS = {lane: LANE_WAIT_SECONDS.labels(lane) for lane in PRIORITIES}
 
 LINKS = Counter("dualplane_fetch_links", "Links of fetched pages handed to the frontier")
 LINKS_OVER_LIMIT = Counter(
@@ -72,6 +85,13 @@ def fetched(outcome: Outcome, latency_ms: int, size_bytes: int) -> None:
     FETCH_SECONDS.observe(latency_ms / 1000)
     if size_bytes:
         FETCHED_BYTES.inc(size_bytes)
+
+
+def received(lane: Priority, enqueued_at_s: float | None) -> None:
+    """Count how long a task waited in ``lane`` (from :func:`brokers.amqp.publisher.enqueued_at`;
+    a clock behind the publisher's reads as no wait, never as a negative one)."""
+    if enqueued_at_s is not None:
+        LANE_WAITS[lane].observe(max(0.0, time.time() - enqueued_at_s))
 
 
 def links_parsed(skipped: Mapping[str, int], cpu_s: float) -> None:

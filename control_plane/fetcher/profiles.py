@@ -4,7 +4,9 @@ A :class:`Profile` names domain patterns (``fnmatch`` on the politeness key, ``h
 ``host:port``: ``shop.example``, ``*.shop.example``, ``127.0.0.1:8001``) and says, for those domains,
 which backend fetches them (``direct``, ``browser``, or ``api``: the managed scraping API, from
 ``country`` if given), through which ``proxies`` (rotated, banned ones quarantined), how a render
-waits (a load state, a CSS selector, a time limit), and the user agent and extra headers to send.
+waits (a load state, a CSS selector, a time limit), the user agent and extra headers to send, and
+how much of those domains a crawl takes (``scope``: budget, patterns, trap limits; the frontier
+enforces it).
 :func:`match` picks the profile of a domain: the most specific pattern wins (no wildcard before
 wildcards, then the longest), then the profile's name, so the choice never depends on the order
 profiles arrived in.
@@ -17,12 +19,13 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from fnmatch import fnmatchcase
 from typing import Any, Literal, cast
 
 from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
+from dualplane.control_plane.fetcher.sessions import FormStep
 from dualplane.core.settings import checks, mask_url_password
+from dualplane.core.web.site_scope import SiteScope, most_specific
 
 Backend = Literal["direct", "browser", "api"]
 Wait = Literal["load", "networkidle"]
@@ -53,6 +56,11 @@ class Profile:
     headers: Mapping[str, str] = field(default_factory=dict)
     country: str | None = None
     proxies: tuple[str, ...] = ()
+    # How much of these domains a crawl takes: enforced by the frontier, not here (see SiteScope).
+    scope: SiteScope = field(default_factory=SiteScope)
+    # Form posts made once per domain before its pages, their cookies kept (see sessions.py).
+    consent: FormStep | None = None
+    login: FormStep | None = None
 
     def __post_init__(self) -> None:
         if not NAME.match(self.name):
@@ -101,6 +109,11 @@ class Profile:
         if self.proxies and self.backend == "api":
             raise ProfileError(f"profile {self.name}: the scraping API brings its own proxies; use --country")
 
+    @property
+    def steps(self) -> tuple[FormStep, ...]:
+        """The form posts a session of this profile starts with: consent, then login."""
+        return tuple(step for step in (self.consent, self.login) if step is not None)
+
     def apply(self, request: FetchRequest) -> FetchRequest:
         """``request`` with this profile's user agent and headers."""
         if self.user_agent is None and not self.headers:
@@ -117,6 +130,9 @@ class Profile:
             "domains": list(self.domains),
             "headers": dict(self.headers),
             "proxies": list(self.proxies),
+            "scope": self.scope.to_dict(),
+            "consent": self.consent.to_dict() if self.consent else None,
+            "login": self.login.to_dict() if self.login else None,
         }
         return json.dumps(data, sort_keys=True).encode()
 
@@ -125,8 +141,12 @@ class Profile:
         try:
             data = cast("dict[str, Any]", json.loads(raw))
             sequences = {"domains": tuple(data["domains"]), "proxies": tuple(data.get("proxies", ()))}
-            return cls(**{**data, **sequences, "headers": dict(data.get("headers", {}))})
-        except (ValueError, TypeError, KeyError) as error:
+            scope = SiteScope.from_dict(data.get("scope", {}))
+            steps = {name: _step(data.get(name)) for name in ("consent", "login")}
+            return cls(
+                **{**data, **sequences, **steps, "headers": dict(data.get("headers", {})), "scope": scope}
+            )
+        except (ValueError, TypeError, KeyError, FetcherError) as error:
             raise ProfileError(f"unreadable profile ({error})") from error
 
     def public(self) -> dict[str, Any]:
@@ -135,6 +155,8 @@ class Profile:
         data = json.loads(self.to_json())
         data["headers"] = sorted(self.headers)
         data["proxies"] = [mask_url_password(proxy) for proxy in self.proxies]
+        for name, step in (("consent", self.consent), ("login", self.login)):
+            data[name] = step.public() if step else None
         return cast("dict[str, Any]", data)
 
 
@@ -169,24 +191,12 @@ class ProfileBook:
         return found
 
 
+def _step(data: dict[str, Any] | None) -> FormStep | None:
+    if data is None:
+        return None
+    return FormStep(data["path"], dict(data.get("fields", {})), bool(data.get("secret", False)))
+
+
 def match(profiles: Iterable[Profile], domain: str) -> Profile | None:
     """The profile whose most specific pattern matches ``domain`` (see the module docstring)."""
-    best: tuple[tuple[bool, int, str], Profile] | None = None
-    domain = domain.lower()
-    for profile in profiles:
-        for pattern in profile.domains:
-            if not fnmatchcase(domain, pattern):
-                continue
-            rank = (not _wild(pattern), len(pattern), _reverse(profile.name))
-            if best is None or rank > best[0]:
-                best = (rank, profile)
-    return best[1] if best else None
-
-
-def _wild(pattern: str) -> bool:
-    return any(char in pattern for char in "*?[")
-
-
-def _reverse(name: str) -> str:
-    # Among equals the name first in order wins: max() over the complement of each character.
-    return "".join(chr(0x10FFFF - ord(char)) for char in name)
+    return most_specific(((profile.name, profile.domains, profile) for profile in profiles), domain)

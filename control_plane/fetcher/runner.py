@@ -20,10 +20,12 @@ requests can be in flight on one thread. What it guarantees, whatever the work d
   the current concurrency in flight in this process, before the frontier has resized the permits;
   a paused domain's tasks are deferred like those without a permit; after a 429/403/challenge
   the domain is left alone for Retry-After (or a cooldown) and its permit is held that long.
-- **Politeness.** After a request the permit is kept for the domain delay (the largest of the
-  throttle's delay, robots.txt's Crawl-delay and ``DUALPLANE_LIMIT_DOMAIN_DELAY_MS``, read when
-  the request ends, so a new command applies to the very next request) times a random 1 to
-  1 + ``DUALPLANE_FETCH_DELAY_JITTER`` factor, so requests to a domain are never strictly periodic.
+- **Politeness.** A permit is kept for the domain delay (the largest of the throttle's delay,
+  robots.txt's Crawl-delay and ``DUALPLANE_LIMIT_DOMAIN_DELAY_MS``, read when the request ends, so
+  a new command applies to the very next request) times a random 1 to
+  1 + ``DUALPLANE_FETCH_DELAY_JITTER`` factor, so requests to a domain are never strictly periodic,
+  counted from the request's start (start to start: a commanded rate is the rate sent, whatever the
+  request and the fleet's own work cost), and at least until the request ended.
 - **Retries.** Each result goes through :func:`control_plane.fetcher.retry_policy.decide`: retried via a
   delay tier with the attempt recorded in the task's history, given up, or dead-lettered with the
   whole history once attempts run out.
@@ -81,6 +83,7 @@ from dualplane.brokers.amqp.messages import (
     Validators,
     new_id,
 )
+from dualplane.brokers.amqp.publisher import enqueued_at
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.fetcher import metrics, politeness
 from dualplane.control_plane.fetcher.cancelling import FetcherCancels, Reply
@@ -123,6 +126,9 @@ class FetchResult:
     # What a monitor keeps for the next visit: the response's validators, else a text fingerprint.
     validators: Validators | None = None
     fingerprint: str | None = None
+    # When the request went out (time.monotonic()): the domain's delay counts from here, start to
+    # start. None: from when the runner handed the task to the work.
+    sent_s: float | None = None
 
 
 FetchWork = Callable[[CrawlTask], Awaitable[FetchResult]]
@@ -205,6 +211,7 @@ class TaskRunner:
 
     def on_task(self, delivery: Delivery) -> None:
         delivery.defer()
+        metrics.received(delivery.message.priority, enqueued_at(delivery.properties))
         if self.stopping.cancelled(delivery.message.job_id):
             self._drop_cancelled(delivery)
             return
@@ -418,12 +425,14 @@ class TaskRunner:
         delivery.ack()
         metrics.RESULTS[counted_as].inc()
 
-    def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
+    def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult, sent_s: float) -> None:
         task: CrawlTask = delivery.message
         with page_context(trace_id=task.trace_id, job_id=task.job_id, domain=task.domain, url=task.url):
-            self._finish_task(delivery, permit, result)
+            self._finish_task(delivery, permit, result, sent_s)
 
-    def _finish_task(self, delivery: Delivery, permit: permits.Permit, result: FetchResult) -> None:
+    def _finish_task(
+        self, delivery: Delivery, permit: permits.Permit, result: FetchResult, sent_s: float
+    ) -> None:
         self._ended(delivery)
         task: CrawlTask = delivery.message
         decision = decide(
@@ -443,7 +452,7 @@ class TaskRunner:
             )
             self.gate.cool(task.domain, cooldown_s)
             log.info("%s answered %s: leaving it alone for %.1f s", task.domain, result.outcome, cooldown_s)
-        self._hold_then_release(permit, task, at_least_s=cooldown_s)
+        self._hold_then_release(permit, task, sent_s, at_least_s=cooldown_s)
 
     def _settle(
         self, delivery: Delivery, task: CrawlTask, result: FetchResult, decision: RetryDecision
@@ -487,7 +496,7 @@ class TaskRunner:
         if decision.action == "dead_letter":
             core_metrics.DEAD_LETTERS.labels("fetcher", str(result.outcome)).inc()
 
-    def _requeue(self, delivery: Delivery, permit: permits.Permit) -> None:
+    def _requeue(self, delivery: Delivery, permit: permits.Permit, sent_s: float) -> None:
         """The next stage did not take the outputs: the task goes round the shortest delay tier.
 
         Not ``basic_nack(requeue=True)``: the quorum queue counts that as a delivery, so an S3 or
@@ -496,7 +505,7 @@ class TaskRunner:
         """
         self._defer(delivery, counted_as="requeued")
         self._ended(delivery)
-        self._hold_then_release(permit, delivery.message)
+        self._hold_then_release(permit, delivery.message, sent_s)
 
     def _ended(self, delivery: Delivery) -> None:
         """A task started here is no longer running (settled by the caller)."""
@@ -509,14 +518,19 @@ class TaskRunner:
         """Its job was cancelled between the start and the request: dropped, its permit released."""
         self._drop_cancelled(delivery)
         self._ended(delivery)
-        self._hold_then_release(permit, delivery.message)
+        self._hold_then_release(permit, delivery.message, time.monotonic())  # nothing was sent
 
-    def _hold_then_release(self, permit: permits.Permit, task: CrawlTask, *, at_least_s: float = 0.0) -> None:
+    def _hold_then_release(
+        self, permit: permits.Permit, task: CrawlTask, sent_s: float, *, at_least_s: float = 0.0
+    ) -> None:
+        """Give the permit back the domain's delay after ``sent_s`` (start to start), and not before
+        ``at_least_s`` (a cooldown) from now."""
         throttled = self.view.details(task.domain)
         delay_ms = politeness.delay_ms(
             throttled.delay_ms, task.crawl_delay_ms, self.settings.limits.domain_delay_ms
         )
-        hold_s = max(at_least_s, politeness.hold_s(delay_ms, self.settings.fetch.delay_jitter, self.rng))
+        hold_s = politeness.hold_s(delay_ms, self.settings.fetch.delay_jitter, self.rng)
+        release_in_s = politeness.release_in_s(sent_s, time.monotonic(), hold_s, at_least_s)
         consumer, channel = self.consumer_, self.permit_channel
         assert consumer is not None and consumer.connection is not None and channel is not None
         generation = consumer.generation
@@ -527,7 +541,7 @@ class TaskRunner:
             if channel.is_open:  # else the broker already returned the permit with the channel
                 permits.release(channel, permit)
 
-        consumer.connection.call_later(hold_s, release)
+        consumer.connection.call_later(release_in_s, release)
 
     def _report(
         self,
@@ -599,13 +613,16 @@ class TaskRunner:
             drop = lambda: self._cancelled_before_request(delivery, permit)  # noqa: E731
             self.consumer_.call_threadsafe(delivery.generation, drop)
             return
+        handed_s = time.monotonic()  # the delay's start when the work does not say when it sent
         try:
             result = await self.work(task)
         except HandOffFailed as error:
             # The next stage (Kafka) did not take the outputs: not the site's fault, so no attempt
-            # is counted. Requeue the task; the permit is held for the delay as usual.
+            # is counted. Requeue the task; the permit is held for the delay from now (as before a
+            # request: when it went out is not known here).
             log.warning("%s: %s; the task goes round the shortest delay tier", task.url, error)
-            self.consumer_.call_threadsafe(delivery.generation, lambda: self._requeue(delivery, permit))
+            requeue = lambda: self._requeue(delivery, permit, time.monotonic())  # noqa: E731
+            self.consumer_.call_threadsafe(delivery.generation, requeue)
             return
         except Exception as error:  # a bug in the work must not lose the task: retry it
             log.exception("fetch work raised on %s", task.url)
@@ -613,7 +630,9 @@ class TaskRunner:
                 Outcome.CONNECTION_ERROR, detail=f"fetch raised {type(error).__name__}: {error}"
             )
         assert self.consumer_ is not None
-        self.consumer_.call_threadsafe(delivery.generation, lambda: self._finish(delivery, permit, result))
+        sent_s = result.sent_s if result.sent_s is not None else handed_s
+        finish = lambda: self._finish(delivery, permit, result, sent_s)  # noqa: E731
+        self.consumer_.call_threadsafe(delivery.generation, finish)
 
 
 def lane_shares(capacity: int) -> dict[Priority, int]:

@@ -39,6 +39,7 @@ from dualplane.control_plane.fetcher.profile_store import ProfileView
 from dualplane.control_plane.fetcher.profiles import Profile
 from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.control_plane.fetcher.runner import FetchResult, HandOffFailed
+from dualplane.control_plane.fetcher.sessions import SessionJars
 from dualplane.core.settings import Settings
 from dualplane.core.web.ssrf import SsrfGuard
 
@@ -109,7 +110,7 @@ class Fetcher:
             verdict.outcome, status, verdict.detail, verdict.retry_after_s, redirect_to,
             links=found.urls, links_over_limit=found.over_limit,
             final_url=response.final_url if response and found.urls else None,
-            validators=validators, fingerprint=found.fingerprint,
+            validators=validators, fingerprint=found.fingerprint, sent_s=started,
         )  # fmt: skip
 
     async def aclose(self) -> None:
@@ -142,8 +143,9 @@ def backend_from_settings(settings: Settings) -> FetchBackend:
         return DirectBackend.from_settings(settings, proxies=ProxyPool(list(proxies)))
 
     return ProfiledBackend(
-        fleet, direct, view, lambda: _browser_pool(settings), new_api=new_api, new_direct=through
-    )
+        fleet, direct, view, lambda: _browser_pool(settings), new_api=new_api, new_direct=through,
+        sessions=SessionJars(settings.stack.data_dir / "fetcher" / "sessions.json"),
+    )  # fmt: skip
 
 
 def fleet_backend(settings: Settings) -> FetchBackend:

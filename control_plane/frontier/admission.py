@@ -1,10 +1,11 @@
 """The road a discovered URL takes into the frontier, for a whole batch of URLs at once.
 
-For each URL, in order: canonicalize → the job's scope → dedup (per job) → the job's page limit →
-robots.txt. What survives becomes a :class:`~brokers.amqp.messages.CrawlTask`; the
-frontier then issues it at once or parks it in the backlog (``service``). Counters are summed
-for the batch and written once, and new seen keys are only collected here: they join the seen set
-when the frontier commits, so a batch that fails half way leaves no trace.
+For each URL, in order: canonicalize → the job's scope → its domain's profile scope → dedup (per
+job) → the job's page limit → its domain's page budget → robots.txt (the domain rules:
+``site_rules``). What survives becomes a :class:`~brokers.amqp.messages.CrawlTask`; the frontier
+then issues it at once or parks it in the backlog (``service``). Counters are summed for the batch
+and written once, and new seen keys are only collected here: they join the seen set when the
+frontier commits, so a batch that fails half way leaves no trace.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dualplane.control_plane.frontier.exceptions import RobotsPending
 from dualplane.control_plane.frontier.robots import RobotsCache
 from dualplane.control_plane.frontier.scope import ScopeRules
 from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.site_rules import NoProfiles, SiteRules
 from dualplane.control_plane.frontier.store import FrontierState
 from dualplane.core.web.domains import shard_bucket
 from dualplane.core.web.exceptions import InvalidUrl
@@ -72,6 +74,7 @@ class Admission:
         *,
         strip_params: frozenset[str],
         max_attempts: int,
+        sites: SiteRules | None = None,
     ) -> None:
         self.state = state
         self.seen = seen
@@ -79,6 +82,7 @@ class Admission:
         self.guard = guard
         self.strip_params = strip_params
         self.max_attempts = max_attempts
+        self.sites = sites or SiteRules(state, NoProfiles())
         self._scopes: dict[str, ScopeRules] = {}
         self._safe_hosts: dict[str, tuple[bool, float]] = {}
         self._known: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -119,7 +123,7 @@ class Admission:
             except InvalidUrl:
                 counts["invalid"] += 1
                 continue
-            if not scope.check(url, batch.depth).allowed:
+            if not scope.check(url, batch.depth).allowed or self.sites.rejection(url, domain, batch.depth):
                 counts["out_of_scope"] += 1
                 continue
             if job.monitor is not None and self._scheduled(job.monitor, url, lastmods, index, admitted):
@@ -131,13 +135,14 @@ class Admission:
                 counts["duplicates"] += 1
                 continue
             admitted.keys[key] = shard_bucket(domain)
-            if room is not None and room <= 0:
+            if (room is not None and room <= 0) or not self.sites.has_room(job, domain):
                 counts["over_limit"] += 1
                 continue
             task = self._task(job, batch, url, domain, admitted.waiting)
             if task is None:
                 counts["disallowed"] += 1
                 continue
+            self.sites.take(job, domain)
             if room is not None:
                 room -= 1
             counts["discovered"] += 1

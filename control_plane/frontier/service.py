@@ -6,9 +6,10 @@ its sites, with a single active consumer: any number of frontiers may serve a sh
 the others stand by and take over when its connection drops.
 
 A pass over the messages that arrived: each discovery batch goes through :mod:`.admission`;
-admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding and the shard
-fewer than D_max, else parked in the durable backlog; a final report frees a slot and releases the
-domain's backlog. Then one commit for the whole pass, in this order:
+admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding (not counting
+those waiting out a retry delay) and the shard fewer than D_max, else parked in the durable backlog;
+a final report, or a retry's, frees a slot and releases the domain's backlog. Then one commit for
+the whole pass, in this order:
 
 1. the changed state rows and new seen keys go to the shard's changelog in Kafka, in one
    transaction (:mod:`.changelog`), then to the local SQLite (a cache of the changelog);
@@ -71,6 +72,8 @@ from dualplane.control_plane.frontier.robots_wait import RobotsWaiting
 from dualplane.control_plane.frontier.rooms import Handler, Room, Sweep, handler_table, run_due, sweep_list
 from dualplane.control_plane.frontier.schedule_events import ScheduleEvents
 from dualplane.control_plane.frontier.seen import SeenSet
+from dualplane.control_plane.frontier.site_rules import SiteRules
+from dualplane.control_plane.frontier.site_scopes import SiteScopes
 from dualplane.control_plane.frontier.store import FrontierState
 from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.logs import page_context, page_of
@@ -109,6 +112,7 @@ class Frontier:
         admission: Admission,
         monitors: Monitors,
         changelog: Changelog,
+        scopes: SiteScopes,
     ) -> None:
         """A shard over collaborators already built (:meth:`from_settings` builds them from settings)."""
         self.settings = settings
@@ -118,6 +122,7 @@ class Frontier:
         self.seen = seen
         self.robots = robots
         self.admission = admission
+        self.scopes = scopes  # the profiles' scope rules, which admission reads
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
         self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
@@ -169,6 +174,7 @@ class Frontier:
             fetch_timeout_s=frontier.robots_timeout_s,
         )
         extra = {p.strip() for p in frontier.tracking_params.split(",") if p.strip()}
+        scopes = SiteScopes(settings.kafka, settings.topics.profiles)  # followed from consumer()
         admission = Admission(
             state,
             seen,
@@ -176,6 +182,7 @@ class Frontier:
             guard,
             strip_params=DEFAULT_TRACKING_PARAMS | frozenset(extra),
             max_attempts=frontier.max_attempts,
+            sites=SiteRules(state, scopes),
         )
         codec = schemas.codec_for(settings)
         changes = settings.topics.changes
@@ -184,7 +191,7 @@ class Frontier:
                             gone_after=frontier.monitor_gone_after)  # fmt: skip
         changelog = Changelog(settings.kafka, settings.topics.frontier_changelog, shard)
         return cls(settings, view, shard=shard, state=state, seen=seen, robots=robots, admission=admission,
-                   monitors=monitors, changelog=changelog)  # fmt: skip
+                   monitors=monitors, changelog=changelog, scopes=scopes)  # fmt: skip
 
     # the frontier's own room: discovery, reports, and the shard's standby and owner work
 
@@ -218,6 +225,7 @@ class Frontier:
     def consumer(self) -> ControlConsumer:
         """The shard's consumer; first starts the limits view and warms the state from the changelog."""
         self.view.start()
+        self.scopes.start()
         ensure_changelog(self.settings.kafka, self.settings.topics.frontier_changelog, self.topology.shards)
         ensure_progress_topic(self.settings)
         self._warm()
@@ -232,6 +240,7 @@ class Frontier:
     def close(self) -> None:
         self.changelog.close()
         self.view.close()
+        self.scopes.close()
         self.seen.close()
         self.state.close()
         self.robots.close()
@@ -386,6 +395,8 @@ class Frontier:
         if report.outcome == permits.MISSING:
             self.permits.missing(report.domain)
         became_final = self.state.task_reported(report.task_id, report.job_id, report.domain, report.stage)
+        if report.stage == "retrying":
+            self._release_backlog(report.domain)  # its slot is free while it waits in a tier
         if became_final:
             self._release_backlog(report.domain)
             # Once per task, like its final state: a redelivered report does not count it again.
@@ -399,9 +410,16 @@ class Frontier:
 
     # admission
 
+    def _in_slots(self, domain: str) -> int:
+        """The domain's tasks that hold its k x P_d slots: outstanding, but not those waiting out a
+        retry delay in a tier (2 min after a captcha). Counted, eight blocked tasks of a domain
+        throttled to P_d 1 left it nothing to fetch for two minutes while its site allowed 5/s."""
+        outstanding, _, _ = self.state.domain(domain)
+        return outstanding - self.state.retrying(domain)
+
     def _admit(self, task: CrawlTask) -> bool:
         """Issue ``task`` if its domain and the shard have room; else park it (False)."""
-        outstanding, _, _ = self.state.domain(task.domain)
+        outstanding = self._in_slots(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         held = limits.paused or self.state.paused(task.job_id)  # a paused job's tasks wait here
@@ -414,7 +432,7 @@ class Frontier:
     def _has_room(self, task: CrawlTask) -> bool:
         """Whether a monitor's due task may be issued now: its domain and the shard have room, neither
         the domain nor the job is paused (else it stays due: the schedule is its backlog)."""
-        outstanding, _, _ = self.state.domain(task.domain)
+        outstanding = self._in_slots(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
         if limits.paused or full or outstanding >= self.slots_for(task.domain, limits):
@@ -431,7 +449,7 @@ class Frontier:
         limits = self.view.details(domain)
         if limits.paused:
             return  # released by the sweep once the pause is over
-        outstanding, _, _ = self.state.domain(domain)
+        outstanding = self._in_slots(domain)
         room = min(
             self.slots_for(domain, limits) - outstanding,
             self.settings.frontier.max_outstanding - self.state.total_outstanding(),

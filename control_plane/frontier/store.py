@@ -22,7 +22,7 @@ from typing import Any
 
 from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.amqp.permits import PermitLedger
-from dualplane.control_plane.frontier import schedule
+from dualplane.control_plane.frontier import schedule, site_rules
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -48,7 +48,8 @@ CREATE TABLE IF NOT EXISTS domains (
     permits INTEGER NOT NULL DEFAULT 0,
     permits_declared_at REAL,
     last_active_at REAL,
-    permit_debt INTEGER NOT NULL DEFAULT 0
+    permit_debt INTEGER NOT NULL DEFAULT 0,
+    retrying INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS backlog (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -81,6 +82,7 @@ TABLE_KEYS = {
     "messages": "message_id",
     "monitors": "monitor_id",
     "schedule": "id",
+    site_rules.TABLE: "id",
 }
 
 # Where a report moves a task. Final states absorb: a repeated or late report changes nothing,
@@ -158,6 +160,7 @@ class FrontierState:
         self.db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across process crashes
         self.db.executescript(SCHEMA)
         self.db.executescript(schedule.SCHEMA)
+        self.db.executescript(site_rules.SCHEMA)
         self._migrate()
         self.db.commit()
         self.dirty: set[tuple[str, str]] = set()  # (table, key) changed since the last commit
@@ -168,6 +171,7 @@ class FrontierState:
         # (outstanding, permits, permits_declared_at) per domain, as read or written since the cache
         # was last dropped; every write to a domain's row goes through here or drops its entry.
         self._domains: dict[str, tuple[int, int, float | None]] = {}
+        self._retrying: dict[str, int] = {}  # the same for the domain's tasks waiting out a retry
         self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
         self.schedule = schedule.ScheduleTable(self.db, self.written)
 
@@ -184,6 +188,8 @@ class FrontierState:
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(domains)")}
         if "permit_debt" not in columns:
             self.db.execute("ALTER TABLE domains ADD COLUMN permit_debt INTEGER NOT NULL DEFAULT 0")
+        if "retrying" not in columns:
+            self.db.execute("ALTER TABLE domains ADD COLUMN retrying INTEGER NOT NULL DEFAULT 0")
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(jobs)")}
         if "links_over_limit" not in columns:
             self.db.execute("ALTER TABLE jobs ADD COLUMN links_over_limit INTEGER NOT NULL DEFAULT 0")
@@ -238,6 +244,7 @@ class FrontierState:
             raise ValueError(f"changelog row {name!r} names no table of the frontier state")
         if table == "domains":
             self._domains.pop(key, None)
+            self._retrying.pop(key, None)
         if row is None:
             self.db.execute(f"DELETE FROM {table} WHERE {column} = ?", (key,))
             return
@@ -253,6 +260,7 @@ class FrontierState:
         cached in memory."""
         self._rows.clear()
         self._domains.clear()
+        self._retrying.clear()
         self._outstanding = self._scalar("SELECT COALESCE(SUM(outstanding), 0) FROM domains")
 
     def meta(self, name: str) -> str | None:
@@ -326,12 +334,14 @@ class FrontierState:
         query = "SELECT id FROM backlog WHERE job_id = ?"
         for (row_id,) in self.db.execute(query, (job_id,)).fetchall():
             self.drop_backlog(row_id)
-        unfinished = "SELECT task_id, domain FROM tasks WHERE job_id = ? AND state NOT IN (?, ?, ?, ?)"
-        for task_id, domain in self.db.execute(unfinished, (job_id, *sorted(FINAL_STATES))).fetchall():
+        unfinished = "SELECT task_id, domain, state FROM tasks WHERE job_id = ? AND state NOT IN (?, ?, ?, ?)"
+        for task_id, domain, state in self.db.execute(unfinished, (job_id, *sorted(FINAL_STATES))).fetchall():
             self.db.execute("UPDATE tasks SET state = 'cancelled' WHERE task_id = ?", (task_id,))
             self.dirty.add(("tasks", task_id))
             self._task_row(task_id, job_id, domain, "cancelled")
             self.add_outstanding(domain, -1)
+            if state == "retrying":
+                self.add_retrying(domain, -1)
         self.db.execute(  # the first cancel's time is kept: a second one changes nothing
             "UPDATE jobs SET backlog = 0, cancelled_at = COALESCE(NULLIF(cancelled_at, 0), ?), "
             "updated_at = ? WHERE job_id = ?",
@@ -416,6 +426,8 @@ class FrontierState:
         self.db.execute("UPDATE tasks SET state = ? WHERE task_id = ?", (new_state, task_id))
         self.dirty.add(("tasks", task_id))
         self._task_row(task_id, row[1], row[2], new_state)
+        if (new_state == "retrying") != (row[0] == "retrying"):
+            self.add_retrying(row[2], 1 if new_state == "retrying" else -1)
         if new_state in FINAL_STATES:
             self.add_outstanding(domain, -1)
             return True
@@ -449,6 +461,24 @@ class FrontierState:
         after = max(0, before + delta)
         self._domains[domain] = (after, permits, declared_at)
         self._outstanding += after - before
+        self.dirty.add(("domains", domain))
+
+    def retrying(self, domain: str) -> int:
+        """How many of ``domain``'s outstanding tasks wait out a retry delay in a tier."""
+        cached = self._retrying.get(domain)
+        if cached is None:
+            row = self.db.execute("SELECT retrying FROM domains WHERE domain = ?", (domain,)).fetchone()
+            cached = self._retrying[domain] = int(row[0]) if row else 0
+        return cached
+
+    def add_retrying(self, domain: str, delta: int) -> None:
+        after = max(0, self.retrying(domain) + delta)
+        self.db.execute(
+            "INSERT INTO domains (domain, retrying) VALUES (?, ?) "
+            "ON CONFLICT (domain) DO UPDATE SET retrying = excluded.retrying",
+            (domain, after),
+        )
+        self._retrying[domain] = after
         self.dirty.add(("domains", domain))
 
     def set_permits(self, domain: str, permits: int, declared_at: float, debt: int = 0) -> None:

@@ -55,6 +55,15 @@ def crawl(
     ] = None,
     any_domain: Annotated[bool, typer.Option(help="Follow links to any domain.")] = False,
     deny: Annotated[list[str] | None, typer.Option(help="Regex; matching URLs are skipped.")] = None,
+    allow: Annotated[
+        list[str] | None, typer.Option(help="Regex; only matching URLs are followed (repeatable: any one).")
+    ] = None,
+    domain_budget: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Pages admitted per domain at most (a profile's --page-budget may be lower)."
+        ),
+    ] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
     extractor: Annotated[
         str | None,
@@ -77,7 +86,7 @@ def crawl(
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
     timeout = renamed_value(timeout, timeout_s, "--timeout-s", "--timeout 1h")
-    from dualplane.brokers.amqp.messages import EXTRACTOR_NAME, check_job_id
+    from dualplane.brokers.amqp.messages import check_job_id
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
@@ -94,13 +103,7 @@ def crawl(
             "it reads the robots.txt of the --seed URLs' hosts: give --seed",
             param_hint="--sitemaps-from-robots",
         )
-    if extractor is not None and not re.match(EXTRACTOR_NAME, extractor):
-        raise typer.BadParameter(
-            f"{extractor!r} is no extractor plugin name (an entry point name of dualplane.extractors)",
-            param_hint="--extractor",
-        )
-    if extractor is not None:
-        _warn_unless_installed(extractor)
+    _checked_extractor(extractor)
     if job is not None:
         try:
             check_job_id(job)
@@ -120,6 +123,8 @@ def crawl(
             on_scope_url=bar.reading_domains,
             on_seed=bar.seeding,
             deny_patterns=_patterns(deny, "--deny"),
+            allow_patterns=_patterns(allow, "--allow"),
+            domain_budget=domain_budget,
             max_depth=max_depth,
             max_pages=max_pages,
             priority=_lane(priority),
@@ -173,6 +178,20 @@ def _no_seeds(jobs: Any, job_id: str, as_json: bool, monitor: str | None = None)
             soft_wrap=True,
         )
     raise typer.Exit(1)
+
+
+def _checked_extractor(extractor: str | None) -> str | None:
+    """``extractor`` if it is a plugin name (a usage error else), warned about unless installed here."""
+    from dualplane.brokers.amqp.messages import EXTRACTOR_NAME
+
+    if extractor is not None and not re.match(EXTRACTOR_NAME, extractor):
+        raise typer.BadParameter(
+            f"{extractor!r} is no extractor plugin name (an entry point name of dualplane.extractors)",
+            param_hint="--extractor",
+        )
+    if extractor is not None:
+        _warn_unless_installed(extractor)
+    return extractor
 
 
 def _warn_unless_installed(extractor: str) -> None:

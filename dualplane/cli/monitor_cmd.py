@@ -75,6 +75,15 @@ def create(
         list[str] | None,
         typer.Option(parser=values.non_empty, help="Domains in scope (default: the seeds')."),
     ] = None,
+    deny: Annotated[list[str] | None, typer.Option(help="Regex; matching URLs are skipped.")] = None,
+    allow: Annotated[list[str] | None, typer.Option(help="Regex; only matching URLs are followed.")] = None,
+    domain_budget: Annotated[
+        int | None, typer.Option(min=1, help="Pages admitted per domain per visit at most.")
+    ] = None,
+    extractor: Annotated[
+        str | None,
+        typer.Option(parser=values.non_empty, help="Extractor plugin for its pages (entry point name)."),
+    ] = None,
     ignore_robots: Annotated[bool, typer.Option(help="Do not obey robots.txt.")] = False,
     wait: WaitOption = False,
     timeout: TimeoutOption = 3600,
@@ -84,7 +93,7 @@ def create(
     """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due.
     With --wait, follow that first visit to its end (exit codes as `crawl --wait`)."""
     from dualplane.brokers.amqp.messages import MONITOR_ID, MonitorSpec, visit_job_id
-    from dualplane.cli.crawl_cmd import _lane, _no_seeds, _read_seeds
+    from dualplane.cli.crawl_cmd import _checked_extractor, _lane, _no_seeds, _patterns, _read_seeds
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
     from dualplane.control_plane.frontier import JobClient, MonitorClient
@@ -108,7 +117,9 @@ def create(
         visit_job_id(monitor_id, 1), itertools.chain(seeds, seed_list or (), sitemap or ()),
         allowed_domains=tuple(allow_domain) if allow_domain else None,
         max_depth=max_depth, max_pages=max_pages, priority=_lane(priority), obey_robots=not ignore_robots,
-        monitor=monitor_id,
+        monitor=monitor_id, deny_patterns=_patterns(deny, "--deny"),
+        allow_patterns=_patterns(allow, "--allow"), domain_budget=domain_budget,
+        extractor=_checked_extractor(extractor),
     )  # fmt: skip
     spec = MonitorSpec(monitor_id=monitor_id, job=job, interval_s=interval_s, min_interval_s=min_s,
                        max_interval_s=max_s, seeds=len(seeds), sitemaps=tuple(sitemap or ()))  # fmt: skip

@@ -16,8 +16,17 @@ from rich.markup import escape
 from dualplane.cli.monitor_cmd import parse_duration_s
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.control_plane.fetcher import Profile, ProfileError, delete_profile, put_profile, read_profiles
+from dualplane.control_plane.fetcher import (
+    FetcherError,
+    FormStep,
+    Profile,
+    ProfileError,
+    delete_profile,
+    put_profile,
+    read_profiles,
+)
 from dualplane.core.exceptions import DualplaneError
+from dualplane.core.web.site_scope import SiteScope
 
 app = typer.Typer(
     help="Fetch profiles: per domain pattern, the backend (direct or our own browser), render waits, headers."
@@ -66,10 +75,63 @@ def set_(
     country: Annotated[
         str | None, typer.Option(help="With --backend api: the country the API fetches from (e.g. DE).")
     ] = None,
+    page_budget: Annotated[
+        int | None, typer.Option(min=1, help="Pages admitted per domain per job or monitor visit at most.")
+    ] = None,
+    allow: Annotated[
+        list[str] | None, typer.Option(help="Regex; only matching URLs of these domains are followed.")
+    ] = None,
+    deny: Annotated[
+        list[str] | None, typer.Option(help="Regex; matching URLs of these domains are skipped.")
+    ] = None,
+    max_query_params: Annotated[
+        int | None, typer.Option(min=0, help="Trap limit: URLs with more query parameters are skipped.")
+    ] = None,
+    max_repeated_segments: Annotated[
+        int | None,
+        typer.Option(min=1, help="Trap limit: a path segment seen more often than this is skipped."),
+    ] = None,
+    max_url_length: Annotated[
+        int | None, typer.Option(min=1, help="Trap limit: longer URLs are skipped.")
+    ] = None,
+    max_depth: Annotated[
+        int | None,
+        typer.Option(min=0, help="Trap limit: these domains' URLs deeper than this (links from a seed)."),
+    ] = None,
+    consent: Annotated[
+        str | None, typer.Option(help="A consent form to post once per domain first, by path: /consent.")
+    ] = None,
+    consent_fields: Annotated[
+        list[str] | None, typer.Option("--consent-field", help="A field of the consent post, name=value.")
+    ] = None,
+    login: Annotated[
+        str | None, typer.Option(help="A login form to post once per domain, by path: /login.")
+    ] = None,
+    login_fields: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--login-field",
+            help="A field of the login post, name=value; value env:NAME reads the fetcher's environment "
+            "(values are never printed).",
+        ),
+    ] = None,
     as_json: JsonOption = False,
     namespace: NamespaceOption = None,
 ) -> None:
-    """Create or replace profile NAME; running fetchers apply it to their next fetch of its domains."""
+    """Create or replace profile NAME; running fetchers apply it to their next fetch of its domains,
+    frontiers its scope (--page-budget, --allow, --deny, trap limits) to the next URLs they admit."""
+    try:
+        scope = SiteScope(
+            page_budget=page_budget,
+            allow=tuple(allow or ()),
+            deny=tuple(deny or ()),
+            max_query_params=max_query_params,
+            max_repeated_segments=max_repeated_segments,
+            max_url_length=max_url_length,
+            max_depth=max_depth,
+        )
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
     try:
         profile = Profile(
             name=name,
@@ -82,8 +144,11 @@ def set_(
             headers=_headers(headers or []),
             country=country.upper() if country else None,
             proxies=tuple(proxies or ()),
+            scope=scope,
+            consent=_step(consent, consent_fields, "--consent"),
+            login=_step(login, login_fields, "--login", secret=True),
         )
-    except ProfileError as error:
+    except FetcherError as error:
         raise typer.BadParameter(str(error)) from None
     settings = settings_in(namespace)
     _stored(lambda: put_profile(settings.kafka, settings.topics.profiles, profile))
@@ -144,6 +209,24 @@ def _stored(call: Callable[[], T]) -> T:
         raise DualplaneError(str(error)) from error
 
 
+def _step(path: str | None, lines: list[str] | None, option: str, *, secret: bool = False) -> FormStep | None:
+    if path is None:
+        if lines:
+            raise typer.BadParameter(
+                f"fields need the form's path: give {option} PATH", param_hint=f"{option}-field"
+            )
+        return None
+    fields = {}
+    for line in lines or ():
+        name, equals, value = line.partition("=")
+        if not equals or not name.strip():
+            raise typer.BadParameter(
+                "a field is name=value (its value is not shown)", param_hint=f"{option}-field"
+            )
+        fields[name.strip()] = value
+    return FormStep(path, fields, secret)
+
+
 def _headers(lines: list[str]) -> dict[str, str]:
     headers: dict[str, str] = {}
     for line in lines:
@@ -163,7 +246,11 @@ def _summary(profile: Profile) -> str:
         how += f" from {profile.country}"
     if profile.proxies:
         how += f" through {len(profile.proxies)} prox{'y' if len(profile.proxies) == 1 else 'ies'}"
-    return f"{', '.join(profile.domains)} fetched by {how}"
+    for name, step in (("consent", profile.consent), ("login", profile.login)):
+        if step is not None:
+            how += f", {name} at {step.path}"
+    limits = ", ".join(f"{name} {value}" for name, value in profile.scope.to_dict().items())
+    return f"{', '.join(profile.domains)} fetched by {how}" + (f"; {limits}" if limits else "")
 
 
 def _table(profiles: list[Profile]) -> Any:
@@ -179,10 +266,13 @@ def _table(profiles: list[Profile]) -> Any:
                 + f" ≤{profile.wait_s:g}s",
                 profile.user_agent or "",
                 " ".join(sorted(profile.headers)),
+                " ".join(f"{name}={value}" for name, value in profile.scope.to_dict().items()),
             )
         ]
         for profile in profiles
     ]
     return table(
-        "fetch profiles", ["name", "domains", "backend", "render wait", "user agent", "headers"], rows
+        "fetch profiles",
+        ["name", "domains", "backend", "render wait", "user agent", "headers", "scope"],
+        rows,
     )

@@ -70,6 +70,25 @@ def sample_site(
             "(repeatable): only a rendering fetcher sees them.",
         ),
     ] = None,
+    faceted_hosts: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--faceted-host",
+            min=0,
+            help="A shop host (by index) with filter links and endless trap pages beside its real ones "
+            "(repeatable): crawl it with a profile's --page-budget or trap limits.",
+        ),
+    ] = None,
+    consent_hosts: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--consent-host", min=0, help="A host whose pages need its consent form's cookie (repeatable)."
+        ),
+    ] = None,
+    login_hosts: Annotated[
+        list[int] | None,
+        typer.Option("--login-host", min=0, help="A host whose product pages need a login (repeatable)."),
+    ] = None,
     as_json: JsonOption = False,
     seed: Annotated[
         int | None, typer.Option("--seed", hidden=True, help="Old name of --random-seed.")
@@ -104,8 +123,15 @@ def sample_site(
     if every_s is not None and every_s < 1:
         raise typer.BadParameter("change at most every 1s", param_hint="--change-every")
     changes = Changes(every_s, change_share) if every_s is not None else None
-    if any(host >= hosts for host in js_hosts or ()):
-        raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint="--js-host")
+    chosen_hosts = (
+        (js_hosts, "--js-host"),
+        (faceted_hosts, "--faceted-host"),
+        (consent_hosts, "--consent-host"),
+        (login_hosts, "--login-host"),
+    )
+    for chosen, option in chosen_hosts:
+        if any(host >= hosts for host in chosen or ()):
+            raise typer.BadParameter(f"hosts are 0..{hosts - 1}", param_hint=option)
     spec = SiteSpec(
         random_seed,
         hosts,
@@ -116,6 +142,9 @@ def sample_site(
         public_host or bind,
         changes,
         tuple(js_hosts or ()),
+        tuple(faceted_hosts or ()),
+        tuple(consent_hosts or ()),
+        tuple(login_hosts or ()),
     )
     site = SampleSite(spec, bind=bind)
     progress("site", f"starting {hosts} hosts, {pages} pages each, random seed {random_seed}")
@@ -173,6 +202,9 @@ def _hosts(site: SampleSite) -> list[dict[str, Any]]:
                 "url": url,
                 "anti_bot": shown,
                 "scripted_prices": index in site.spec.js_hosts,
+                "traps": index in site.spec.faceted_hosts,
+                "consent": index in site.spec.consent_hosts,
+                "login": index in site.spec.login_hosts,
             }
         )
     return hosts

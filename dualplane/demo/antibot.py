@@ -1,9 +1,9 @@
 """The demo's anti-bot host: the sample site's first host blocks beyond a few requests per second, the
 throttle halves that domain's P_d, the site relaxes once it has, and the throttle recovers it.
 
-The processor runs with small windows (6 s hopping by 1 s) so the loop plays out within the crawl;
-a real deployment's 10-minute windows would take hours. :class:`ThrottleWatch` records what the
-fleet ran at (the same :class:`ThrottleView` a fetcher holds) for the live view and the summary.
+The processor runs at the shipped defaults: its fast layer reacts within seconds, its 10-minute
+windows stay the fleet's memory. :class:`ThrottleWatch` records what the fleet ran at (the same
+:class:`ThrottleView` a fetcher holds) for the live view and the summary.
 """
 
 from __future__ import annotations
@@ -21,14 +21,13 @@ RELAX_AFTER_S = 3.0  # the site relaxes this long after the throttle halved the 
 
 
 def throttle_tuning(base: ThrottleSettings) -> ThrottleSettings:
-    """The processor's tuning for the demo (it reaches the child process through ``to_env``)."""
-    return base.model_copy(
-        update={
-            "window_size_s": 6, "window_step_s": 1, "threshold": 0.05, "min_samples": 5,
-            "recovery_min_samples": 3, "recovery_s": 4.0, "cooldown_base_ms": 250, "cooldown_cap_ms": 2000,
-            "pause_ratio": 0.98, "offset_reset": "earliest", "snapshot_path": "",
-        }
-    )  # fmt: skip
+    """The processor's settings for the demo (they reach the child process through ``to_env``).
+
+    The loop runs at the shipped defaults: the processor's fast layer (seconds) backs off and climbs
+    back within the crawl, as it does for a user. Only what a short-lived demo needs differs: the
+    processor reads the fetch events from the start (it may start after the first fetches) and keeps
+    no snapshot between runs."""
+    return base.model_copy(update={"offset_reset": "earliest", "snapshot_path": ""})
 
 
 @dataclass

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from dualplane.sample_site.content import Catalog, Product
+from dualplane.sample_site.facets import chosen_facets, facet_nav, is_faceted
 from dualplane.sample_site.js_shop import API_PREFIX, is_js_host, js_detail
 from dualplane.sample_site.layout import Head, Page, document, format_price, json_ld, site_name
 
@@ -77,6 +78,8 @@ def render_product_listing(page: Page, number: int) -> str:
         f'<p class="result-count">Showing {first + 1}&ndash;{first + len(products)} of {count} products</p>\n'
         f'<ul class="product-grid">\n{cards}\n</ul>\n{pagination(page, number, last)}'
     )
+    if is_faceted(page):  # filter links, and the traps beside them (facets.py)
+        main += "\n" + facet_nav(page, number, chosen_facets(page.path.partition("?")[2]) or {})
     head = Head(f"All products - page {number}", f"Browse {count} products at {page.name}.")
     return document(page, head, main)
 

@@ -10,6 +10,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
+from dualplane.sample_site.facets import is_trap
 from dualplane.sample_site.routes import SiteModel
 from dualplane.sample_site.site_pages import DISALLOWED_PREFIX
 from dualplane.sample_site.spec import SiteSpec
@@ -55,7 +56,14 @@ def explore(spec: SiteSpec) -> Reachability:
             result.broken.add(url)
             continue
         for link in links:
-            if link not in seen and urlsplit(link).netloc in hosts:
+            linked = urlsplit(link)
+            # Trap pages are endless: not part of the site a crawl is to fetch whole (facets.py).
+            trap = linked.netloc in hosts and hosts[linked.netloc] in spec.faceted_hosts
+            if (
+                link not in seen
+                and linked.netloc in hosts
+                and not (trap and is_trap(linked.path, linked.query))
+            ):
                 seen.add(link)
                 queue.append(link)
     return result

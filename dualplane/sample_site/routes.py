@@ -12,11 +12,12 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from html import escape
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlencode
 
 from dualplane.sample_site.article_pages import render_article, render_article_listing
 from dualplane.sample_site.changes import CatalogAt, with_validators
 from dualplane.sample_site.content import Catalog
+from dualplane.sample_site.facets import BROWSE, EVENTS, chosen_facets, month_of, render_browse, render_month
 from dualplane.sample_site.js_shop import API_PREFIX, SCRIPT_PATH, SHOP_JS
 from dualplane.sample_site.layout import Page
 from dualplane.sample_site.product_pages import (
@@ -97,7 +98,7 @@ class SiteModel:
         return Response(response.status, response.body, response.content_type, headers, response.links)
 
     def _route(self, host: int, path: str, query: str) -> Response:
-        for route in (self._redirect, self._file, self._page):
+        for route in (self._redirect, self._file, self._page, self._trap):
             response = route(host, path, query)
             if response is not None:
                 return response
@@ -153,6 +154,16 @@ class SiteModel:
             return self._html(host, path, lambda page: render_private(page, PRIVATE_PAGES[path]))
         return None
 
+    def _trap(self, host: int, path: str, query: str) -> Response | None:
+        if host not in self.spec.faceted_hosts:
+            return None
+        month = month_of(path) if path.startswith(EVENTS) else None
+        if month is not None:
+            return self._html(host, path, lambda page: render_month(page, month))
+        if path.startswith(BROWSE) and path[len(BROWSE) :].replace("all/", "") == "":
+            return self._html(host, path, render_browse)
+        return None
+
     def _listing(self, host: int, path: str, query: str) -> Response:
         is_products = path == "/products"
         count = self.catalog.product_count(host) if is_products else self.catalog.article_count(host)
@@ -161,7 +172,11 @@ class SiteModel:
         if not count or not 1 <= number <= listing_pages(count):
             return self.not_found(host, path)
         render = render_product_listing if is_products else render_article_listing
-        return self._html(host, f"{path}?page={number}", lambda page: render(page, number))
+        chosen = chosen_facets(query) if is_products and host in self.spec.faceted_hosts else {}
+        if chosen is None:
+            return self.not_found(host, path)
+        here = f"{path}?{urlencode({'page': number, **chosen})}"
+        return self._html(host, here, lambda page: render(page, number))
 
     def _item(self, host: int, path: str) -> Response:
         kind, _, slug = path[1:].partition("/")

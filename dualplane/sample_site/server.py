@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 
+from dualplane.sample_site import sessions
 from dualplane.sample_site.antibot import RateGate, Verdict
 from dualplane.sample_site.changes import not_modified
 from dualplane.sample_site.exceptions import SampleSiteError
@@ -85,7 +86,10 @@ class HostHandler:
             verdict = self.state.gates[self.host].judge(self.state.policies[self.host])
             if self.state.spec.latency_ms:
                 await asyncio.sleep(self.state.spec.latency_ms / 1000)
-            response = self._respond(request, verdict)
+            if request.method == "POST" and verdict == "pass":
+                response = await self._post(request)
+            else:
+                response = self._respond(request, verdict)
             status, blocked = response.status, (None if verdict == "pass" else verdict)
             return response
         finally:
@@ -110,6 +114,10 @@ class HostHandler:
         if verdict == "captcha":
             headers = {"cf-mitigated": "challenge", "Cache-Control": "no-store"}
             return web.Response(text=challenge_page(), content_type="text/html", headers=headers)
+        if request.method in ("GET", "HEAD"):
+            gated = self._gated(request)
+            if gated is not None:
+                return gated
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="Method Not Allowed\n", headers={"Allow": "GET, HEAD"})
         response = self.state.resolve(self.host, request.path, request.query_string, self.state.step())
@@ -119,6 +127,22 @@ class HostHandler:
                 validators = {name: response.headers[name] for name in ("ETag", "Last-Modified")}
                 return web.Response(status=304, headers=validators)
         return to_aiohttp(response)
+
+    def _gated(self, request: web.Request) -> web.Response | None:
+        spec = self.state.spec
+        if self.host not in spec.consent_hosts and self.host not in spec.login_hosts:
+            return None
+        if request.path in ("/consent", "/login"):
+            return web.Response(text=sessions.form_page(request.path), content_type="text/html")
+        target = sessions.gate(spec, self.host, request.path_qs, request.cookies)
+        return None if target is None else web.Response(status=302, headers={"Location": target})
+
+    async def _post(self, request: web.Request) -> web.Response:
+        form = {name: str(value) for name, value in (await request.post()).items()}
+        status, headers = sessions.post(self.state.spec, self.host, request.path, form)
+        if status == 404:
+            return web.Response(status=405, text="Method Not Allowed\n", headers={"Allow": "GET, HEAD"})
+        return web.Response(status=status, headers=headers, text="" if status == 303 else "Refused\n")
 
 
 def to_aiohttp(response: Response) -> web.Response:

@@ -93,6 +93,10 @@ class SiteSpec:
     answer conditional requests with 304 (None: a site that never changes, without validators).
     ``js_hosts``: shop hosts whose product pages draw price and stock with a script from a JSON
     endpoint (see :mod:`dualplane.sample_site.js_shop`); only a rendering crawler sees them.
+    ``faceted_hosts``: shop hosts with faceted navigation and endless trap pages beside their real
+    ones (see :mod:`dualplane.sample_site.facets`); a crawl needs a budget or trap limits there.
+    ``consent_hosts`` / ``login_hosts``: hosts whose pages need a consent form's region cookie, or
+    whose product pages need a login's session cookie (see :mod:`dualplane.sample_site.sessions`).
     """
 
     seed: int = 7
@@ -104,6 +108,9 @@ class SiteSpec:
     public_host: str = LOOPBACK
     changes: Changes | None = None
     js_hosts: tuple[int, ...] = ()
+    faceted_hosts: tuple[int, ...] = ()
+    consent_hosts: tuple[int, ...] = ()
+    login_hosts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if self.hosts < 1:
@@ -116,10 +123,17 @@ class SiteSpec:
             unknown = [host for host in self.anti_bot.hosts if not 0 <= host < self.hosts]
             if unknown:
                 raise SampleSiteError(f"AntiBot hosts {unknown} do not exist; hosts are 0..{self.hosts - 1}")
-        if any(not 0 <= host < self.hosts for host in self.js_hosts):
-            raise SampleSiteError(
-                f"js_hosts {self.js_hosts} name hosts that do not exist; hosts are 0..{self.hosts - 1}"
-            )
+        chosen_hosts = {
+            "js_hosts": self.js_hosts,
+            "faceted_hosts": self.faceted_hosts,
+            "consent_hosts": self.consent_hosts,
+            "login_hosts": self.login_hosts,
+        }
+        for name, chosen in chosen_hosts.items():
+            if any(not 0 <= host < self.hosts for host in chosen):
+                raise SampleSiteError(
+                    f"{name} {chosen} name hosts that do not exist; hosts are 0..{self.hosts - 1}"
+                )
         if self.base_port < 0 or self.base_port + self.hosts - 1 > MAX_PORT:
             raise SampleSiteError(
                 f"base_port={self.base_port} with {self.hosts} hosts leaves the port range; "

@@ -135,6 +135,9 @@ def test_every_service_exports_real_figures_while_it_crawls(
     assert value(frontier, "dualplane_frontier_urls_total", verdict="discovered") > 0
     lane = settings.queues.crawl_tasks + ".normal"
     assert _exports_queue(ports["frontier"], lane), f"the frontier never exported the depth of {lane}"
+    # The autoscaling signals (docs/multi-machine.md): the lane's consumers (one fetcher process)
+    # beside its depth, and how long tasks waited in their lanes.
+    assert _lane_consumers(ports["frontier"], lane) >= 1, f"no consumer of {lane} exported"
     assert any(_judged(one, blocked_domain) for one in scrapes), "the throttle never judged the blocking host"
     assert value(throttle, "dualplane_throttle_events_total") > 0
 
@@ -150,6 +153,11 @@ def test_every_service_exports_real_figures_while_it_crawls(
         pages
     )
     assert value(fetched, "dualplane_fetch_duration_seconds_count") == len(events)
+    # Every attempt came from a delivery (and a deferred task is delivered again): each one's wait
+    # in its lane was measured, from the publish timestamp or the retry tier's x-death time.
+    waits = fetched["dualplane_lane_wait_seconds_count"]
+    assert sum(waits.values()) >= len(events) > 0, waits
+    assert value(fetched, "dualplane_lane_wait_seconds_sum", lane="normal") >= 0
     extractor = after["extractor"]
     assert value(extractor, "dualplane_kafka_produced_messages_total", topic=settings.topics.records) == len(
         records
@@ -174,6 +182,17 @@ def _exports_queue(port: int, queue: str, timeout_s: float = 15) -> bool:
             return True
         if time.monotonic() > deadline:
             return False
+        time.sleep(0.5)
+
+
+def _lane_consumers(port: int, queue: str, timeout_s: float = 30) -> float:
+    """``queue``'s consumers as the endpoint exports them, once at least one (or after ``timeout_s``):
+    the management API counts a new consumer at its next statistics round, the probe keeps 5 s."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        consumers = scrape(port).get("dualplane_queue_consumers", {}).get((("queue", queue),), 0.0)
+        if consumers >= 1 or time.monotonic() > deadline:
+            return consumers
         time.sleep(0.5)
 
 

@@ -119,10 +119,20 @@ def _start_fetcher(pipeline: Pipeline, probe: JobProbe, lane: str, **env: str) -
     return process
 
 
-def _eventually(check: Callable[[], bool], timeout_s: float, what: str) -> None:
+def _held_env(relay: KafkaRelay) -> dict[str, str]:
+    """A fetcher behind the relay that waits for a held confirmation as long as the test needs.
+
+    The default hand-off timeout (30 s) would give the task back on its own on a loaded machine,
+    where the page can take most of that to reach Kafka: that path has its own test below."""
+    return {"DUALPLANE_KAFKA_BOOTSTRAP_SERVERS": relay.bootstrap, "DUALPLANE_FETCH_HAND_OFF_TIMEOUT_S": "600"}
+
+
+def _eventually(
+    check: Callable[[], bool], timeout_s: float, what: str, explain: Callable[[], str] = lambda: ""
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}\n{explain()}"
         time.sleep(0.2)
 
 
@@ -135,7 +145,7 @@ def test_a_task_is_not_acked_until_kafka_confirms_and_comes_back_when_the_fetche
 ) -> None:
     probe = JobProbe(private)
     lane = Topology(private.queues).lane_queue("normal")
-    doomed = _start_fetcher(pipeline, probe, lane, DUALPLANE_KAFKA_BOOTSTRAP_SERVERS=relay.bootstrap)
+    doomed = _start_fetcher(pipeline, probe, lane, **_held_env(relay))
     _warm(private, host, probe, lane)
     relay.stall_answers()
     task = _hand_task(private, host, "/page/0")
@@ -147,7 +157,7 @@ def test_a_task_is_not_acked_until_kafka_confirms_and_comes_back_when_the_fetche
 
     pipeline.kill(doomed)
     # An acked task would be gone for good; an unacked one returns to the lane when its fetcher dies.
-    _eventually(lambda: probe.queue_depth(lane) == 1, 30, "the unacked task to come back")
+    _eventually(lambda: probe.queue_depth(lane) == 1, 30, "the unacked task to come back", pipeline.logs)
 
     _start_fetcher(pipeline, probe, lane)  # straight to Kafka
     _eventually(lambda: len(_raw_pages(private, task.url)) == 2, 60, "the page fetched again")
@@ -181,7 +191,7 @@ def test_a_task_is_acked_once_the_held_confirmation_arrives(
 ) -> None:
     probe = JobProbe(private)
     lane = Topology(private.queues).lane_queue("normal")
-    _start_fetcher(pipeline, probe, lane, DUALPLANE_KAFKA_BOOTSTRAP_SERVERS=relay.bootstrap)
+    _start_fetcher(pipeline, probe, lane, **_held_env(relay))
     _warm(private, host, probe, lane)
     relay.stall_answers()
     task = _hand_task(private, host, "/page/0")

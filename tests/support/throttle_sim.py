@@ -2,8 +2,9 @@
 
 Event-driven and deterministic for a seed: P_d slots send requests to one site that lets at most
 ``max_rps`` requests through in any second (blocked ones count too, as the sample site's anti-bot
-gate does); each slot holds its permit for the delay times 1 to 1 + ``jitter`` after the answer, as
-a fetcher does; a blocked answer makes the fetcher leave the site alone for the cooldown. Every
+gate does); each slot holds its permit for the delay times 1 to 1 + ``jitter`` from the request's
+start, and at least for the answer plus the fleet's own ``overhead_ms``, as a fetcher does; a blocked
+answer makes the fetcher leave the site alone for the cooldown. Every
 answer is a fetch event the policy judges on the processor's windows (step buckets, the window
 after the last change), and a command reaches the fleet ``reaction_s`` later.
 """
@@ -135,15 +136,16 @@ class _Fleet:
             second = self.seconds[int(now)]
             second.requests += 1
             second.blocked += blocked
-            self.push(now + latency_ms / 1000, "answer", (blocked, latency_ms))
+            self.push(now + latency_ms / 1000, "answer", (blocked, latency_ms, now))
 
     def on_release(self, now: float, _: Any) -> None:
         self.in_use -= 1
         self.push(now, "try")
 
-    def on_answer(self, now: float, answer: tuple[bool, float]) -> None:
-        blocked, latency_ms = answer
-        hold_s = self.limits[1] / 1000 * (1 + self.jitter * self.rng.random()) + self.overhead_s
+    def on_answer(self, now: float, answer: tuple[bool, float, float]) -> None:
+        blocked, latency_ms, started = answer
+        paced = started + self.limits[1] / 1000 * (1 + self.jitter * self.rng.random())  # start to start
+        hold_s = max(paced - now, self.overhead_s)
         if blocked:  # the fetcher that saw it leaves the site alone, as politeness does
             config = self.config
             cool = cooldown_s(self.site.retry_after_s, config.cooldown_base_ms, config.cooldown_cap_ms)

@@ -31,7 +31,8 @@ class FetchRequest:
     ``conditional_headers`` (``If-None-Match``, ``If-Modified-Since``) make a revisit a conditional
     GET: they go out with every hop, and a 304 comes back as the response, without a body.
     ``headers`` go out with every hop too (a domain's profile: a language, a referer); they never
-    replace the User-Agent, Accept or Accept-Encoding we send.
+    replace the User-Agent, Accept or Accept-Encoding we send. ``form``: post these fields to
+    ``url`` instead of a GET (a profile's consent or login step, ``fetcher/sessions.py``).
     """
 
     url: str
@@ -44,6 +45,7 @@ class FetchRequest:
     total_timeout_s: float | None = 120.0
     conditional_headers: Mapping[str, str] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+    form: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.max_bytes < 1 or self.max_redirects < 0:

@@ -195,8 +195,14 @@ class DirectBackend(FetchBackend):
         target: URL,
     ) -> FetchResponse | str:
         """One request: the next URL when it redirects and we follow, else the final response."""
-        response = await session.get(
-            target, headers=_headers(request), timeout=_timeout(request), allow_redirects=False
+        method, form = ("POST", request.form) if request.form is not None and not chain else ("GET", None)
+        response = await session.request(
+            method,
+            target,
+            headers=_headers(request),
+            data=form,
+            timeout=_timeout(request),
+            allow_redirects=False,
         )
         try:
             answer = _Answer(decoded_headers(response.raw_headers), response.content)

@@ -7,18 +7,23 @@ scraping API (one client per country, ``proxy_country``), and ``backend: direct`
 directly; a profile's ``proxies`` get a direct client of their own (a render's requests go
 through it too).
 The pool is made at the first render, so a fetcher whose domains need none never starts a browser
-(nor loads Playwright).
+(nor loads Playwright). A profile with a consent or login step fetches in a session: its cookies
+(``sessions.py``) go on the request, and a page that shows it signed out signs in again once.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
+from urllib.parse import urlsplit
 
 from dualplane.control_plane.fetcher.backends.base import FetchBackend, FetchRequest, FetchResponse
 from dualplane.control_plane.fetcher.backends.direct import DirectBackend
 from dualplane.control_plane.fetcher.exceptions import ConnectionFailed
 from dualplane.control_plane.fetcher.profiles import Profile
+from dualplane.control_plane.fetcher.sessions import SessionJars
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
 
@@ -47,6 +52,7 @@ class ProfiledBackend(FetchBackend):
         *,
         new_api: Callable[[Profile], FetchBackend] | None = None,
         new_direct: Callable[[tuple[str, ...]], DirectBackend] | None = None,
+        sessions: SessionJars | None = None,
     ) -> None:
         self.fleet = fleet
         self.direct = direct
@@ -58,6 +64,7 @@ class ProfiledBackend(FetchBackend):
         self._apis: dict[str | None, FetchBackend] = {}  # by country
         self._new_direct = new_direct
         self._proxied: dict[tuple[str, ...], DirectBackend] = {}  # by proxy list
+        self.sessions = sessions or SessionJars()
 
     async def fetch(self, request: FetchRequest) -> FetchResponse:
         """See :meth:`FetchBackend.fetch`."""
@@ -65,6 +72,11 @@ class ProfiledBackend(FetchBackend):
         if profile is None:
             return await self.fleet.fetch(request)
         request = profile.apply(request)
+        if profile.steps:
+            return await self._in_session(profile, request)
+        return await self._routed(profile, request)
+
+    async def _routed(self, profile: Profile, request: FetchRequest) -> FetchResponse:
         if profile.backend == "browser":
             return await self._renderer(profile).fetch(request)
         if profile.backend == "api":
@@ -80,6 +92,18 @@ class ProfiledBackend(FetchBackend):
         await self.fleet.aclose()
         if self.direct is not self.fleet:
             await self.direct.aclose()
+
+    async def _in_session(self, profile: Profile, request: FetchRequest) -> FetchResponse:
+        steps = "".join(repr(step.to_dict()) for step in profile.steps).encode()
+        key = f"{profile.name} {hashlib.sha256(steps).hexdigest()[:16]} {domain_of(request.url)}"
+        post = self._direct(profile).fetch
+        cookie = await self.sessions.cookie_header(key, profile.steps, request, post)
+        response = await self._routed(profile, _with_cookie(request, cookie))
+        if _signed_out(response, profile):  # the session ended (expired, or the site forgot it)
+            self.sessions.drop(key)
+            cookie = await self.sessions.cookie_header(key, profile.steps, request, post)
+            response = await self._routed(profile, _with_cookie(request, cookie))
+        return response
 
     def _profile(self, url: str) -> Profile | None:
         try:
@@ -124,3 +148,18 @@ class ProfiledBackend(FetchBackend):
                 self._renderers.clear()
             renderer = self._renderers[key] = BrowserBackend(self._direct(profile), self._pool, options)
         return renderer
+
+
+def _with_cookie(request: FetchRequest, cookie: str) -> FetchRequest:
+    if not cookie:
+        return request
+    headers = {name: value for name, value in request.headers.items() if name.lower() != "cookie"}
+    return replace(request, headers={**headers, "Cookie": cookie})
+
+
+def _signed_out(response: FetchResponse, profile: Profile) -> bool:
+    """Whether the answer says the session is not (any more) taken: refused, or sent to a step's page."""
+    if response.status in (401, 403):
+        return True
+    landed = urlsplit(response.final_url).path
+    return bool(response.redirect_chain) and any(landed == step.path.split("?")[0] for step in profile.steps)

@@ -18,11 +18,11 @@ from tests.support.frontier import RunningFrontier
 
 pytestmark = pytest.mark.integration
 
-AMQP_PORT_HEX = f"{5672:04X}"
 
-
-def own_amqp_ports() -> set[int]:
-    """Local ports of this process's TCP connections to port 5672 (from /proc: no tool needed)."""
+def own_amqp_ports(settings: Settings) -> set[int]:
+    """Local ports of this process's TCP connections to the broker's AMQP port (from /proc: no tool
+    needed). The port is the settings', not 5672: a private stack on another port found none."""
+    port_hex = f":{httpx.URL(settings.amqp.url.get_secret_value()).port or 5672:04X}"
     inodes = set()
     for fd in Path("/proc/self/fd").iterdir():
         target = str(fd.readlink()) if fd.is_symlink() else ""
@@ -33,7 +33,7 @@ def own_amqp_ports() -> set[int]:
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
             local, remote, inode = fields[1], fields[2], fields[9]
-            if remote.endswith(f":{AMQP_PORT_HEX}") and inode in inodes:
+            if remote.endswith(port_hex) and inode in inodes:
                 ports.add(int(local.rsplit(":", 1)[1], 16))
     return ports
 
@@ -68,7 +68,7 @@ def test_a_connection_the_broker_closes_is_a_warning_and_the_consumer_recovers(
         generation = consumer.generation
         caplog.clear()
 
-        assert force_close(running.settings, own_amqp_ports()) >= 1
+        assert force_close(running.settings, own_amqp_ports(running.settings)) >= 1
         assert wait_for(lambda: consumer.generation > generation, 20), "the consumer did not reconnect"
     finally:
         running.stop()

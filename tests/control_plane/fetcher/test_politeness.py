@@ -14,7 +14,9 @@ from dualplane.control_plane.fetcher.politeness import (
     delay_ms,
     hold_s,
     permit_wait_s,
+    release_in_s,
 )
+from dualplane.data_plane.throttle.rates import Pace
 
 pytestmark = pytest.mark.unit
 
@@ -75,6 +77,32 @@ def test_hold_is_the_delay_stretched_by_jitter_never_shortened() -> None:
     assert min(holds) >= 1.0 and max(holds) <= 1.5
     assert len({round(h, 3) for h in holds}) > 100  # not periodic
     assert hold_s(1000, 0.0, rng) == 1.0
+
+
+def test_a_permit_goes_back_its_hold_after_the_request_started_not_after_it_ended() -> None:
+    """Start to start: a request of 20 ms plus 60 ms of the fleet's own work under a 200 ms delay
+    leaves the permit held 120 ms more, so the slot's next request starts 200 ms after this one."""
+    assert release_in_s(started_s=10.0, now_s=10.08, hold_s=0.2) == pytest.approx(0.12)
+    # Slower than its delay: back at once (never a negative wait), as Crawl-delay is read.
+    assert release_in_s(started_s=10.0, now_s=10.5, hold_s=0.2) == 0.0
+    # A cooldown counts from the answer that asked for it, whichever is longer wins.
+    assert release_in_s(started_s=10.0, now_s=10.08, hold_s=0.2, at_least_s=1.0) == 1.0
+    assert release_in_s(started_s=10.0, now_s=10.08, hold_s=5.0, at_least_s=1.0) == pytest.approx(4.92)
+
+
+def test_slots_paced_start_to_start_send_the_rate_set_whatever_their_own_time() -> None:
+    """The processor's map from a rate to P_d and a delay, against a slot that paces as the runner
+    does: the rate sent is the rate set, with 20 ms or 60 ms of request and fleet time per slot."""
+    rng = random.Random(3)
+    for rate_rps in (2.0, 4.5, 18.0):
+        concurrency, delay = Pace(latency_ms=20, jitter=0.2).limits(rate_rps, ceiling=8, base_delay_ms=0)
+        assert delay >= 20 + 50, (rate_rps, concurrency, delay)  # room for the fleet's own work
+        for busy_s in (0.02, 0.06):
+            now, sent = 0.0, 0
+            while now < 100.0:  # one slot for 100 s: request, then wait for its permit to come back
+                now += busy_s + release_in_s(now, now + busy_s, hold_s(delay, 0.2, rng))
+                sent += 1
+            assert concurrency * sent / 100.0 == pytest.approx(rate_rps, rel=0.03), (rate_rps, busy_s)
 
 
 def test_cooldown_honours_retry_after_within_the_cap() -> None:

@@ -59,3 +59,23 @@ def test_the_cli_sets_lists_and_deletes_without_printing_header_values(
 def _name(view: profile_store.ProfileView, domain: str) -> str | None:
     found = view.match(domain)
     return found.name if found else None
+
+
+def test_the_cli_stores_consent_and_login_steps_and_never_prints_login_values(
+    control_plane: ControlPlaneFactory,
+) -> None:
+    env = control_plane.settings().to_env()
+
+    made = run_cli(
+        "profile", "set", "members", "--domain", "shop.example", "--consent", "/consent", "--consent-field",
+        "region=de", "--login", "/login", "--login-field", "user=ann-7q", "--login-field", "password=s3cret",
+        "--json", env=env,
+    )  # fmt: skip
+    shown = run_cli("profile", "show", "members", env=env)
+    orphan = run_cli("profile", "set", "x", "--domain", "shop.example", "--login-field", "user=ann", env=env)
+
+    assert made.exit_code == 0, made.stderr
+    assert made.json()["profile"]["login"] == {"path": "/login", "fields": {"user": "***", "password": "***"}}
+    assert made.json()["profile"]["consent"] == {"path": "/consent", "fields": {"region": "de"}}
+    assert "s3cret" not in made.stdout + shown.stdout + shown.stderr and "ann-7q" not in made.stdout
+    assert orphan.exit_code == 2 and "give --login PATH" in orphan.stderr

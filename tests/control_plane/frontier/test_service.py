@@ -180,3 +180,36 @@ def _report(task: CrawlTask, stage: ReportStage) -> TaskReport:
         task_id=task.task_id, job_id=task.job_id, trace_id=task.trace_id, url=task.url, domain=task.domain,
         stage=stage,
     )  # fmt: skip
+
+
+def test_a_task_sent_round_a_retry_tier_frees_its_slot_while_it_waits(
+    running_frontier: RunningFrontier,
+) -> None:
+    """A retrying task is not at the site nor in the lanes for its tier's delay (2 min after a
+    captcha): its domain's slot goes to a parked task meanwhile, so blocks do not starve the domain."""
+    cap = running_frontier.frontier.slots_per_domain
+    spec = JobSpec(job_id="retried", obey_robots=False)
+    running_frontier.submit(spec, [f"http://blocking.example/page/{i}" for i in range(cap + 2)])
+    running_frontier.wait_progress("retried", queued=cap, backlog=2)
+
+    topology = running_frontier.topology
+    connection = amqp.connect(running_frontier.settings.amqp)
+    try:
+        channel = confirmed_channel(connection)
+        tasks = []
+        for _ in range(2):
+            method, _properties, body = channel.basic_get(topology.lane_queue("normal"), auto_ack=True)
+            assert method is not None
+            tasks.append(decode(body, CrawlTask))
+        stages: tuple[ReportStage, ...] = ("started", "retrying")
+        reports = [_report(task, stage) for task in tasks for stage in stages]
+        publish(
+            channel,
+            topology.reports_exchange,
+            topology.route("blocking.example"),
+            TaskReports(reports=tuple(reports)),
+        )
+    finally:
+        connection.close()
+
+    running_frontier.wait_progress("retried", retrying=2, backlog=0, queued=cap)

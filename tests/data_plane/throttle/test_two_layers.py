@@ -64,9 +64,9 @@ def test_a_fresh_domain_comes_down_to_its_limit_in_a_second_and_is_back_within_a
     figures = (
         f"held {held_share:.0%}, {blocked}/{requests} blocked, 500 pages at {pages_s} s, back {back_s} s"
     )
-    # The simulated fleet's own 35 ms per request are not in the rate the policy sets: 70% is the
-    # simulator's bar (R = 20 with a captcha page holds 72-75% here); the real loop's figures are in
-    # docs/throttle.md.
+    # 70% is the simulator's bar: R = 20 with a captcha page holds 73-76% here over 10 seeds (its
+    # probes and 2 s cooldowns, not the pace: slots are paced start to start, the fleet's own 35 ms
+    # are no longer lost); the real loop's figures are in docs/throttle.md.
     assert held_share >= 0.7, figures
     assert blocked / requests < 0.02, figures
     assert pages_s is not None and pages_s < 150, figures

@@ -1,0 +1,120 @@
+"""The scope half of every fetch profile, as a frontier sees it: followed from the profiles topic.
+
+``dualplane profile set`` writes a profile (domain patterns, backend, ..., and a
+:class:`~core.web.site_scope.SiteScope`) to the compacted ``fetch.profiles`` topic. Fetchers follow
+it for how to fetch; a frontier follows it for how much to admit, reading only the ``domains`` and
+``scope`` of each profile, so a change applies to the next URLs the frontier considers (about a
+second), like a throttle override. The domain's profile is chosen by the one rule fetchers use
+(:func:`~core.web.site_scope.most_specific`).
+
+Settings: ``DUALPLANE_TOPIC_PROFILES``, ``DUALPLANE_KAFKA_*``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message, TopicPartition
+
+from dualplane.brokers.kafka import clients
+from dualplane.core.settings import KafkaSettings
+from dualplane.core.web.site_scope import SiteScope, most_specific
+
+log = logging.getLogger(__name__)
+
+POLL_S = 0.5
+START_TIMEOUT_S = 15.0
+MAX_REMEMBERED = 100_000  # domains whose scope is remembered; then it starts again
+
+
+class SiteScopes:
+    """Each profile's domain patterns and scope, kept current by a thread; :meth:`scope` is thread-safe."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+        self.kafka, self.topic = kafka, topic
+        self._profiles: dict[str, tuple[tuple[str, ...], SiteScope]] = {}
+        self._matches: dict[str, SiteScope | None] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._caught_up = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Follow the topic; wait (at most ``START_TIMEOUT_S``) until every stored profile is read."""
+        clients.ensure_topics(self.kafka, [self.topic], partitions=1, config={"cleanup.policy": "compact"})
+        self._thread = threading.Thread(target=self._follow, name="site-scopes", daemon=True)
+        self._thread.start()
+        if not self._caught_up.wait(START_TIMEOUT_S):
+            log.warning("profiles topic %s not read to its end within %.0f s: scopes apply as they come",
+                        self.topic, START_TIMEOUT_S)  # fmt: skip
+
+    def scope(self, domain: str) -> SiteScope | None:
+        """The scope of ``domain``'s profile; None: no profile, or one that limits nothing."""
+        with self._lock:
+            try:
+                return self._matches[domain]
+            except KeyError:
+                pass
+            if len(self._matches) >= MAX_REMEMBERED:
+                self._matches.clear()
+            candidates = ((name, domains, scope) for name, (domains, scope) in self._profiles.items())
+            found = most_specific(candidates, domain)
+            self._matches[domain] = found = None if found is None or found.empty else found
+            return found
+
+    def put(self, name: str, domains: tuple[str, ...], scope: SiteScope) -> None:
+        with self._lock:
+            self._profiles[name] = (domains, scope)
+            self._matches.clear()
+
+    def remove(self, name: str) -> None:
+        with self._lock:
+            if self._profiles.pop(name, None) is not None:
+                self._matches.clear()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(START_TIMEOUT_S)
+
+    def _follow(self) -> None:
+        consumer = clients.consumer(self.kafka, f"{self.kafka.group_prefix}-scopes-{uuid.uuid4().hex[:8]}")
+        try:
+            partition = TopicPartition(self.topic, 0, OFFSET_BEGINNING)
+            _, end = consumer.get_watermark_offsets(partition, timeout=START_TIMEOUT_S)
+            consumer.assign([partition])
+            deadline = time.monotonic() + START_TIMEOUT_S
+            while not self._stop.is_set():
+                message = consumer.poll(POLL_S)
+                if message is not None and message.error() is None:
+                    self._apply(message)
+                if self._caught_up.is_set():
+                    continue
+                # Offsets of a compacted topic have gaps: where the consumer stands says it is through.
+                position = consumer.position([partition])[0].offset
+                if end == 0 or position >= end or time.monotonic() > deadline:
+                    self._caught_up.set()
+        except KafkaException as error:  # the frontier goes on with the scopes it has
+            log.warning("site scopes: stopped following %s (%s)", self.topic, error)
+        finally:
+            self._caught_up.set()
+            consumer.close()
+
+    def _apply(self, message: Message) -> None:
+        key, value = message.key(), message.value()
+        if key is None:
+            return
+        if value is None:
+            self.remove(key.decode())
+            return
+        try:
+            data = json.loads(value)
+            self.put(key.decode(), tuple(data["domains"]), SiteScope.from_dict(data.get("scope", {})))
+        except (ValueError, TypeError, KeyError) as error:  # the fetchers skip it too, with a warning
+            log.warning(
+                "site scopes: skipped profile %s at offset %s (%s)", key.decode(), message.offset(), error
+            )
