@@ -17,6 +17,11 @@ microdata, RDFa or OpenGraph/product meta), which is what the visible-page path 
 page declares its product, the label agrees with the declaration on most fields (``data/README.md``
 measures how often not), so the published score mostly measures reading the declaration.
 
+**Declared** (when ``DECLARED`` exists, built by ``data/build_declared_products.py``): shop pages saved in
+public repositories whose sources allow no copy here, each labelled by its own declaration
+(``data/declared_labels.py``); sites of the hand-labelled pages are left out, so every one is a site no
+rule was written on, and the markup-removed score is the visible-page path's alone on new shops.
+
 **Not products**: pages that are no product page (the hand-labelled ones and ``not_products.jsonl.xz``,
 recipe pages of several hundred sites): a price or stock state on them is invented.
 
@@ -45,7 +50,9 @@ UNSEEN_PREFIXES = (
 )  # fmt: skip
 """Pages labelled before the extractor ran on them, after its rules were written (``data/README.md``)."""
 NOT_PRODUCTS = DATA / "not_products.jsonl.xz"
-GROUPS = ("written on", "unseen")
+DECLARED = Path.home() / ".cache" / "dualplane" / "declared_products.jsonl.xz"
+"""Where ``data/build_declared_products.py`` writes by default (out of the repository: see its docstring)."""
+GROUPS = ("written on", "unseen", "declared")
 VARIANTS = ("published", "markup removed")
 STOCK_ROWS = ("out_of_stock", "false_out_of_stock", "null_in_stock")
 
@@ -68,6 +75,14 @@ def not_product_pages() -> Iterator[dict[str, Any]]:
             yield {**page, "truth": {}, "group": "not products", "site": site_of(page["url"])}
 
 
+def declared_pages(path: Path, labelled_sites: set[str]) -> Iterator[dict[str, Any]]:
+    """The declared-label pages of ``path``, but those of a site a hand-labelled page is from."""
+    if path.exists():
+        for page in pages_file(path):
+            if (site := site_of(page["url"])) not in labelled_sites:
+                yield {**page, "group": "declared", "site": site}
+
+
 def scored_copies(pages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The copies handed to the extractor: each product page as published and without its markup."""
     for page in pages:
@@ -77,16 +92,23 @@ def scored_copies(pages: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
             yield {"id": f"{page['id']}#markup removed", "url": page["url"], "html": html}
 
 
-def page_counts(truth: dict[str, Any], product: dict[str, Any]) -> dict[str, Counts]:
+def page_counts(truth: dict[str, Any], product: dict[str, Any], partial: bool = False) -> dict[str, Counts]:
     """One page's counts: each field, and the stock rows (``out_of_stock`` against the rest; an in-stock
-    page said to be out of stock, and one given no state, each counted against the in-stock pages)."""
+    page said to be out of stock, and one given no state, each counted against the in-stock pages).
+
+    ``partial``: the label is a declaration, which says nothing of a field it leaves out (a shop that
+    declares no price still shows one), so such a field is not scored at all rather than as absent."""
     counts = {}
     for name in PRODUCT_FIELDS:
+        if partial and name not in truth:
+            continue
         expected, found = truth.get(name), product.get(name)
         if name == "price":
             expected, found = _number(expected), _number(found)
         counts[name] = counts_of(expected, found)
     said, meant = product.get("availability"), truth.get("availability")
+    if partial and meant is None:
+        return counts
     counts["out_of_stock"] = Counts(
         tp=int(said == meant == "out_of_stock"),
         fp=int(said == "out_of_stock" != meant),
@@ -110,7 +132,9 @@ def invented(product: dict[str, Any]) -> dict[str, Counts]:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    pages = [*labelled_pages(), *not_product_pages()]
+    labelled = list(labelled_pages())
+    declared = declared_pages(args.declared, {page["site"] for page in labelled})
+    pages = [*labelled, *declared, *not_product_pages()]
     with tempfile.TemporaryDirectory(prefix="dualplane-generalization-") as folder:
         copies = Path(folder, "pages.jsonl")
         with copies.open("w", encoding="utf-8") as out:
@@ -121,7 +145,33 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "baseline_ref": args.baseline_ref,
         "pages": _page_counts(pages),
         **{system: _report(pages, outputs, args.rounds) for system, outputs in runs.items()},
+        "errors": _errors(pages, runs["ours"]) if args.errors else [],
     }
+
+
+def _errors(pages: list[dict[str, Any]], outputs: dict[str, Output]) -> list[dict[str, Any]]:
+    """Each product field ours gets wrong, by page and variant, as the issue's table sorts them: missed
+    (label present, ours none), wrong value, invented (label absent; not for declared labels)."""
+    found: list[dict[str, Any]] = []
+    for page in pages:
+        truth = page["truth"]
+        if page["group"] == "not products" or not any(truth.get(name) for name in PRODUCT_FIELDS):
+            continue
+        for variant in VARIANTS:
+            product = (outputs.get(f"{page['id']}#{variant}") or {}).get("product") or {}
+            for name in PRODUCT_FIELDS:
+                if page["group"] == "declared" and name not in truth:
+                    continue
+                meant, said = truth.get(name), product.get(name)
+                same = _number(meant) == _number(said) if name == "price" else meant == said
+                if same:
+                    continue
+                kind = "missed" if said is None else "invented" if meant is None else "wrong"
+                found.append(
+                    {"group": page["group"], "variant": variant, "id": page["id"], "field": name,
+                     "kind": kind, "label": meant, "ours": said}
+                )  # fmt: skip
+    return found
 
 
 def _report(pages: list[dict[str, Any]], outputs: dict[str, Output], rounds: int) -> dict[str, Any]:
@@ -138,7 +188,7 @@ def _report(pages: list[dict[str, Any]], outputs: dict[str, Output], rounds: int
                 items = invented(product)
                 group = "not products"
             else:
-                items = page_counts(truth, product)
+                items = page_counts(truth, product, partial=page["group"] == "declared")
                 group = page["group"]
             for name, counts in items.items():
                 rows.setdefault((group, variant, name), []).append((page["site"], counts))
@@ -159,6 +209,13 @@ def _page_counts(pages: list[dict[str, Any]]) -> dict[str, dict[str, int]]:
 FIELD_ROWS = (*PRODUCT_FIELDS, *STOCK_ROWS)
 
 
+def print_errors(errors: list[dict[str, Any]]) -> None:
+    keys = ("group", "variant", "field", "kind", "id", "label", "ours")
+    print("\nerrors: " + " | ".join(keys))
+    for error in errors:
+        print("  " + " | ".join(str(error[key]) for key in keys))
+
+
 def print_report(report: dict[str, Any]) -> None:
     groups = ", ".join(f"{g}: {c['pages']} pages of {c['sites']} sites" for g, c in report["pages"].items())
     print(f"product fields, leave-site-out ({groups})")
@@ -166,13 +223,14 @@ def print_report(report: dict[str, Any]) -> None:
     for system in (name for name in ("ours", "before") if name in report):
         rows = report[system]
         print(f"\n{system}" + (f" ({report['baseline_ref']})" if system == "before" else ""))
-        print(f"  {'variant, field':<36}{'written on':>38}{'unseen':>38}{'F1 gap':>8}")
+        columns = [group for group in GROUPS if group in report["pages"]]
+        print(f"  {'variant, field':<36}" + "".join(f"{group:>38}" for group in columns) + f"{'F1 gap':>8}")
         for variant in VARIANTS:
             for field in FIELD_ROWS:
-                cells = [rows.get(f"{group} | {variant} | {field}") for group in GROUPS]
+                cells = [rows.get(f"{group} | {variant} | {field}") for group in columns]
                 gap = (
                     f"{cells[0]['f1'] - cells[1]['f1']:+.3f}"
-                    if all(cells) and field not in STOCK_ROWS[1:]
+                    if all(cells[:2]) and field not in STOCK_ROWS[1:]
                     else ""
                 )
                 label = f"{variant}, {field}"
@@ -180,7 +238,7 @@ def print_report(report: dict[str, Any]) -> None:
             for field in ("price", "availability"):
                 row = rows.get(f"not products | {variant} | {field}")
                 label = f"{variant}, invented {field}"
-                print(f"  {label:<36}{'not products: ' + _cell('not products', row):>76}")
+                print(f"  {label:<36}{'not products: ' + _cell('not products', row):>{38 * len(columns)}}")
 
 
 def _cell(field: str, row: dict[str, Any] | None) -> str:
@@ -200,6 +258,10 @@ def main() -> None:
     )
     parser.add_argument("--baseline-ref", help="also score the extractor of this git revision, same run")
     parser.add_argument("--rounds", type=int, default=1000, help="bootstrap rounds (default 1000)")
+    parser.add_argument(
+        "--declared", type=Path, default=DECLARED, help=f"declared-label pages, if built (default {DECLARED})"
+    )
+    parser.add_argument("--errors", action="store_true", help="also list each field ours gets wrong")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args()
     logging.getLogger("trafilatura").setLevel(logging.ERROR)
@@ -208,6 +270,8 @@ def main() -> None:
         print(json.dumps(report, indent=2, default=_plain))
     else:
         print_report(report)
+        if args.errors:
+            print_errors(report["errors"])
 
 
 def _plain(value: Any) -> Any:

@@ -145,9 +145,12 @@ def resolver(base: str) -> Callable[[str], Resolved]:
     directory = [segment for segment in path.split("/")[:-1] if segment]
     relative_ok = path.startswith("/") and not any(s in (".", "..") for s in directory)
     directory_prefix = origin + "/" + "".join(segment + "/" for segment in directory)
+    base_segments = ["", *directory] if relative_ok else None
 
     def resolve(href: str) -> Resolved:
         url = _fast(href, scheme, origin, prefix, directory_prefix if relative_ok else None)
+        if url is None and base_segments is not None:
+            url = _up_and_down(href, origin, base_segments)
         if url is None:
             return resolve_slowly(href, base)
         if url.startswith(":"):
@@ -184,6 +187,36 @@ def _without_scheme(before: str, scheme: str, origin: str, prefix: str, director
     if directory is None or path.startswith(".") or "/." in path or "//" in path:
         return None  # dot segments (urljoin resolves them) or empty segments (it drops them)
     return directory + before
+
+
+def _up_and_down(href: str, origin: str, base_segments: list[str]) -> str | None:
+    """A relative ``href`` whose path opens with dot segments ("../../reference/x.html", "./y.html"),
+    the shape of every link between a documentation generator's pages, resolved as urljoin does: each
+    ".." drops a segment of the base's directory (``base_segments``, after the empty one before the first
+    "/"), above its root none. None for any other shape: dot segments further on, empty segments, a
+    path ending in a dot segment, or what :func:`_fast` refused for other reasons (a scheme, parameters,
+    an empty query, control characters, spaces at either end)."""
+    before = href.partition("#")[0]
+    if not before or before[0] != "." or ";" in before or before.endswith("?") or not before.isprintable():
+        return None
+    if before[-1] <= " ":
+        return None
+    path, mark, query = before.partition("?")
+    parts = path.split("/")
+    opening = 0
+    while opening < len(parts) - 1 and parts[opening] in (".", ".."):
+        opening += 1
+    rest = parts[opening:]
+    if not opening or any(part in ("", ".", "..") for part in rest[:-1]) or rest[-1] in (".", ".."):
+        return None
+    if ":" in rest[0]:
+        return None  # "a:b" after the dots stays relative, but leave every colon to urljoin
+    resolved = list(base_segments)
+    for part in parts[:opening]:
+        if part == ".." and resolved:
+            resolved.pop()
+    joined = "/".join([*resolved, *rest])
+    return f"{origin}{'' if joined.startswith('/') else '/'}{joined}{mark}{query}"
 
 
 def _with_scheme(before: str, after_colon: int) -> str | None:

@@ -7,7 +7,10 @@ below ``MIN_WORDS`` words a guess is wrong too often to be worth a field downstr
 from __future__ import annotations
 
 MIN_WORDS = 20
-SAMPLE_CHARS = 5000
+SAMPLE_CHARS = 2000
+"""The model reads this much of the text: its cost grows with it (1.9 ms for 5,000 characters, 1.1 for
+2,000: a fifth of a short documentation page's extraction), its answer seldom does (the same on 1,706 of
+1,707 texts of the dev, test, large and documentation pages; the other is Rust source code, "en" or "zxx")."""
 
 
 def detect_language(text: str | None) -> str | None:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from selectolax.lexbor import LexborNode
 
 from dualplane.data_plane.extract.markup import ancestors, innermost, line, words
-from dualplane.data_plane.extract.prices import Price, amount_of, find_currency, parse_price
+from dualplane.data_plane.extract.prices import Price, amount_of, find_currency, names_currency, parse_price
 
 AREA_LEVELS = 6
 SCAN_CHARS = 20_000
@@ -31,8 +31,11 @@ PAGE_FRAME_TAGS = frozenset({"nav", "footer"})
 PICKER_TAGS = frozenset({"select", "option", "optgroup", "datalist"})
 HIDING_CLASSES = frozenset(
     {"hidden", "hide", "d-none", "is-hidden", "u-hidden", "no-display", "display-none", "invisible"}
+    | {"ng-hide"}
 )
-"""Class tokens that hide an element in the common CSS frameworks and shop themes (Bootstrap, Magento)."""
+"""Class tokens that hide an element in the common CSS frameworks and shop themes (Bootstrap, Magento,
+AngularJS's ``ng-hide``, which its ``ng-show`` sets on every message the model does not show: staples.com
+kept "OUT OF STOCK ONLINE" and "Available on: January 1, 1900" so, beside an in-stock product)."""
 _DISPLAY_NONE = re.compile(r"display\s*:\s*none", re.I)
 """Never the product's, even around an ``<h1>`` (a logo); an ``<aside>`` is, when it holds the ``<h1>``."""
 CARD_SIBLINGS = 3
@@ -46,6 +49,14 @@ NOT_A_PRICE_WORDS = frozenset(
     {"unit", "per", "perunit", "save", "saving", "savings", "discount", "badge", "shipping", "delivery",
      "tax", "vat", "installment", "instalment", "monthly", "filter", "range", "slider"}
 )  # fmt: skip
+
+
+STRUCK_TAGS = frozenset({"del", "s", "strike"})
+FORMER_PRICE_WORDS = frozenset(
+    {"strike", "strikethrough", "linethrough", "old", "oldprice", "was", "wasprice"}
+)
+STRUCK_LEVELS = 2
+"""How far up a price element a struck or former-price block is looked for."""
 
 
 # A price element whose text opens with one of these labels shows a former price or a saving, not the
@@ -64,8 +75,12 @@ _FLOOR_BEFORE = re.compile(r"\b(?:as low as|ab nur|à partir de seulement)\s*$",
 _WHOLE_THEN_CENTS = re.compile(r"(?<![\d.,])(\d{1,3}(?:[.,\s]\d{3})*|\d+) (\d{2})(?![\d.,])")
 CENTS_WORDS = frozenset({"fraction", "cents", "cent", "decimal", "decimals", "pennies", "superscript", "sup"})
 _DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extract.prices
-# A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it.
-_SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)")
+# A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it;
+# "7 .99" too, the mark written with the cents (lampsplus.com: ``7<span class="currencyCents">.99</span>``).
+_SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)|(\d)\s+([.,]\d{2})(?![\d.,])")
+# An amount with a minus before it and no digit earlier on its line is a saving or a discount ("Outlet
+# Savings: -$80.00", "-20%"), never the price to pay; a range ("$10 - $20") has digits before its dash.
+_NEGATIVE = re.compile(r"^[^\d]*?(?:^|[\s:(])[-\u2212]\s?(?:[^\w\s]{1,3}|[A-Z]{3})?\s?\d")
 
 
 def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
@@ -85,6 +100,12 @@ def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
     if price is not None:
         return main, price
     scope = area or main
+    # No currency written anywhere in the scope: none in its own text either, and only an amount with one
+    # is taken below. Most pages are no product page; this spares them the walk and a price parse per line
+    # with a digit (2-7 ms of a 10-20 ms documentation page). Own text is the scope's text nodes in order,
+    # some left out, so it could spell a code only split across a left-out element ("EU<nav>…</nav>R").
+    if not names_currency(scope.text(separator="")):
+        return scope, None
     # No price element outside cards: read the text, but not the cards' (a listing's first card is no price
     # of the page's own; a product beside a grid of others still shows its price outside the grid).
     return scope, _currency_amount(own_text(scope, heading, skip=frozenset(cards)))
@@ -225,11 +246,16 @@ def _shown_price(node: LexborNode) -> Price | None:
     """The price a price-classed element shows, unless its label says it is a former price or a saving,
     or the words around it make it a price per unit or a quantity tier's floor (:func:`_per_unit`)."""
     shown = line(node)
-    if _NOT_THE_PRICE.match(shown) or _per_unit(node, shown):
+    if _NOT_THE_PRICE.match(shown) or _NEGATIVE.match(shown) or _per_unit(node, shown):
         return None
     if _WHOLE_THEN_CENTS.search(shown) and _cents_apart(node):
         shown = _WHOLE_THEN_CENTS.sub(r"\1.\2", shown)  # "$ 21 11": whole and cents in elements of their own
-    return parse_price(_SPLIT_CENTS.sub(r"\1\2", shown))
+    return parse_price(_SPLIT_CENTS.sub(_joined, shown))
+
+
+def _joined(match: re.Match[str]) -> str:
+    """A split price's parts without the space between them (either alternative of ``_SPLIT_CENTS``)."""
+    return "".join(part for part in match.groups() if part)
 
 
 def _with_parts(node: LexborNode) -> Price | None:
@@ -276,10 +302,32 @@ def _is_price_node(node: LexborNode, scope: LexborNode) -> bool:
     found = words(node)
     return (
         not (NOT_A_PRICE_WORDS & found)
+        and not _struck(node, scope)
         and bool(line(node))
         and not elsewhere(node, scope)
         and not links_away(node, scope)
     )
+
+
+def _struck(node: LexborNode, scope: LexborNode) -> bool:
+    """True when ``node`` shows a former price: struck through (``<del>``, ``<s>``, ``<strike>``) or
+    classed so (``strike``, ``old-price``, ``was-price``), itself or a block around it within ``scope``
+    (officedepot.com's ``<span class="price_column"><span class="strike">$299.99</span></span>`` above the
+    price to pay), or whose amount is such an element's ("$299.99 each (Reg)" around it)."""
+    for part in node.traverse(include_text=False):
+        if part.mem_id != node.mem_id and _former(part):
+            shown, struck = parse_price(line(node)), parse_price(line(part))
+            return shown is not None and struck is not None and shown.amount == struck.amount
+    for level, part in enumerate((node, *ancestors(node))):
+        if part.mem_id == scope.mem_id or level > STRUCK_LEVELS:
+            return False
+        if _former(part):
+            return True
+    return False
+
+
+def _former(node: LexborNode) -> bool:
+    return node.tag in STRUCK_TAGS or not FORMER_PRICE_WORDS.isdisjoint(words(node))
 
 
 def links_away(node: LexborNode, scope: LexborNode) -> bool:

@@ -57,6 +57,9 @@ _BUY_HINTS = re.compile(
 )
 """A word of each of ``_BUY``'s alternatives as written in ASCII (lower-cased): an ASCII label without any
 says no add-to-cart. Keep in step with ``_BUY`` (the tests check one label of each alternative)."""
+_CART_LINK = re.compile(r"/cart/add\b|[?&]add-to-cart=\d", re.I)
+"""A link that adds to the cart whatever its label says (groupon.com's "Buy" with a loader inside):
+Shopify's and Magento's ``/cart/add`` (``/checkout/cart/add``), WooCommerce's ``?add-to-cart=ID``."""
 PRODUCT_ATTRIBUTES = ("class", "id", "name", "value", "title", "aria-label", "onclick")
 """Attributes that name a control's action: Magento's ``onclick="productAddToCartForm.submit(this)"``
 on a button labelled only in the shop's language ("Do koszyka"), a ``title="Add to Cart"`` on a link
@@ -68,6 +71,10 @@ CONTROL_TAGS = frozenset({"button", "input", "a", "img"})
 LISTED_BUY_CONTROLS = 4
 """This many different add-to-cart controls (each its own item id) are a listing's, one per card: a
 product's buy box has one, with a sticky copy or a "buy now" beside it at most."""
+DRAWN_TAGS = frozenset({"div", "span"})
+"""A script's control: where no button, input or link adds to the cart, a ``div`` or ``span`` whose whole
+text is the label ("Add to Cart" on allposters.com, "Add To Bag" on adidas.com) is the control."""
+MAX_LABEL_WORDS = 4
 BUY_IMAGES = "input[type=image], a img, button img"
 """Controls drawn as an image (osCommerce's ``button_in_cart``, PayPal's "Buy Now", "AddToCart.png"): their
 alt text, title or file name says what they do."""
@@ -319,7 +326,9 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
     controls = [node for node in scope.css(BUY_CONTROLS) if _buy_label(node)]
     controls += [node for node in scope.css(BUY_IMAGES) if _buy_image(node)]
     shown = [node for node in controls if not elsewhere(node, scope) and not unseen_within(node)]
-    pressed = [node for node in shown if node.tag in CONTROL_TAGS]
+    pressed = [node for node in shown if node.tag in CONTROL_TAGS] or [
+        node for node in shown if node.tag in DRAWN_TAGS and _labelled_only(node)
+    ]
     if len({tuple(sorted(node.attributes.items())) for node in pressed}) >= LISTED_BUY_CONTROLS:
         return False, None, None  # one per card: a listing's, not one product's buy box
     found: ButtonState | None = None
@@ -334,8 +343,16 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
     return bool(shown), found, stated
 
 
+def _labelled_only(node: LexborNode) -> bool:
+    """Whether ``node``'s whole text is an add-to-cart label: a box around one holds more words."""
+    label = line(node)
+    return len(label.split()) <= MAX_LABEL_WORDS and says_buy(label)
+
+
 def _buy_label(node: LexborNode) -> bool:
     attributes = node.attributes  # a new dict at each call: read it once
+    if node.tag == "a" and _CART_LINK.search(attributes.get("href") or ""):
+        return True
     named = [value for name in PRODUCT_ATTRIBUTES if (value := attributes.get(name))]
     # Most links say nothing of buying: one look at all their labels at once passes them over (a hint,
     # free of spaces, is in the raw text when it is in the text on one line).

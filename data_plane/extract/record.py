@@ -44,11 +44,20 @@ from dualplane.data_plane.extract.text_route import (
     main_element,
     preformatted_page,
     text_route,
+    tool_made_page,
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.4.2"
-"""1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
+EXTRACTOR_VERSION = "1.5.0"
+"""1.5.0: a page whose footer names the tool that made it, and that marks no article, is read as
+documentation. 1.4.6: a struck or former-price element (``<del>``, class ``strike`` or
+``old-price``) is not the price. 1.4.5: a link to ``/cart/add`` or ``?add-to-cart=ID`` is an
+add-to-cart control whatever its label.
+1.4.4: cents written with their mark in an element of their own ("7<span>.99</span>") are the price's;
+an amount with a minus before it ("Outlet Savings: -$80.00") is a saving, not the price.
+1.4.3: AngularJS's ``ng-hide`` hides a stock message; a div or span labelled only "Add to cart" (its
+class or id naming the cart) is a script's add-to-cart control.
+1.4.2: a page a documentation generator built takes its product from structured data only; 1.4.1: a
 published "out of stock" is no statement about the product when another of its offers is in stock (a
 variant sold out); 1.4.0: product fields read as on unseen shops: a price that links to another page, a
 per-unit price or a quantity tier's floor is not the product's, whole and cents in elements of their own
@@ -197,6 +206,10 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     product = extract_product(markup, data, final_url, heuristics=not generated, html=html)
     # The route needs to know whether the page is a product page: the product comes first.
     shown = element if element is not None and element.shown_in(markup.tree) else None
+    # A page whose footer names the tool that made it is documentation too, unless it is a product's page or
+    # marks an article (checked after the product: a shop's footer may say "Built with" its platform).
+    declares_article = bool(data.articles) or (data.og("og:type") or "").lower().startswith("article")
+    docs = docs or (product is None and tool_made_page(markup.tree, html, declares_article=declares_article))
     route = text_route(html, shown, product_page=product is not None and not data.articles, docs=docs)
     text = main_text(html, final_url, partial(link_texts, markup), route=route)
     article = extract_article(markup, data, text) if product is None or data.articles else None

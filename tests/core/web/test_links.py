@@ -112,6 +112,9 @@ TRICKY_HREFS = [
     "x@y/z", "/caf\u00e9", "//b\u00e9.example/", "g\th", "g\nh", " g", "g ", "\x01g", "g\x7fh",
     "https://b.example:99999/", "https://b.example:port/", "?a=1&b=2/..", "/p?q=/./",
     "https://b.example/\u00e9?\u00e9#\u00e9", "//[::1]:80/x", "/\u3000x", "g\u00a0h",
+    # a documentation generator's links between its pages: dot segments first, then a plain path
+    "../../reference/a.html?q=1#m", "./a/./b", "../a:b", "./.g", "../g/", "../../../../../g", "./../x/y",
+    "../g ", "..//g", "../g/..", "../g/.", ".././g", "../g;p", "../g?",
 ]  # fmt: skip
 
 

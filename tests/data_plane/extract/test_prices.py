@@ -6,7 +6,14 @@ from decimal import Decimal
 
 import pytest
 
-from dualplane.data_plane.extract.prices import Price, amount_of, currency_code, find_currency, parse_price
+from dualplane.data_plane.extract.prices import (
+    Price,
+    amount_of,
+    currency_code,
+    find_currency,
+    names_currency,
+    parse_price,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -91,3 +98,25 @@ def test_currency_codes_and_symbols() -> None:
     ]  # fmt: skip
     assert find_currency("Price incl. VAT: 12 EUR") == "EUR"
     assert find_currency("SKU ABC price 12") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["$24.99", "12.50 USD", "1,320円", "VAT 19 €12.99", "XYKč 100", "ABC$5", "1 299 Ft", "EUREKA 3"],
+)
+def test_text_naming_a_currency_anywhere_is_told(text: str) -> None:
+    assert names_currency(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["Version 1.2.3 of 2024-05-01", "pcre2_match(code, subject, 42)", "SKU 4711", ""]
+)
+def test_text_naming_no_currency_has_no_price_with_one(text: str) -> None:
+    # names_currency is the gate before reading prices line by line: where it says no, no line (and no two
+    # lines joined) may give a price with a currency.
+    assert not names_currency(text)
+    assert all(
+        price is None or price.currency is None
+        for price in (parse_price(text), parse_price(f"{text} {text}"))
+    )
+    assert find_currency(text) is None

@@ -177,3 +177,37 @@ def test_whole_and_cents_in_elements_of_their_own_are_one_price(parts: str) -> N
     html = f"""<html><body><div class="product"><h1>Book</h1><div class="buybox">{parts}</div>
     <button>Add to Cart</button></div></body></html>"""
     assert price_of(html) == (Decimal("21.1100"), "USD")
+
+
+def test_cents_written_with_their_decimal_mark_in_an_element_of_their_own() -> None:
+    # lampsplus.com: the mark goes with the cents, "7<span>.99</span>", read "7 .99" once parts are joined.
+    html = """<html><body><div class="product"><h1>G9 Bulb</h1><span id="lblPrice">
+    <span class="currencySymbol">$</span>7<span class="currencyCents">.99</span></span>
+    <button>Add to Cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("7.9900"), "USD")
+
+
+def test_an_amount_with_a_minus_is_a_saving_not_the_price() -> None:
+    # crutchfield.com: "Outlet Savings: -$80.00" in a price-classed line above the price; a range's dash
+    # ("$10 - $20") has digits before it and is no minus.
+    html = """<html><body><div class="product"><h1>Minidrone</h1>
+    <p class="priceSale"><span class="priceSaleInfo">Outlet Savings: -$80.00</span></p>
+    <p class="price">$69.99</p><button>Add to Cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("69.9900"), "USD")
+
+
+@pytest.mark.parametrize(
+    "former",
+    [
+        '<span class="price_column"><span class="strike">$299.99</span></span>',
+        '<div class="price-row">$299.99 each (Reg) <span class="strike">$299.99</span></div>',
+        '<span class="price"><del>$299.99</del></span>',
+        '<span class="price old-price">$299.99</span>',
+    ],
+)
+def test_a_struck_or_former_price_is_not_the_price(former: str) -> None:
+    # officedepot.com: the regular price struck through above the sale price; an Amazon e-book page's
+    # struck list price $34.95 above its $25.00, a page no rule was written on, was read so too.
+    html = f"""<html><body><div class="product"><h1>L-Shaped Desk</h1>{former}
+    <span class="price_column">$179.99</span><button>Add to Cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("179.9900"), "USD")

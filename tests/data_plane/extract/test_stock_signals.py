@@ -71,6 +71,26 @@ def test_an_enabled_add_to_cart_control_alone_is_in_stock() -> None:
     assert disabled.availability is None
 
 
+@pytest.mark.parametrize("tag", ["div", "span"])
+def test_a_script_drawn_control_labelled_add_to_cart_is_in_stock(tag: str) -> None:
+    # allposters.com, adidas.com (2017): no button, a div whose script adds to the cart (its id or class
+    # says so), labelled only "Add to Cart" / "Add To Bag"; a box holding more text is not the control.
+    control = f'<{tag} id="addToCart" class="track-group">Add to Cart</{tag}>'
+    assert product_of(page(control)).availability == "in_stock"
+    sku = '<p class="sku">SKU: BM-1</p>'  # a product page either way, so only the control is judged
+    disabled = f'<{tag} class="addtocart disabled">Add To Bag</{tag}>'
+    assert product_of(page(sku + disabled)).availability is None
+    box = f'<{tag} class="cart-box">Quantity 1 - add to cart for free delivery over £20</{tag}>'
+    assert product_of(page(sku + box)).availability is None
+
+
+@pytest.mark.parametrize("href", ["/cart/add/bb58", "/checkout/cart/add/product/7/", "?add-to-cart=42"])
+def test_a_link_that_adds_to_the_cart_is_a_control_whatever_its_label(href: str) -> None:
+    # groupon.com: <a id="buy-link" href="/cart/add/…">Buy <div>Processing... Please wait</div></a>
+    html = page(f'<a href="{href}">Buy <div class="loader">Processing... Please wait</div></a>')
+    assert product_of(html).availability == "in_stock"
+
+
 def test_a_sold_out_label_on_the_cart_button_is_a_statement() -> None:
     # Shopify themes keep the button (id AddToCart) and write "Sold out" on it, disabled.
     html = page('<form action="/cart/add"><button id="AddToCart" disabled>Sold out</button></form>')
@@ -102,6 +122,7 @@ def test_a_control_named_by_its_onclick_in_the_shops_language() -> None:
         '<script type="text/template"><p class="stock">Out of stock</p></script>',
         "<template><p class='availability'>Sold out</p></template>",
         '<p style="display:none">Produkt nicht verfügbar</p>',
+        '<button class="btn out-of-stock disabled ng-hide">OUT OF STOCK ONLINE</button>',
     ],
 )
 def test_hidden_elements_state_nothing(hidden: str) -> None:
