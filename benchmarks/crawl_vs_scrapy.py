@@ -54,17 +54,13 @@ from pathlib import Path
 from typing import Any
 
 import extractor_cpu
-from confluent_kafka import KafkaException
 from crawl_sites import Site
 from real_sites import DEFAULT_CACHE_DIR, DEFAULT_MIRROR_ROOT
 
-from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.connectors.storage import s3
-from dualplane.control_plane.frontier.client import JobClient
-from dualplane.control_plane.frontier.jobs import FinishRule
-from dualplane.control_plane.frontier.progress import ProgressReader
-from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.control_plane.frontier import JobClient, Look
+from dualplane.control_plane.frontier.client import BROKERS_UNREACHABLE
 from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.stack import LocalStack
@@ -72,6 +68,7 @@ from dualplane.stack import LocalStack
 HERE = Path(__file__).resolve().parent
 SERVICES = ("frontier", "fetcher", "extractor", "throttle")
 TICKS = os.sysconf("SC_CLK_TCK")
+WAIT_S = 3600.0  # a round that takes longer is broken: no figure comes of it
 
 
 @dataclass
@@ -239,8 +236,7 @@ def crawl_dualplane(
         each_before = [cpu_s([p.pid]) for p in services]
         job = f"bench-{uuid.uuid4().hex[:6]}"
         _submit(settings, job, site.seeds)
-        rule = FinishRule.from_settings(settings, quiet_s=2)
-        outages = _wait_finished(settings, rule, job)
+        outages = _wait_finished(settings, job)
         cpu = cpu_s([p.pid for p in services]) - cpu_before
         each = [cpu_s([p.pid]) - before for p, before in zip(services, each_before, strict=True)]
         # A broker restarted meanwhile (someone else's test) has a new process: its CPU is unknown.
@@ -286,23 +282,26 @@ def crawl_dualplane(
                                                    for name, c in each_broker.items()}})  # fmt: skip
 
 
-def _wait_finished(settings: Settings, rule: FinishRule, job: str) -> int:
-    """Wait for ``job`` to finish; returns how many times Kafka did not answer meanwhile. The brokers
+def _wait_finished(settings: Settings, job: str) -> int:
+    """Wait for ``job`` to finish; returns how many times Kafka stopped answering meanwhile. The brokers
     are shared: someone else's test may restart them, and dualplane carries on once they are back,
-    but the figures of such a round are not comparable (they are flagged)."""
-    outages = 0
-    while True:
-        try:
-            # One reader for the crawl: a new Kafka consumer reading the topic from its start every
-            # 0.5 s was load on the broker and the cores that Scrapy's run does not carry.
-            with ProgressReader(settings) as progress:
-                while not rule.finished(progress.job(job)):
-                    time.sleep(0.5)
-            return outages
-        except KafkaException as error:
+    but the figures of such a round are not comparable (they are flagged). One reader for the crawl
+    (JobClient.follow keeps it): a new Kafka consumer reading the topic from its start every 0.5 s
+    was load on the broker and the cores that Scrapy's run does not carry."""
+    outages, down = 0, False
+
+    def look(seen: Look) -> None:
+        nonlocal outages, down
+        failed = seen[1].why.startswith(BROKERS_UNREACHABLE)
+        if failed and not down:
             outages += 1
-            print(f"   Kafka did not answer ({error}); waiting for it", file=sys.stderr)
-            time.sleep(5)
+            print(f"   Kafka did not answer ({seen[1].why}); waiting for it", file=sys.stderr)
+        down = failed
+
+    _, verdict = JobClient(settings).wait(job, timeout_s=WAIT_S, quiet_s=2, on_look=look)
+    if not verdict.finished:
+        raise SystemExit(f"job {job} did not finish within {WAIT_S:g} s: {verdict.why}")
+    return outages
 
 
 def _profile(
@@ -369,7 +368,7 @@ def _broker_pids(settings: Settings) -> dict[str, int]:
 
 
 def _submit(settings: Settings, job: str, seeds: list[str]) -> None:
-    JobClient(settings).submit(JobSpec(job_id=job, allowed_domains=default_scope(seeds)), seeds)
+    JobClient(settings).crawl(seeds, job_id=job)
 
 
 # -- report -----------------------------------------------------------------------------------

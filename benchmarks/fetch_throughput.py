@@ -27,12 +27,8 @@ import time
 import uuid
 from pathlib import Path
 
-from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.kafka.reader import read_to_end
-from dualplane.control_plane.frontier.client import JobClient
-from dualplane.control_plane.frontier.jobs import FinishRule
-from dualplane.control_plane.frontier.progress import ProgressReader
-from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.control_plane.frontier import JobClient
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SampleSite, SiteSpec
@@ -66,14 +62,9 @@ def fetch_span_s(settings: Settings) -> tuple[int, float]:
 
 def wait_finished(settings: Settings, job_id: str, timeout_s: float = 600) -> None:
     """Until the job is finished by the one rule (:class:`FinishRule`: pages fetched, records committed)."""
-    rule = FinishRule.from_settings(settings)
-    deadline = time.monotonic() + timeout_s
-    with ProgressReader(settings) as reader:
-        while time.monotonic() < deadline:
-            if rule.finished(reader.job(job_id)):
-                return
-            time.sleep(0.5)
-    raise TimeoutError(f"job {job_id} did not finish ({rule.verdict.why}): {rule.last}")
+    progress, verdict = JobClient(settings).wait(job_id, timeout_s=timeout_s)
+    if not verdict.finished:
+        raise TimeoutError(f"job {job_id} did not finish ({verdict.why}): {progress}")
 
 
 def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float]:
@@ -90,8 +81,7 @@ def one_crawl(fetchers: int, pages_per_host: int, work: Path) -> dict[str, float
                         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                     ))  # fmt: skip
             time.sleep(3)
-            spec = JobSpec(job_id="bench", allowed_domains=default_scope(site.seeds))
-            JobClient(settings).submit(spec, site.seeds)
+            JobClient(settings).crawl(site.seeds, job_id="bench")
             wait_finished(settings, "bench")
             cpu_s = sum(cpu_seconds(p.pid) for p in processes["fetcher"])
         finally:

@@ -39,7 +39,7 @@ from dualplane.brokers.amqp.discovery import discovery_batches
 from dualplane.brokers.amqp.messages import DiscoveredUrl, JobSpec, new_id
 from dualplane.brokers.amqp.publisher import confirmed_channel, publish
 from dualplane.brokers.amqp.topology import Topology
-from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier import ProgressReader
 from dualplane.control_plane.frontier.submit import submit_job
 from dualplane.core.settings import LimitSettings, Settings
 from dualplane.namespaces import drop_namespace, private_namespace

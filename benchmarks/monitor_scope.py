@@ -25,8 +25,7 @@ from collections import Counter
 from dualplane import schemas
 from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
-from dualplane.control_plane.frontier.client import JobClient
-from dualplane.control_plane.frontier.monitor_client import MonitorClient
+from dualplane.control_plane.frontier import JobClient, MonitorClient
 from dualplane.core.settings import Settings
 from dualplane.namespaces import drop_namespace, named_namespace
 from dualplane.sample_site import SampleSite, SiteSpec

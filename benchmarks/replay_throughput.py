@@ -38,8 +38,8 @@ from dualplane.brokers.kafka import clients
 from dualplane.brokers.kafka.topics import ensure_data_plane_topics
 from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize
+from dualplane.data_plane.extract import extract_record
 from dualplane.data_plane.extract.offline import raw_page
-from dualplane.data_plane.extract.record import extract_record
 from dualplane.data_plane.extractor.replay import plan, replay
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls

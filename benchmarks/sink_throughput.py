@@ -70,8 +70,8 @@ from dualplane.connectors.sink.service import SESSION_TIMEOUT_MS
 from dualplane.connectors.sink.session import BATCH, POLL_S, Session
 from dualplane.connectors.storage import s3
 from dualplane.core.settings import Settings
+from dualplane.data_plane.extract import extract_record
 from dualplane.data_plane.extract.offline import raw_page
-from dualplane.data_plane.extract.record import extract_record
 from dualplane.namespaces import drop_namespace, private_namespace
 from dualplane.sample_site import SiteModel, SiteSpec, reachable_urls
 from dualplane.stack.manager import LocalStack

@@ -68,9 +68,8 @@ from dualplane.control_plane.fetcher.outputs import LOCAL_QUEUE_KBYTES
 from dualplane.core.limits import Limits
 from dualplane.core.settings import Settings
 from dualplane.data_plane.extract.offline import raw_page
-from dualplane.data_plane.throttle.commands import ThrottleCommand
+from dualplane.data_plane.throttle import ThrottleCommand, ThrottleView
 from dualplane.data_plane.throttle.publisher import CommandPublisher
-from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.namespaces import drop_namespace, private_namespace
 
 GOAL_RATIO = 1.5

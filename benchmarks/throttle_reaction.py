@@ -41,7 +41,7 @@ from dualplane.brokers.kafka import clients
 from dualplane.brokers.kafka.topics import prepare_data_plane
 from dualplane.core.limits import Limits
 from dualplane.core.settings import Settings
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.throttle import ThrottleView
 from dualplane.namespaces import drop_namespace, private_namespace
 
 # Test harnesses live in the checkout's tests/support, not in the installed package.

@@ -22,11 +22,16 @@ from dualplane.brokers.amqp.topology import Topology
 from dualplane.brokers.kafka.lag import consumer_lag, extractor_lag
 from dualplane.brokers.kafka.replication import kafka_replication
 from dualplane.connectors.sink.lag import sink_lag
-from dualplane.control_plane.frontier.jobs import FinishRule, Verdict, eta_s, finished_count, remaining
-from dualplane.control_plane.frontier.outcomes import job_outcomes
-from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier import (
+    FinishRule,
+    ProgressReader,
+    Verdict,
+    eta_s,
+    finished_count,
+    remaining,
+)
 from dualplane.core.settings import Settings
-from dualplane.data_plane.throttle.snapshot import read_snapshot
+from dualplane.data_plane.throttle import read_snapshot
 from dualplane.extraction_status import extraction
 
 MAX_THROTTLED = 20
@@ -115,14 +120,14 @@ def _verdict(
     it unknown (Kafka did not answer), a job whose records count cannot be called finished. With
     ``settings`` (one job's detail), a finished job's records and dead letters are counted too."""
     if settings is not None:
-        counted = FinishRule(lambda: lag or 0, outcomes=lambda job, since: job_outcomes(settings, job, since))
+        counted = FinishRule.for_view(lag, settings)
         try:
             verdict = counted.judge_at(snapshot, now_s, lag)
         except Exception:  # a broker away while counting: the uncounted verdict, as for the job list
             verdict = _verdict(snapshot, lag, now_s)
             return replace(verdict, why=f"{verdict.why} (records not counted: the brokers did not answer)")
         return _known(verdict, lag)
-    verdict = FinishRule(lambda: lag or 0).judge_at(snapshot, now_s, lag)
+    verdict = FinishRule.for_view(lag).judge_at(snapshot, now_s, lag)
     return _known(verdict, lag)
 
 

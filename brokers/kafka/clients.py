@@ -95,6 +95,26 @@ def producer(kafka: KafkaSettings, **overrides: Any) -> Producer:
     return Producer(producer_config(kafka, **overrides))
 
 
+def produce_acked(
+    kafka: KafkaSettings, topic: str, key: bytes, value: bytes | None, timeout_s: float
+) -> str | None:
+    """Produce one keyed value (None: a tombstone) and wait up to ``timeout_s`` for Kafka to take it:
+    None once it has, else why not (the delivery error, or no acknowledgement in time). A client that
+    cannot be made raises KafkaException or RuntimeError, for the caller to say what it could not reach."""
+    errors: list[KafkaError] = []
+
+    def delivered(error: KafkaError | None, _message: Any) -> None:
+        if error is not None:
+            errors.append(error)
+
+    made = producer(kafka)
+    made.produce(topic, value, key=key, on_delivery=delivered)
+    unsent = made.flush(timeout_s)
+    if unsent or errors:
+        return str(errors[0]) if errors else f"no acknowledgement within {timeout_s:.0f} s"
+    return None
+
+
 def consumer(kafka: KafkaSettings, group_id: str, **overrides: Any) -> Consumer:
     return Consumer(consumer_config(kafka, group_id, **overrides))
 

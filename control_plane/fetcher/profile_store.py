@@ -15,7 +15,7 @@ import logging
 import threading
 import uuid
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message, TopicPartition
 
 from dualplane.brokers.kafka import clients
 from dualplane.brokers.kafka.reader import read_to_end
@@ -119,21 +119,12 @@ def _apply(book: ProfileBook, message: Message) -> None:
 
 
 def _write(kafka: KafkaSettings, topic: str, name: str, value: bytes | None) -> None:
-    errors: list[KafkaError] = []
-
-    def delivered(error: KafkaError | None, _message: Message) -> None:
-        if error is not None:
-            errors.append(error)
-
     try:
         _ensure(kafka, topic)
-        producer = clients.producer(kafka)
-        producer.produce(topic, value, key=name.encode(), on_delivery=delivered)
-        unsent = producer.flush(TIMEOUT_S)
+        why = clients.produce_acked(kafka, topic, name.encode(), value, TIMEOUT_S)
     except (KafkaException, RuntimeError) as error:
         raise ProfileStoreError(_unreachable(kafka, topic, error)) from error
-    if unsent or errors:
-        why = errors[0] if errors else f"no acknowledgement within {TIMEOUT_S:.0f} s"
+    if why is not None:
         raise ProfileStoreError(
             f"Kafka at {kafka.bootstrap_servers} did not take profile {name} ({why}); "
             "is Kafka up (`dualplane stack status`)?"

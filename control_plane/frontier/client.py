@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pika.exceptions
@@ -26,11 +27,12 @@ from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
 from dualplane.control_plane.frontier.progress import ProgressReader
 from dualplane.control_plane.frontier.sitemap_seeds import seed_from_sitemaps
 from dualplane.control_plane.frontier.sitemaps import SitemapProblem, SitemapStats
-from dualplane.control_plane.frontier.submit import cancel_job, pause_job, submit_job
+from dualplane.control_plane.frontier.submit import cancel_job, default_scope, pause_job, submit_job
 from dualplane.core.settings import Settings
 
 # A look that fails for these is retried with a fresh reader: a broker restarting is expected.
 BROKER_ERRORS = (pika.exceptions.AMQPError, KafkaException, OSError)
+BROKERS_UNREACHABLE = "brokers unreachable"  # how the verdict of such a look begins
 
 Look = tuple[dict[str, Any] | None, Verdict]
 """One look at a job: its newest progress snapshot (None: none read yet) and the rule's verdict."""
@@ -41,6 +43,49 @@ class JobClient:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+
+    def spec(
+        self,
+        job_id: str,
+        scope_urls: Iterable[str],
+        *,
+        allowed_domains: Sequence[str] | None = None,
+        source: str = "the seeds",
+        on_scope_url: Callable[[int], None] | None = None,
+        **rules: Any,
+    ) -> JobSpec:
+        """A job's rules (``rules``: the other :class:`JobSpec` fields) with its scope: the
+        ``allowed_domains`` given (empty: any domain), else the domains of ``scope_urls`` (its seeds,
+        seed list and sitemaps; one pass, see :func:`~control_plane.frontier.submit.default_scope`,
+        capped by ``DUALPLANE_SEEDS_MAX_SCOPE_DOMAINS``; ``on_scope_url`` counts the pass)."""
+        if allowed_domains is None:
+            allowed_domains = default_scope(
+                scope_urls, max_domains=self.settings.seeds.max_scope_domains, source=source,
+                on_seed=on_scope_url,
+            )  # fmt: skip
+        return JobSpec(job_id=job_id, allowed_domains=tuple(allowed_domains), **rules)
+
+    def crawl(
+        self,
+        seeds: Iterable[str],
+        *,
+        job_id: str | None = None,
+        scope_urls: Iterable[str] | None = None,
+        allowed_domains: Sequence[str] | None = None,
+        source: str = "the seeds",
+        on_scope_url: Callable[[int], None] | None = None,
+        on_seed: Callable[[int], None] | None = None,
+        **rules: Any,
+    ) -> tuple[JobSpec, int]:
+        """Submit a crawl job of ``seeds``: its rules (see :meth:`spec`; the scope from ``scope_urls``,
+        which default to the seeds, then read twice: give a collection or a seed list, not an
+        iterator), then the seeds (see :meth:`submit`). The job's id is ``job_id`` or a new one;
+        returns the job's rules and the seeds sent. Follow it with :meth:`wait`."""
+        spec = self.spec(
+            job_id or f"job-{uuid.uuid4().hex[:12]}", seeds if scope_urls is None else scope_urls,
+            allowed_domains=allowed_domains, source=source, on_scope_url=on_scope_url, **rules,
+        )  # fmt: skip
+        return spec, self.submit(spec, seeds, on_seed)
 
     def submit(
         self, spec: JobSpec, seeds: Iterable[str], on_seed: Callable[[int], None] | None = None
@@ -213,7 +258,7 @@ class JobClient:
                 except BROKER_ERRORS as error:
                     _dropped(reader)
                     reader = None
-                    verdict = Verdict(False, f"brokers unreachable: {type(error).__name__}; retrying")
+                    verdict = Verdict(False, f"{BROKERS_UNREACHABLE}: {type(error).__name__}; retrying")
                 yield snapshot, verdict
                 if verdict.over:
                     return
@@ -228,13 +273,14 @@ class JobClient:
         timeout_s: float,
         seeds: int | None = None,
         on_look: Callable[[Look], None] | None = None,
+        quiet_s: float = 3.0,
         every_s: float = 0.5,
     ) -> Look:
         """Follow the job (see :meth:`follow`) until it is finished, cancelled or stalled, or
         ``timeout_s`` passes; ``on_look`` sees every look. The last look: its verdict says which
         (neither finished, cancelled nor stalled: the time ran out)."""
         look: Look = (None, Verdict(False, f"no look at job {job_id} within {timeout_s:g} s"))
-        for look in self.follow(job_id, timeout_s=timeout_s, seeds=seeds, every_s=every_s):
+        for look in self.follow(job_id, timeout_s=timeout_s, seeds=seeds, quiet_s=quiet_s, every_s=every_s):
             if on_look is not None:
                 on_look(look)
             if look[1].stalled:  # something is broken: say so instead of waiting out the timeout

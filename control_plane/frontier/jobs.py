@@ -267,6 +267,15 @@ class FinishRule:
             outcomes=lambda job_id, since_s: job_outcomes(settings, job_id, since_s),
         )
 
+    @classmethod
+    def for_view(cls, lag: int | None, settings: Settings | None = None) -> FinishRule:
+        """The rule for a view of many jobs that read the extractor's ``lag`` once (``status``): None
+        when Kafka did not say (judged as 0; the view says the records are unknown). With
+        ``settings``, a finished job's records and dead letters are counted on the brokers."""
+        if settings is None:
+            return cls(lambda: lag or 0)
+        return cls(lambda: lag or 0, outcomes=lambda job_id, since_s: job_outcomes(settings, job_id, since_s))
+
     def finished(self, snapshot: dict[str, Any] | None) -> bool:
         """Whether the job is finished, given its newest snapshot (None: not published yet)."""
         return self.judge(snapshot).finished

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import KafkaException
 from pika.exceptions import AMQPError
 
 from dualplane.brokers import amqp
@@ -81,23 +81,16 @@ def latest_state(
 def _write_state(settings: Settings, command: ThrottleCommand) -> None:
     topic = settings.topics.throttle_state
     where = f"Kafka at {settings.kafka.bootstrap_servers}"
-    errors: list[KafkaError] = []
-
-    def delivered(error: KafkaError | None, _message: Message) -> None:
-        if error is not None:
-            errors.append(error)
-
     try:
         clients.ensure_topics(
             settings.kafka, [topic], partitions=1, config=topic_configs(settings)[topic], timeout_s=TIMEOUT_S
         )
-        producer = clients.producer(settings.kafka)
-        producer.produce(topic, command.to_avro(), key=command.state_key.encode(), on_delivery=delivered)
-        unsent = producer.flush(TIMEOUT_S)
+        why = clients.produce_acked(
+            settings.kafka, topic, command.state_key.encode(), command.to_avro(), TIMEOUT_S
+        )
     except (KafkaException, RuntimeError) as error:
         raise ThrottleError(f"could not write the override to {topic!r} on {where}: {error}") from error
-    if unsent or errors:
-        why = errors[0] if errors else f"no acknowledgement within {TIMEOUT_S:.0f} s"
+    if why is not None:
         raise ThrottleError(
             f"{where} did not take the override for {command.domain} ({why}); nothing was announced. "
             "Is Kafka up (`dualplane stack status`)?"

@@ -10,7 +10,7 @@ import typer
 
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, stdout
-from dualplane.data_plane.extractor.change_reader import ChangeEvent, iter_changes
+from dualplane.data_plane.extractor import ChangeEvent, iter_changes
 
 app = typer.Typer(help="Change events: what changed on a page since its previous record.")
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import uuid
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -17,7 +16,7 @@ from dualplane.cli.seeding import seeding_progress
 
 if TYPE_CHECKING:  # imported when the command runs, so that `crawl --help` starts fast
     from dualplane.brokers.amqp.messages import JobSpec, Priority
-    from dualplane.control_plane.frontier.jobs import Verdict
+    from dualplane.control_plane.frontier import Verdict
     from dualplane.core.settings import Settings
 
 EXTRACTOR_GROUP = "dualplane.extractors"  # data_plane.extract.plugins.ENTRY_POINT_GROUP, without its imports
@@ -94,12 +93,11 @@ def crawl(
 ) -> None:
     """Submit a crawl job: its rules, then its seeds, each confirmed by RabbitMQ."""
     timeout = renamed_value(timeout, timeout_s, "--timeout-s", "--timeout 1h")
-    from dualplane.brokers.amqp.messages import JobSpec, check_job_id
+    from dualplane.brokers.amqp.messages import check_job_id
     from dualplane.cli.following import follow
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
-    from dualplane.control_plane.frontier.client import JobClient
-    from dualplane.control_plane.frontier.submit import default_scope
+    from dualplane.control_plane.frontier import JobClient
 
     settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
@@ -121,20 +119,16 @@ def crawl(
     seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
     jobs = JobClient(settings)
     with seeding_progress(seed_list) as bar:
-        # The frontier's default scope: the domains of the seeds, of a seed list (a first pass over it)
-        # and of the --sitemap URLs (a sitemap lists its own host's pages).
-        if any_domain or allow_domain:
-            domains = () if any_domain else tuple(allow_domain or ())
-        else:
-            domains = default_scope(
-                itertools.chain(seeds, seed_list or (), sitemap or ()),
-                max_domains=settings.seeds.max_scope_domains,
-                source=f"the seeds{f' and seed list {seeds_file}' if seeds_file else ''}",
-                on_seed=bar.reading_domains,
-            )
-        spec = JobSpec(
-            job_id=job or f"job-{uuid.uuid4().hex[:12]}",
-            allowed_domains=domains,
+        # The job's scope: as given, else the domains of the seeds, of a seed list (a first pass over
+        # it) and of the --sitemap URLs (a sitemap lists its own host's pages), see JobClient.spec.
+        spec, count = jobs.crawl(
+            itertools.chain(seeds, seed_list or ()),
+            job_id=job,
+            scope_urls=itertools.chain(seeds, seed_list or (), sitemap or ()),
+            allowed_domains=() if any_domain else tuple(allow_domain) if allow_domain else None,
+            source=f"the seeds{f' and seed list {seeds_file}' if seeds_file else ''}",
+            on_scope_url=bar.reading_domains,
+            on_seed=bar.seeding,
             deny_patterns=_patterns(deny, "--deny"),
             allow_patterns=_patterns(allow, "--allow"),
             domain_budget=domain_budget,
@@ -145,7 +139,6 @@ def crawl(
             obey_robots=not ignore_robots,
             extractor=extractor,
         )
-        count = jobs.submit(spec, itertools.chain(seeds, seed_list or ()), bar.seeding)
     if sitemap or sitemaps_from_robots:
         count += submit_sitemaps(jobs, spec, sitemap or [], seeds if sitemaps_from_robots else [])
     if count == 0:
@@ -199,12 +192,11 @@ def _existing_profile(settings: Settings, name: str | None) -> str | None:
     """``name`` if a profile of that name is stored (a usage error else), read from the profiles topic."""
     if name is None:
         return None
-    from dualplane.control_plane.fetcher import profile_store
-    from dualplane.control_plane.fetcher.profiles import ProfileError
+    from dualplane.control_plane.fetcher import ProfileError, read_profiles
     from dualplane.core.exceptions import DualplaneError
 
     try:
-        found = profile_store.read_profiles(settings.kafka, settings.topics.profiles)
+        found = read_profiles(settings.kafka, settings.topics.profiles)
     except ProfileError as error:
         raise DualplaneError(str(error)) from error
     if name not in found:

@@ -22,10 +22,14 @@ from rich.markup import escape
 from dualplane import schemas
 from dualplane.cli.output import JsonOption, stderr
 from dualplane.core.exceptions import DualplaneError
-from dualplane.data_plane.extract.exceptions import ExtractError
-from dualplane.data_plane.extract.offline import saved_page
-from dualplane.data_plane.extract.plugins import Extractor, load_extractor
-from dualplane.data_plane.extract.record import SCHEMA_VERSIONS, extract_record
+from dualplane.data_plane.extract import (
+    SCHEMA_VERSIONS,
+    ExtractError,
+    Extractor,
+    extract_record,
+    load_extractor,
+    saved_page,
+)
 
 FilesArgument = Annotated[
     list[Path], typer.Argument(help="Saved pages: HTML, plain or gzipped.", show_default=False)

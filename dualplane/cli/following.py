@@ -13,8 +13,7 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dualplane.cli.output import stderr
-from dualplane.control_plane.frontier.client import JobClient, Look
-from dualplane.control_plane.frontier.jobs import Verdict, finished_count, remaining
+from dualplane.control_plane.frontier import JobClient, Look, Verdict, finished_count, remaining
 from dualplane.core.settings import Settings
 
 LOOK_EVERY_S = 1.0

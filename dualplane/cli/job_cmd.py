@@ -45,7 +45,7 @@ def cancel(
     running fetcher confirmed it: from then on no fetch of the job starts (fetches already running
     finish first)."""
     from dualplane.brokers.amqp.messages import check_job_id
-    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier import JobClient
 
     try:
         check_job_id(job_id)
@@ -79,7 +79,7 @@ def pause(
     its queued pages back unfetched (not counted as attempts) until `job resume`. Nothing is lost;
     `status` shows the job as paused. With --wait, return once every running fetcher confirmed it:
     from then on no fetch of the job starts (fetches already running finish first)."""
-    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier import JobClient
 
     _check(job_id)
     confirmed = JobClient(settings_in(namespace)).pause(job_id, wait_s=timeout_s if wait else None)
@@ -98,7 +98,7 @@ def pause(
 def resume(job_id: JobArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Resume a paused job: its frontiers issue its backlog again and fetchers run its pages. A job
     that is not paused is left as it is."""
-    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier import JobClient
 
     _check(job_id)
     JobClient(settings_in(namespace)).resume(job_id)

@@ -19,7 +19,7 @@ from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 
 if TYPE_CHECKING:
-    from dualplane.control_plane.frontier.monitor_client import MonitorClient
+    from dualplane.control_plane.frontier import MonitorClient
 
 app = typer.Typer(help="Monitors: crawl jobs that come back, revisiting each page when it is due.")
 
@@ -95,7 +95,7 @@ def create(
 ) -> None:
     """Create a monitor: its first visit is a crawl job now; each page it fetches is revisited when due.
     With --wait, follow that first visit to its end (exit codes as `crawl --wait`)."""
-    from dualplane.brokers.amqp.messages import MONITOR_ID, JobSpec, MonitorSpec, visit_job_id
+    from dualplane.brokers.amqp.messages import MONITOR_ID, MonitorSpec, visit_job_id
     from dualplane.cli.crawl_cmd import (
         _checked_extractor,
         _existing_profile,
@@ -106,9 +106,7 @@ def create(
     )
     from dualplane.cli.sitemap_seeding import submit_sitemaps
     from dualplane.connectors.seeds import open_seed_list
-    from dualplane.control_plane.frontier.client import JobClient
-    from dualplane.control_plane.frontier.monitor_client import MonitorClient
-    from dualplane.control_plane.frontier.submit import default_scope
+    from dualplane.control_plane.frontier import JobClient, MonitorClient
 
     settings = settings_in(namespace)
     seeds = _read_seeds(seed or [], seeds_file, bool(sitemap))
@@ -125,11 +123,9 @@ def create(
                                  param_hint="--sitemaps-from-robots")  # fmt: skip
     interval_s, min_s, max_s = _intervals(interval, min_interval, max_interval)
     seed_list = open_seed_list(seeds_file, settings) if seeds_file else None
-    scope = tuple(allow_domain or ()) or default_scope(
-        itertools.chain(seeds, seed_list or (), sitemap or ()), max_domains=settings.seeds.max_scope_domains
-    )
-    job = JobSpec(
-        job_id=visit_job_id(monitor_id, 1), allowed_domains=scope,
+    job = JobClient(settings).spec(
+        visit_job_id(monitor_id, 1), itertools.chain(seeds, seed_list or (), sitemap or ()),
+        allowed_domains=tuple(allow_domain) if allow_domain else None,
         max_depth=max_depth, max_pages=max_pages, priority=_lane(priority), obey_robots=not ignore_robots,
         monitor=monitor_id, deny_patterns=_patterns(deny, "--deny"),
         allow_patterns=_patterns(allow, "--allow"), domain_budget=domain_budget,
@@ -246,7 +242,7 @@ def visit(
     again first: a page whose lastmod is not newer than its last visit is skipped). With --wait, follow
     the visit to its end (exit codes as `crawl --wait`)."""
     from dualplane.cli.sitemap_seeding import submit_sitemaps
-    from dualplane.control_plane.frontier.client import JobClient
+    from dualplane.control_plane.frontier import JobClient
 
     settings = settings_in(namespace)
     client = _client(namespace)
@@ -287,13 +283,13 @@ def _followed(
 
 
 def _client(namespace: str | None) -> MonitorClient:
-    from dualplane.control_plane.frontier.monitor_client import MonitorClient
+    from dualplane.control_plane.frontier import MonitorClient
 
     return MonitorClient(settings_in(namespace))
 
 
 def _found(namespace: str | None, monitor: str, client: MonitorClient | None = None) -> dict[str, Any]:
-    from dualplane.control_plane.frontier.exceptions import UnknownMonitor
+    from dualplane.control_plane.frontier import UnknownMonitor
 
     try:
         return (client or _client(namespace)).monitor(monitor)

@@ -16,10 +16,15 @@ from rich.markup import escape
 from dualplane.cli.monitor_cmd import parse_duration_s
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stdout, table
-from dualplane.control_plane.fetcher import profile_store
-from dualplane.control_plane.fetcher.exceptions import FetcherError
-from dualplane.control_plane.fetcher.profiles import Profile, ProfileError
-from dualplane.control_plane.fetcher.sessions import FormStep
+from dualplane.control_plane.fetcher import (
+    FetcherError,
+    FormStep,
+    Profile,
+    ProfileError,
+    delete_profile,
+    put_profile,
+    read_profiles,
+)
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.web.site_scope import SiteScope
 
@@ -147,7 +152,7 @@ def set_(
     except FetcherError as error:
         raise typer.BadParameter(str(error)) from None
     settings = settings_in(namespace)
-    _stored(lambda: profile_store.put(settings.kafka, settings.topics.profiles, profile))
+    _stored(lambda: put_profile(settings.kafka, settings.topics.profiles, profile))
     if as_json:
         print_json({"profile": profile.public(), "topic": settings.topics.profiles})
         return
@@ -159,7 +164,7 @@ def set_(
 def show(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Print profile NAME (header names only)."""
     settings = settings_in(namespace)
-    found = _stored(lambda: profile_store.read_profiles(settings.kafka, settings.topics.profiles))
+    found = _stored(lambda: read_profiles(settings.kafka, settings.topics.profiles))
     profile = found.get(name)
     if profile is None:
         known = ", ".join(sorted(found)) or "none yet"
@@ -176,7 +181,7 @@ def show(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOp
 def list_(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Every profile, by name."""
     settings = settings_in(namespace)
-    found = _stored(lambda: profile_store.read_profiles(settings.kafka, settings.topics.profiles))
+    found = _stored(lambda: read_profiles(settings.kafka, settings.topics.profiles))
     profiles = [found[name] for name in sorted(found)]
     if as_json:
         print_json({"profiles": [profile.public() for profile in profiles]})
@@ -191,7 +196,7 @@ def list_(as_json: JsonOption = False, namespace: NamespaceOption = None) -> Non
 def delete(name: NameArgument, as_json: JsonOption = False, namespace: NamespaceOption = None) -> None:
     """Remove profile NAME: its domains go back to the fleet's backend."""
     settings = settings_in(namespace)
-    _stored(lambda: profile_store.delete(settings.kafka, settings.topics.profiles, name))
+    _stored(lambda: delete_profile(settings.kafka, settings.topics.profiles, name))
     if as_json:
         print_json({"deleted": name, "topic": settings.topics.profiles})
         return

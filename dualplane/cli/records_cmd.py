@@ -19,8 +19,7 @@ from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, stderr, stdout, table
 from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
-from dualplane.data_plane.extractor.change_reader import latest_records
-from dualplane.data_plane.extractor.records import PageRecord, iter_records
+from dualplane.data_plane.extractor import PageRecord, iter_records, latest_records
 
 app = typer.Typer(help="Read extracted page records (the records topic, committed records only).")
 

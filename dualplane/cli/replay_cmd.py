@@ -20,7 +20,7 @@ from dualplane.cli import values
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, stderr, stdout, table
 from dualplane.core import metrics
-from dualplane.data_plane.extractor.replay import plan, replay
+from dualplane.data_plane.extractor import plan_replay, replay_pages
 
 
 def replay_command(
@@ -45,7 +45,7 @@ def replay_command(
     settings = settings_in(namespace)
     if schema_version not in schemas.default_registry().versions("page_record"):
         raise typer.BadParameter(f"no page_record version {schema_version}", param_hint="--schema-version")
-    ranges = plan(
+    ranges = plan_replay(
         settings,
         from_time_ms=_time_ms(from_time, "--from-time"),
         to_time_ms=_time_ms(to_time, "--to-time"),
@@ -61,7 +61,7 @@ def replay_command(
     )  # fmt: skip
     with Progress(*columns, console=stderr, transient=True) as progress:
         bar = progress.add_task(f"replaying into {target}", total=total)
-        result = replay(
+        result = replay_pages(
             settings,
             ranges,
             schema_version=schema_version,

@@ -8,7 +8,7 @@ import typer
 
 from dualplane.cli.namespace import NamespaceOption, settings_in
 from dualplane.cli.output import JsonOption, print_json, progress, stdout, table
-from dualplane.control_plane.frontier.reshard import reshard
+from dualplane.control_plane.frontier import reshard_frontier
 
 
 def reshard_command(
@@ -20,7 +20,7 @@ def reshard_command(
     --to shards. Stop every frontier, fetcher and extractor first; afterwards start them all with
     DUALPLANE_QUEUE_FRONTIER_SHARDS set to the new count."""
     settings = settings_in(namespace)
-    report = reshard(settings, to, progress=lambda message: progress("reshard", message))
+    report = reshard_frontier(settings, to, progress=lambda message: progress("reshard", message))
     if as_json:
         print_json(report)
         return

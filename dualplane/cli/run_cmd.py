@@ -88,7 +88,7 @@ def run(
 def check_extractor_settings(settings: Settings) -> None:
     """Refuse to start an extractor whose settings name a schema version or a plugin it lacks."""
     from dualplane.core.exceptions import ConfigurationError
-    from dualplane.data_plane.extractor.startup_checks import configuration_problems
+    from dualplane.data_plane.extractor import configuration_problems
 
     problems = configuration_problems(settings.extract)
     if problems:

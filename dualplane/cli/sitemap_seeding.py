@@ -12,8 +12,7 @@ from dualplane.cli.output import stderr
 
 if TYPE_CHECKING:
     from dualplane.brokers.amqp.messages import JobSpec
-    from dualplane.control_plane.frontier.client import JobClient
-    from dualplane.control_plane.frontier.sitemaps import SitemapProblem
+    from dualplane.control_plane.frontier import JobClient, SitemapProblem
 
 
 def submit_sitemaps(jobs: JobClient, spec: JobSpec, sitemaps: list[str], robots_of: list[str]) -> int:

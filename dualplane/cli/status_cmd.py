@@ -18,7 +18,7 @@ from dualplane.cli.output import JsonOption, print_json, stdout, table
 from dualplane.core.exceptions import DualplaneError
 
 if TYPE_CHECKING:  # imported when the command runs, so that `status --help` starts fast
-    from dualplane.control_plane.frontier.progress import ProgressReader
+    from dualplane.control_plane.frontier import ProgressReader
     from dualplane.core.settings import Settings
 
 BROKER_PARTS = ("jobs", "queues", "lag")  # the parts read from Kafka and RabbitMQ
@@ -44,7 +44,7 @@ def status(
     interval = renamed_value(interval, interval_s, "--interval-s", "--interval 2s")
     if not 0.5 <= interval <= 3600:
         raise typer.BadParameter("redraw at most every 0.5s and at least every 1h", param_hint="--interval")
-    from dualplane.control_plane.frontier.progress import ProgressReader
+    from dualplane.control_plane.frontier import ProgressReader
 
     settings = settings_in(namespace)
     reader = _open_reader(settings)
@@ -79,7 +79,7 @@ def _open_reader(settings: Settings) -> ProgressReader | Exception:
     that does not answer waited out the topic admin's 30 s, and each lag read 10 s more (42 s before
     `status` said Kafka was away)."""
     from dualplane.brokers.kafka.clients import answers
-    from dualplane.control_plane.frontier.progress import ProgressReader
+    from dualplane.control_plane.frontier import ProgressReader
 
     if not answers(settings.kafka, timeout_s=KAFKA_PROBE_S):
         servers = settings.kafka.bootstrap_servers

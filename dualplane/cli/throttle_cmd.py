@@ -20,10 +20,16 @@ from dualplane.core.exceptions import DualplaneError
 from dualplane.core.settings import Settings
 from dualplane.core.web.exceptions import InvalidUrl
 from dualplane.core.web.urls import domain_of
-from dualplane.data_plane.throttle import overrides
-from dualplane.data_plane.throttle.commands import ALL_DOMAINS, OPERATOR, ThrottleCommand
-from dualplane.data_plane.throttle.exceptions import ThrottleError
-from dualplane.data_plane.throttle.snapshot import read_snapshot
+from dualplane.data_plane.throttle import (
+    ALL_DOMAINS,
+    OPERATOR,
+    ThrottleCommand,
+    ThrottleError,
+    clearing_override,
+    issue_override,
+    latest_overrides,
+    read_snapshot,
+)
 
 app = typer.Typer(help="Adaptive throttling: what the block-ratio processor decided per domain, and why.")
 
@@ -43,7 +49,7 @@ def show(as_json: JsonOption = False, namespace: NamespaceOption = None) -> None
     decision and why; then the operator overrides in force. Where this machine has the processor's
     snapshot, --json adds it (its windows, hot or not)."""
     settings = settings_in(namespace)
-    processor, active = overrides.latest_state(settings)
+    processor, active = latest_overrides(settings)
     path = settings.throttle_snapshot_path
     snapshot = read_snapshot(path) if path is not None and path.exists() else None
     if not processor and not active and snapshot is None:
@@ -134,13 +140,13 @@ def clear(domain: DomainArgument, as_json: JsonOption = False, namespace: Namesp
     """End DOMAIN's operator override now: the processor's limits (or the defaults) apply again.
     DOMAIN '*' ends the fleet-wide pause a scraping API's used-up quota started."""
     settings = settings_in(namespace)
-    command = overrides.clearing(settings, clear_target(domain), f"operator: cleared by {_who()}")
+    command = clearing_override(settings, clear_target(domain), f"operator: cleared by {_who()}")
     _issue(settings, command, as_json)
 
 
 def _issue(settings: Settings, command: ThrottleCommand, as_json: bool) -> None:
     try:
-        overrides.issue(settings, command)
+        issue_override(settings, command)
     except ThrottleError as error:
         raise DualplaneError(str(error)) from error
     entry = {

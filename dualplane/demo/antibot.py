@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from dualplane.core.settings import ThrottleSettings
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.throttle import ThrottleView
 from dualplane.sample_site import AntiBot, SampleSite
 
 PROTECTED_HOST = 0

@@ -15,14 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dualplane.brokers.amqp.messages import JobSpec
-from dualplane.control_plane.frontier.client import JobClient, Look
-from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.control_plane.frontier import JobClient, Look
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize, domain_of
-from dualplane.data_plane.extractor.records import PageRecord, iter_records
-from dualplane.data_plane.extractor.replay import ReplayResult, plan, replay
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.extractor import PageRecord, ReplayResult, iter_records, plan_replay, replay_pages
+from dualplane.data_plane.throttle import ThrottleView
 from dualplane.demo.antibot import ANTI_BOT, PROTECTED_HOST, ThrottleWatch, throttle_tuning
 from dualplane.demo.live import LiveView
 from dualplane.namespaces import named_namespace
@@ -105,7 +102,7 @@ def crawl_sample_site(
 
         jobs = JobClient(settings)
         started = time.monotonic()
-        jobs.submit(JobSpec(job_id=job_id, allowed_domains=default_scope(site.seeds)), site.seeds)
+        jobs.crawl(site.seeds, job_id=job_id)
         progress, verdict = jobs.wait(job_id, timeout_s=timeout_s, seeds=len(site.seeds), on_look=look)
         duration_s = time.monotonic() - started
         if not verdict.finished:
@@ -113,8 +110,12 @@ def crawl_sample_site(
         records = list(iter_records(settings, follow=False, job_id=job_id))
         stats = site.stats()
         reachable = {canonicalize(url) for url in site.reachable_urls()}
-    ranges = plan(settings, from_time_ms=started_ms)  # the crawl's raw pages, re-extracted without a refetch
-    replayed = replay(settings, ranges, schema_version=REPLAY_SCHEMA_VERSION, to_topic=to_topic, processes=1)
+    ranges = plan_replay(
+        settings, from_time_ms=started_ms
+    )  # the crawl's raw pages, re-extracted without a refetch
+    replayed = replay_pages(
+        settings, ranges, schema_version=REPLAY_SCHEMA_VERSION, to_topic=to_topic, processes=1
+    )
     job = read_job(settings, job_id)
     report = write_report(settings, job, settings.stack.data_dir / "demo" / f"report-{job_id}")
     fetched = {event["url"] for event in job.events if event["outcome"] == "ok"}

@@ -14,7 +14,7 @@ from rich.console import Group
 from rich.table import Table
 
 from dualplane.core.web.urls import domain_of
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.throttle import ThrottleView
 from dualplane.sample_site import SampleSite
 
 COUNTERS = (

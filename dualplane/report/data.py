@@ -17,11 +17,9 @@ from typing import Any
 from dualplane import schemas
 from dualplane.brokers.amqp.messages import visit_of
 from dualplane.brokers.kafka.reader import read_to_end
-from dualplane.control_plane.frontier.jobs import FinishRule, Verdict
-from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier import FinishRule, ProgressReader, Verdict
 from dualplane.core.settings import Settings
-from dualplane.data_plane.throttle.commands import ThrottleCommand
-from dualplane.data_plane.throttle.exceptions import BadThrottleCommand
+from dualplane.data_plane.throttle import BadThrottleCommand, ThrottleCommand
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,11 @@ only the round trips, for 90 s of CI.)"""
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,3 +132,59 @@ def look_further(crawl: dict[str, Any], env: dict[str, str], out: Path) -> None:
     assert page.exit_code == 0, page.stderr
     assert page.json()["fetch_events"] >= crawl["done"]
     assert run_cli("report", job, "--out", str(out), env=env).exit_code == 1  # not in the default namespace
+    every_line_then_crawl_monitor_dlq(crawl, env, out)
+
+
+def every_line_then_crawl_monitor_dlq(crawl: dict[str, Any], env: dict[str, str], out: Path) -> None:
+    """A new user runs every "look further" line as printed, then `crawl`, `monitor` and `dlq` in the
+    demo's namespace, exporting no variable (``env`` names the stack only): each one answers (#37)."""
+    assert "DUALPLANE_NAMESPACE" not in env
+    lines = [line for line in crawl["commands"] if line.startswith("dualplane ")]
+    assert len(lines) == 5, lines
+    for line in lines:
+        args = shlex.split(line)[1:]
+        if args[:2] == ["records", "tail"]:  # it follows until stopped: read the job's records, then stop
+            assert _tail_lines(args, env, cwd=out, wanted=crawl["records"]) == crawl["records"], line
+            continue
+        result = run_cli(*args, env=env, cwd=out)
+        assert result.exit_code == 0, f"{line}: {result.stderr}"
+    assert len((out / "records-v2.jsonl").read_text().splitlines()) == crawl["records"]
+    seed = "http://127.0.0.1:9/"  # nothing runs the services now: the job and monitor wait, queued
+    submitted = run_cli("crawl", "--namespace", "demo", "--seed", seed, "--json", env=env)
+    assert submitted.exit_code == 0, submitted.stderr
+    assert submitted.json()["seeds"] == 1
+    monitor = run_cli("monitor", "create", "--namespace", "demo", "--seed", seed, "--json", env=env)
+    assert monitor.exit_code == 0, monitor.stderr
+    assert monitor.json()["seeds"] == 1
+    letters = run_cli("dlq", "list", "--namespace", "demo", "--json", env=env)
+    assert letters.exit_code == 0, letters.stderr
+    assert isinstance(letters.json(), list)
+
+
+def _tail_lines(
+    args: list[str], env: dict[str, str], *, cwd: Path, wanted: int, timeout_s: float = 120
+) -> int:
+    """How many lines ``dualplane ARGS`` printed before ``wanted`` arrived (or ``timeout_s`` passed);
+    then the command is stopped, as a user stops a tail with Ctrl-C."""
+    command = [sys.executable, "-m", "dualplane", *args]
+    with subprocess.Popen(
+        command,
+        env={**os.environ, **env},
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as tail:
+        assert tail.stdout is not None
+        deadline, count = time.monotonic() + timeout_s, 0
+        timer = threading.Timer(timeout_s, tail.terminate)  # a silent tail must not hang the test
+        timer.start()
+        try:
+            for _ in tail.stdout:
+                count += 1
+                if count >= wanted or time.monotonic() > deadline:
+                    break
+        finally:
+            timer.cancel()
+            tail.terminate()
+    return count

@@ -22,15 +22,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.kafka.topics import prepare_data_plane
-from dualplane.control_plane.frontier.client import JobClient
-from dualplane.control_plane.frontier.submit import default_scope
+from dualplane.control_plane.frontier import JobClient
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings, ThrottleSettings
 from dualplane.core.web.urls import domain_of
-from dualplane.data_plane.throttle.exceptions import ThrottleError
-from dualplane.data_plane.throttle.snapshot import read_snapshot
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.throttle import ThrottleError, ThrottleView, read_snapshot
 from dualplane.namespaces import private_namespace
 from dualplane.sample_site import AntiBot, SampleSite, SiteSpec
 from dualplane.services import ServiceGroup
@@ -328,8 +324,7 @@ def wait_for_processor(settings: Settings, timeout_s: float = 120.0) -> None:
 def _submit(settings: Settings, site: SampleSite) -> None:
     """Every page of the host as a seed: the loop needs steady demand, not link discovery."""
     urls = sorted(site.reachable_urls())
-    spec = JobSpec(job_id=f"antibot-{uuid.uuid4().hex[:6]}", allowed_domains=default_scope(site.seeds))
-    JobClient(settings).submit(spec, urls)
+    JobClient(settings).crawl(urls, job_id=f"antibot-{uuid.uuid4().hex[:6]}", scope_urls=site.seeds)
 
 
 def _blocked(host: Any) -> int:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -21,9 +22,12 @@ class CliResult:
         return json.loads(self.stdout)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, timeout_s: float = 240) -> CliResult:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 240, cwd: Path | None = None
+) -> CliResult:
     completed = subprocess.run(
         [sys.executable, "-m", "dualplane", *args],
+        cwd=cwd,
         env={**os.environ, **(env or {}), "COLUMNS": "200"},
         capture_output=True,
         text=True,

@@ -23,7 +23,7 @@ from confluent_kafka import Producer
 
 from dualplane.brokers.kafka import clients
 from dualplane.core.settings import Settings
-from dualplane.data_plane.extractor.service import Extractor
+from dualplane.data_plane.extractor import Extractor
 
 HOLD_ENV = "HOLD_TRANSACTION"
 T = TypeVar("T")

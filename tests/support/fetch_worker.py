@@ -16,7 +16,7 @@ from dualplane.brokers.amqp.messages import CrawlTask
 from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.control_plane.fetcher.runner import FetchResult, TaskRunner
 from dualplane.core.settings import Settings
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.throttle import ThrottleView
 
 
 async def http_get(client: httpx.AsyncClient, task: CrawlTask) -> FetchResult:

@@ -12,12 +12,9 @@ from dualplane.brokers import amqp
 from dualplane.brokers.amqp.consumer import wait_for
 from dualplane.brokers.amqp.messages import JobSpec
 from dualplane.brokers.amqp.topology import Topology
-from dualplane.control_plane.frontier import Frontier
-from dualplane.control_plane.frontier.client import JobClient
-from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.control_plane.frontier.progress import ProgressReader
+from dualplane.control_plane.frontier import Frontier, JobClient, MonitorClient, ProgressReader
 from dualplane.core.settings import Settings
-from dualplane.data_plane.throttle.view import ThrottleView
+from dualplane.data_plane.throttle import ThrottleView
 
 
 class JobProbe:
