@@ -50,8 +50,8 @@ from dualplane.data_plane.extract.text_route import (
 EXTRACTOR_NAME = "dualplane"
 EXTRACTOR_VERSION = "1.5.0"
 """1.5.0: a page whose footer names the tool that made it, and that marks no article, is read as documentation
-(1.4.3 and 1.4.4 are the product rules'); 1.4.2: a page a documentation generator built takes its product
-from structured data only; 1.4.1:
+(the 1.4.x after 1.4.2 are the product rules'); 1.4.2: a page a documentation generator built takes its
+product from structured data only; 1.4.1:
 a published "out of stock" is no statement about the product when another of its offers is in stock (a
 variant sold out); 1.4.0: product fields read as on unseen shops: a price that links to another page, a
 per-unit price or a quantity tier's floor is not the product's, whole and cents in elements of their own
