@@ -94,6 +94,7 @@ _MADE_BY_TOOL = re.compile(
 "Generated using TypeDoc", "Produced by Haddock", "Site built with pkgdown", "Created using Sphinx",
 "Built by Maven" (an image's alt text counts: it is the page's own statement). Not "created by" or "made
 with": people sign pages so ("Made with love by ...")."""
+_TOOL_VERBS = ("generated", "produced", "built", "created")  # one of them opens every such statement
 ARTICLE_SIGNS = (
     "article, [itemprop=articleBody], [itemprop=datePublished], meta[property='article:published_time' i], "
     "time[datetime]"
@@ -168,9 +169,15 @@ def tool_made_page(tree: LexborHTMLParser, html: str, *, declares_article: bool)
     pages, it holds for one, itself documentation (readability's Mercurial page, built by Sphinx 0.6 with no
     marker: token precision 0.99 and recall 1.0 of resiliparse's text against trafilatura's).
     """
-    if declares_article or tree.css_first(ARTICLE_SIGNS) is not None:
+    tail = html[-TOOL_TAIL_CHARS:]
+    # Cheapest first: most pages' footers hold none of the statement's verbs (a case-insensitive regex over
+    # the tail, \b at every position, cost 0.1-0.2 ms a page), and most articles are told by the query.
+    lowered = tail.lower()
+    if declares_article or not any(verb in lowered for verb in _TOOL_VERBS):
         return False
-    return _MADE_BY_TOOL.search(_UNSEEN_MARKUP.sub("", html[-TOOL_TAIL_CHARS:])) is not None
+    if tree.css_first(ARTICLE_SIGNS) is not None:
+        return False
+    return _MADE_BY_TOOL.search(_UNSEEN_MARKUP.sub("", tail)) is not None
 
 
 def preformatted_page(tree: LexborHTMLParser) -> bool:
