@@ -71,7 +71,8 @@ def counted_events(settings: Settings) -> int:
     return int(snapshot(settings).get("stats", {}).get("events", 0))
 
 
-def wait_until(check: Any, what: str, worker: subprocess.Popen[bytes], timeout_s: float = 600) -> None:
+def wait_until(check: Any, what: str, worker: subprocess.Popen[bytes], timeout_s: float = 1800) -> None:
+    """Until ``check()``; generous: 60,000 events took 13 min on a machine at a load average of 100."""
     deadline = time.monotonic() + timeout_s
     while not check():
         if worker.poll() is not None:

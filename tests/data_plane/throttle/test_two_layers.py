@@ -132,3 +132,17 @@ def test_a_site_slowing_down_is_slowed_by_latency_before_it_blocks() -> None:
     slowed = [t for t, reason in result.commands if reason.startswith("slow:")]
     assert slowed and 30 < slowed[0] < 30 + 2 * DEFAULTS.window_s, result.commands
     assert sum(s.blocked for s in result.seconds) == 0
+
+
+def test_a_backoff_right_after_a_backoff_at_most_halves_the_rate() -> None:
+    """The loop at the defaults (429 without Retry-After, R = 5): backed off to 3.6/s at 2 s, the
+    window judged at 4 s held the burst's last answers and the cooldown's silence (5 of 6 blocked,
+    sent 2.76/s, passed 0.46/s) and cut the rate to 0.41/s; the climbs back took 55 s."""
+    state = DEFAULTS.initial_state()
+    burst = WindowCounts(total=5, blocked=1, span_s=1.0, blocked_step_passed=4, blocked_step_sent=5, step_s=1)
+    first = decide(burst, state, DEFAULTS, now_s=2.0, rng=random.Random(0))
+    assert first.command is not None and first.state.rate_rps == pytest.approx(3.6)
+    echo = WindowCounts(total=6, blocked=5, span_s=2.17, blocked_step_passed=1, blocked_step_sent=6, step_s=1)
+    second = decide(echo, first.state, DEFAULTS, now_s=4.2, rng=random.Random(0))
+    assert second.command is not None and second.command.action == "backoff", second.command
+    assert second.state.rate_rps == pytest.approx(1.8), second.command.reason  # halved, not 0.41
