@@ -105,22 +105,26 @@ class ComposeProject:
     """One compose project: its own name, containers, volumes, network, and app image tag."""
 
     name: str
+    files: tuple[str, ...] = COMPOSE_FILES
+    variables: tuple[tuple[str, str], ...] = ()  # more environment for compose's own ${...}
+    app_image: str = ""  # another project's app image, shared (the build is cached once made)
 
     @classmethod
-    def for_this_checkout(cls) -> ComposeProject:
-        return cls(f"dualplane-test-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]}")
+    def for_this_checkout(cls, kind: str = "test", **fields: Any) -> ComposeProject:
+        return cls(f"dualplane-{kind}-{hashlib.sha1(str(ROOT).encode()).hexdigest()[:8]}", **fields)
 
     @property
     def image(self) -> str:
         # Per checkout: a stack built from another worktree's code never runs this one's tests.
-        return f"{self.name}:dev"
+        return self.app_image or f"{self.name}:dev"
 
     def env(self) -> dict[str, str]:
         return {
             **os.environ,
-            "COMPOSE_FILE": ":".join(COMPOSE_FILES),
+            "COMPOSE_FILE": ":".join(self.files),
             "COMPOSE_PROJECT_NAME": self.name,
             "DUALPLANE_IMAGE": self.image,
+            **dict(self.variables),
         }
 
     def run(self, command: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:

@@ -1,0 +1,246 @@
+"""A broker node of each kind lost for good mid-crawl, on the cluster compose file and a real engine.
+
+The cluster (docker/compose.cluster.yaml: three KRaft nodes, three RabbitMQ nodes) crawls the sample
+site with two fetchers and two extractors. Once the site has served some pages, the first Kafka node
+and the first RabbitMQ node (the ones every client tries first) are removed with their volumes and
+never come back. The job must finish with every page of the site's ground truth fetched and exactly
+one committed record per page, and ``status`` must report what is short of copies. Then a fresh
+node of each joins and docs/multi-machine.md's commands bring replication back to full, which
+``status`` confirms; a topic made with one copy on purpose is then reported. The tests run in file
+order against one stack (module fixture); the images are the compose test's
+(``scripts/compose-local.sh prepare``, the app image of this checkout).
+
+Run it with ``DUALPLANE_TEST_NODE_LOSS=1 pytest tests/docker/test_cluster_node_loss.py -s`` (about 20
+minutes here, 9 of them for the cluster to come up).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.support.compose import (
+    COMPOSE_FILES,
+    REQUIRE_VARIABLE,
+    ComposeProject,
+    EngineUnavailable,
+    machine_lock,
+    prepare_engine,
+)
+
+pytestmark = [pytest.mark.compose, pytest.mark.slow, pytest.mark.timeout(2400)]
+
+FILES = (*COMPOSE_FILES[:2], "docker/compose.cluster.yaml", COMPOSE_FILES[2])
+LOCAL_IMAGES = (
+    ("DUALPLANE_KAFKA_IMAGE", "dualplane-local/kafka:3.9.1"),
+    ("DUALPLANE_RABBITMQ_IMAGE", "dualplane-local/rabbitmq:debian"),
+)
+UP = "docker compose up -d --build --wait --scale fetcher=2 --scale extractor=2"
+JOB = "cluster-loss"
+CRAWL = (
+    "docker compose exec -T frontier dualplane crawl --seed http://sample-site:8100/ "
+    f"--seed http://sample-site:8101/ --seed http://sample-site:8102/ --job {JOB} --wait --json"
+)
+LOST = ("kafka", "rabbitmq")  # service names: the first node of each, and its volume
+LOSE_AFTER_PAGES = 20
+SITE_PORT = 8100
+# The cluster takes 9 minutes and more to come up on this machine under load; until the test has
+# passed three runs in a row it runs only when asked (it is then required like the compose tests).
+OPT_IN_VARIABLE = "DUALPLANE_TEST_NODE_LOSS"
+ONE_COPY = "cluster-loss-one-copy"
+TIMINGS: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ComposeProject]:
+    """The cluster, up and healthy; taken down with every volume at the end regardless."""
+    if os.environ.get(OPT_IN_VARIABLE) != "1":
+        pytest.skip(
+            f"not run unless {OPT_IN_VARIABLE}=1: out of CI until it passes three runs in a row "
+            "(docs/multi-machine.md, 'Where it stands')"
+        )
+    with machine_lock():
+        try:
+            seconds = prepare_engine()
+        except EngineUnavailable as error:
+            if os.environ.get(REQUIRE_VARIABLE) == "1":
+                pytest.fail(f"compose tests required ({REQUIRE_VARIABLE}=1) but {error}", pytrace=False)
+            pytest.skip(f"not run: {error}")
+        print(f"\ncompose-local.sh prepare: {seconds:.0f} s")
+        stack = ComposeProject.for_this_checkout(
+            "cluster", files=FILES, variables=LOCAL_IMAGES, app_image=ComposeProject.for_this_checkout().image
+        )
+        down = ("--profile", "spare", "down", "-v", "--remove-orphans")
+        stack.compose(*down)  # what an interrupted run left behind
+        started = time.monotonic()
+        up = _up(stack)
+        TIMINGS["up_s"] = time.monotonic() - started
+        try:
+            assert up.returncode == 0, f"{up.stderr[-3000:]}\n{stack.compose('logs', '--tail', '30').stdout}"
+            yield stack
+        finally:
+            print(f"\ntimings: { {name: round(value) for name, value in TIMINGS.items()} }")
+            stack.compose(*down)
+
+
+def test_every_topic_and_quorum_queue_is_replicated_three_times(cluster: ComposeProject) -> None:
+    replication = _status(cluster)["replication"]
+    assert replication["alarms"] == [], replication
+    assert replication["kafka"]["brokers"] == 3 and replication["kafka"]["wanted_replicas"] == 3
+    assert replication["rabbitmq"] == {"nodes": 3, "running": 3, "wanted_members": 3, "short": {}}
+
+
+def test_a_crawl_survives_a_kafka_and_a_rabbitmq_node_lost_for_good(cluster: ComposeProject) -> None:
+    site = f"http://{cluster.host_address('sample-site', SITE_PORT)}"
+    crawl = cluster.popen(CRAWL)
+    try:
+        served = _wait_for_pages(site, crawl)
+        lost_at = time.monotonic()
+        _lose_for_good(cluster, LOST)
+        stdout, stderr = crawl.communicate(timeout=1200)
+    finally:
+        crawl.kill()
+    TIMINGS["loss_to_job_end_s"] = time.monotonic() - lost_at
+    if crawl.returncode != 0:  # what the services said, before the fixture takes them down
+        view = cluster.compose("exec", "-T", "frontier", "dualplane", "status", "--json", timeout_s=180)
+        logs = cluster.compose("logs", "--tail", "60", "frontier", "fetcher", "throttle").stdout
+        print(f"\nstatus: {view.stdout[-6000:]}\nlogs:\n{logs[-20000:]}")
+    assert crawl.returncode == 0, stderr[-3000:]
+    summary = json.loads(stdout)
+    print(f"\npages served before the loss: {served}; job: {summary['progress']}")
+    assert summary["finished"] and summary["progress"]["dead_lettered"] == 0, summary["why"]
+
+    truth = httpx.get(f"{site}/_truth", timeout=30).json()
+    expected = {item["url"] for kind in ("products", "articles") for item in truth[kind]}
+    fetched = _pages_fetched(site)
+    records = Counter(_recorded_urls(cluster))
+    twice = {url: n for url, n in fetched.items() if n > 1}
+    print(f"pages fetched {len(fetched)}, fetched more than once {twice}; records {sum(records.values())}")
+    assert expected and not expected - set(fetched), f"never fetched: {sorted(expected - set(fetched))[:5]}"
+    assert not expected - set(records), f"no record for {sorted(expected - set(records))[:5]}"
+    duplicates = {url: n for url, n in records.items() if n > 1}
+    assert not duplicates, f"more than one committed record for {duplicates}"
+
+    alarms = _status(cluster)["replication"]["alarms"]
+    print("status after the loss:\n  " + "\n  ".join(alarms))
+    assert any("under-replicated" in alarm for alarm in alarms), alarms
+    assert any("RabbitMQ: 1 of 3 nodes not running" in alarm for alarm in alarms), alarms
+    assert any("RabbitMQ quorum queue" in alarm and "2 of 3 members online" in alarm for alarm in alarms)
+
+
+def test_fresh_nodes_bring_replication_back_to_full(cluster: ComposeProject) -> None:
+    started = time.monotonic()
+    # docs/multi-machine.md, "Replacing a lost broker node", in order.
+    _ok(cluster.compose("exec", "-T", "rabbitmq-2", "rabbitmqctl", "forget_cluster_node", "rabbit@rabbitmq"))
+    _ok(cluster.compose("--profile", "spare", "up", "-d", "--wait", "kafka-4", "rabbitmq-4", timeout_s=900))
+    _ok(cluster.compose("exec", "-T", "rabbitmq-4", "rabbitmq-queues", "grow", "rabbit@rabbitmq-4", "all"))
+    plan = _ok(cluster.compose("exec", "-T", "frontier", "dualplane", "cluster", "reassignment")).stdout
+    assert json.loads(plan)["partitions"], "no partition had a replica on the lost broker"
+    execute = (
+        "cat > /tmp/plan.json && /opt/kafka/bin/kafka-reassign-partitions.sh --bootstrap-server "
+        "localhost:9092 --reassignment-json-file /tmp/plan.json --execute"
+    )
+    _ok(_exec_with_input(cluster, "kafka-2", execute, plan))
+    deadline, alarms = time.monotonic() + 300, ["not read yet"]
+    while time.monotonic() < deadline:
+        replication = _status(cluster)["replication"]
+        alarms = replication["alarms"]
+        if not alarms:
+            break
+        time.sleep(5)
+    TIMINGS["heal_s"] = time.monotonic() - started
+    assert alarms == [], alarms
+    assert replication["kafka"]["brokers"] == 3 and replication["rabbitmq"]["nodes"] == 3
+
+
+def test_a_topic_made_with_one_copy_on_the_cluster_is_reported(cluster: ComposeProject) -> None:
+    """One replication setting broken on purpose (a topic created with replication factor 1, as a
+    service started with DUALPLANE_KAFKA_REPLICATION_FACTOR=1 would make pages.raw): status says so."""
+    create = (
+        "/opt/kafka/bin/kafka-topics.sh --bootstrap-server localhost:9092 --create "
+        f"--topic {ONE_COPY} --partitions 2 --replication-factor 1"
+    )
+    _ok(_exec_with_input(cluster, "kafka-2", create, ""))
+    alarms = _status(cluster)["replication"]["alarms"]
+    print("status with a topic of one copy:\n  " + "\n  ".join(alarms))
+    assert f"Kafka topic {ONE_COPY}: replication factor 1, below the 3 that 3 brokers allow" in alarms
+
+
+def _up(stack: ComposeProject, attempts: int = 3) -> subprocess.CompletedProcess[str]:
+    """``UP``, again while an app container was unhealthy: on a loaded machine a service's first
+    start can give up on a broker that is still slow (it exits, and ``restart:`` starts it again)."""
+    for _ in range(attempts - 1):
+        up = stack.run(UP, timeout_s=1800)
+        unhealthy = [line for line in up.stderr.splitlines() if line.endswith("is unhealthy")]
+        if up.returncode == 0 or not unhealthy:
+            return up
+        service = unhealthy[0].split()[1].rsplit("-", 1)[0].removeprefix(f"{stack.name}-")
+        print(f"\n{unhealthy[0]}; its last lines:\n{stack.compose('logs', '--tail', '15', service).stdout}")
+    return stack.run(UP, timeout_s=1800)
+
+
+def _status(cluster: ComposeProject, within_s: float = 240) -> dict[str, Any]:
+    """``status --json``, asked again while a broker's part is missing: for up to RabbitMQ's
+    net_ticktime (60 s) after a node vanishes, the survivors' management API can time out."""
+    deadline = time.monotonic() + within_s
+    while True:
+        completed = cluster.compose("exec", "-T", "frontier", "dualplane", "status", "--json", timeout_s=180)
+        if completed.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(10)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    return json.loads(completed.stdout)  # type: ignore[no-any-return]
+
+
+def _wait_for_pages(site: str, crawl: subprocess.Popen[str]) -> int:
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        assert crawl.poll() is None, f"the crawl ended before the loss: {crawl.communicate()}"
+        served = sum(_pages_fetched(site).values())
+        if served >= LOSE_AFTER_PAGES:
+            return served
+        time.sleep(0.5)
+    raise AssertionError(f"the site served fewer than {LOSE_AFTER_PAGES} pages in 300 s")
+
+
+def _lose_for_good(cluster: ComposeProject, services: tuple[str, ...]) -> None:
+    """Stop and remove the services' containers, then their named volumes: nothing of them is left."""
+    _ok(cluster.compose("rm", "--stop", "--force", "--volumes", *services))
+    volumes = [f"{cluster.name}_{service}-data" for service in services]
+    _ok(subprocess.run(["docker", "volume", "rm", *volumes], capture_output=True, text=True, check=False))
+
+
+def _pages_fetched(site: str) -> Counter[str]:
+    """GETs of pages per URL, as the site logged them (robots.txt and the site's own routes left out)."""
+    entries = httpx.get(f"{site}/_log", timeout=30).json()["entries"]
+    return Counter(
+        f"http://sample-site:{SITE_PORT + entry['host']}{entry['path']}"
+        for entry in entries
+        if entry["method"] == "GET" and entry["path"] != "/robots.txt" and not entry["path"].startswith("/_")
+    )
+
+
+def _recorded_urls(cluster: ComposeProject) -> list[str]:
+    exported = cluster.compose("exec", "-T", "frontier", "dualplane", "records", "export", "--job", JOB)
+    assert exported.returncode == 0, exported.stderr
+    return [json.loads(line)["url"] for line in exported.stdout.splitlines() if line.strip()]
+
+
+def _exec_with_input(cluster: ComposeProject, service: str, script: str, text: str) -> Any:
+    return subprocess.run(
+        ["docker", "compose", "exec", "-T", service, "sh", "-c", script],
+        input=text, env=cluster.env(), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+
+
+def _ok(completed: Any) -> Any:
+    assert completed.returncode == 0, f"{completed.args}: {completed.stderr[-2000:]}"
+    return completed
