@@ -64,6 +64,20 @@ def control_plane(settings: Settings, tmp_path: Path) -> Iterator[ControlPlaneFa
     yield from closing(ControlPlaneFactory(settings, tmp_path))
 
 
+# Tests marked ``opt_in`` (too long or not yet stable enough for CI, each says why) are deselected,
+# and shown as such in the summary, unless this is set: never collected as a skip that looks run.
+OPT_IN_VARIABLE = "DUALPLANE_TEST_OPT_IN"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(OPT_IN_VARIABLE) == "1":
+        return
+    deselected = [item for item in items if item.get_closest_marker("opt_in")]
+    if deselected:
+        config.hook.pytest_deselected(items=deselected)
+        items[:] = [item for item in items if not item.get_closest_marker("opt_in")]
+
+
 # CI (``.ci/run``) sets this: a skipped test there is a check that did not run, never a pass.
 NO_SKIPS_VARIABLE = "DUALPLANE_TEST_NO_SKIPS"
 
