@@ -18,6 +18,7 @@ from tests.support.factories import (
     S3BucketFactory,
     closing,
 )
+from tests.support.pipeline import Pipeline
 
 
 @pytest.fixture(scope="session")
@@ -56,6 +57,15 @@ def amqp_queues(settings: Settings) -> Iterator[AmqpQueueFactory]:
 @pytest.fixture
 def s3_buckets(settings: Settings) -> Iterator[S3BucketFactory]:
     yield from closing(S3BucketFactory(settings))
+
+
+@pytest.fixture
+def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
+    """Services as real processes (``dualplane run``) with the test's ``settings`` (a test module
+    overrides that fixture for its own limits), all stopped at the end."""
+    made = Pipeline(settings, tmp_path)
+    yield made
+    made.stop_all()
 
 
 @pytest.fixture

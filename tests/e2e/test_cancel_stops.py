@@ -6,8 +6,6 @@ must drop them) and tasks waiting for permits in the survivor. Judged by the sit
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -35,13 +33,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(settings, tmp_path)
-    yield made
-    made.stop_all()
 
 
 def test_no_fetch_starts_after_cancel_wait_returns_even_with_a_fetcher_killed(

@@ -9,8 +9,6 @@ never end), and the two other hosts are crawled whole: every page of theirs is f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -39,13 +37,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    pipeline = Pipeline(settings, tmp_path)
-    yield pipeline
-    pipeline.stop_all()
 
 
 @pytest.mark.timeout(300)

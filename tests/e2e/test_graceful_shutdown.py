@@ -7,7 +7,6 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,13 +39,6 @@ def settings(control_plane: ControlPlaneFactory, s3_buckets: S3BucketFactory, tm
         }
     )
     return with_sink(settings, s3_buckets.create(), flush_records=20)
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    pipeline = Pipeline(settings, tmp_path)
-    yield pipeline
-    pipeline.stop_all()
 
 
 def stop_gracefully(

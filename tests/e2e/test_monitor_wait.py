@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
@@ -28,13 +25,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(settings, tmp_path)
-    yield made
-    made.stop_all()
 
 
 def test_create_and_visit_wait_for_the_visit_and_say_how_it_ended(

@@ -5,8 +5,6 @@ the finish rule (every record committed)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -35,13 +33,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(settings, tmp_path)
-    yield made
-    made.stop_all()
 
 
 def test_a_paused_job_fetches_nothing_and_after_resume_finishes_with_every_page_once(

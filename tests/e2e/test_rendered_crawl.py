@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 
@@ -50,13 +49,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    pipeline = Pipeline(settings, tmp_path)
-    yield pipeline
-    pipeline.stop_all()
 
 
 @pytest.mark.timeout(300)

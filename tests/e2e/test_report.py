@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,13 +34,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    pipeline = Pipeline(settings, tmp_path)
-    yield pipeline
-    pipeline.stop_all()
 
 
 def crawl_until_blocked(settings: Settings, pipeline: Pipeline, site: SampleSite) -> Counter[str]:

@@ -9,9 +9,7 @@ log of any service, and the one login and one consent post were made once each.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
@@ -42,13 +40,6 @@ def settings(control_plane: ControlPlaneFactory) -> Settings:
             "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
         }
     )
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    pipeline = Pipeline(settings, tmp_path)
-    yield pipeline
-    pipeline.stop_all()
 
 
 @pytest.mark.timeout(300)

@@ -28,7 +28,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -101,13 +100,6 @@ def _when(check: Callable[[], bool], timeout_s: float, what: str) -> None:
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.5)
-
-
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(settings, tmp_path)
-    yield made
-    made.stop_all()
 
 
 @pytest.fixture(params=[False, True], ids=["plain", "under-a-cpu-hog"])

@@ -52,13 +52,6 @@ def settings(control_plane: ControlPlaneFactory, brokers: BrokerSession) -> Iter
     buckets.close()
 
 
-@pytest.fixture
-def pipeline(settings: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(settings, tmp_path)
-    yield made
-    made.stop_all()
-
-
 def _wait(check: Callable[[], bool], timeout_s: float, what: str) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
