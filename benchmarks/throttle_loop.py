@@ -110,7 +110,9 @@ def main() -> None:
     )
     parser.add_argument("--tuned", action="store_true", help="6 s windows, 1 s steps: the second row")
     parser.add_argument(
-        "--cooldown-base-ms", type=int, help="a second row: the cooldown without Retry-After, not the default"
+        "--cooldown-base-ms",
+        type=int,
+        help="a second row: one cooldown after any block without Retry-After, not the per-outcome defaults",
     )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(

@@ -448,7 +448,9 @@ class TaskRunner:
         if decision.cool_down_domain:
             throttle = self.settings.throttle
             cooldown_s = politeness.cooldown_s(
-                result.retry_after_s, throttle.cooldown_base_ms, throttle.cooldown_cap_ms
+                result.retry_after_s,
+                throttle.cooldown_without_retry_after_ms(result.outcome),
+                throttle.cooldown_cap_ms,
             )
             self.gate.cool(task.domain, cooldown_s)
             log.info("%s answered %s: leaving it alone for %.1f s", task.domain, result.outcome, cooldown_s)

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from dualplane.control_plane.fetcher import politeness
+from dualplane.control_plane.fetcher.retry_policy import Outcome
 from dualplane.core.limits import cooldown_s
 from dualplane.core.settings import LimitSettings, ThrottleSettings
 from dualplane.data_plane.throttle.policy import PolicyConfig, decide
@@ -41,7 +42,12 @@ def test_the_fetcher_and_the_policy_hold_a_domain_back_equally_long(
     retry_after_s: float | None, base_ms: int, extra_ms: int
 ) -> None:
     assert politeness.cooldown_s is cooldown_s  # the fetcher's runner asks politeness.cooldown_s
-    throttle = ThrottleSettings(cooldown_base_ms=base_ms, cooldown_cap_ms=base_ms + extra_ms, min_samples=5)
+    throttle = ThrottleSettings(
+        cooldown_base_ms=base_ms,
+        cooldown_challenge_ms=base_ms,
+        cooldown_cap_ms=base_ms + extra_ms,
+        min_samples=5,
+    )
     config = PolicyConfig.from_settings(throttle, LimitSettings())
     blocked = WindowCounts(total=10, blocked=5, max_retry_after_s=retry_after_s, span_s=10)
     decision = decide(blocked, config.initial_state(), config, now_s=1000.0, rng=random.Random(0))
@@ -50,3 +56,24 @@ def test_the_fetcher_and_the_policy_hold_a_domain_back_equally_long(
         assert decision.state.hold_until_s == pytest.approx(1000.0 + fetcher_hold_s)
     else:
         assert decision.state.hold_until_s is None  # no Retry-After: no hold beyond the climb's wait
+
+
+@pytest.mark.parametrize(
+    ("outcome", "base_ms"),
+    [("blocked_challenge", 1000), ("rate_limited", 1000), ("forbidden", 2000)],
+)
+def test_the_cooldown_without_retry_after_is_short_after_a_captcha_or_429_and_long_after_a_403(
+    outcome: str, base_ms: int
+) -> None:
+    """At the limit a captcha is a probe one request too far: 1 s; a 403 may be a block: 2 s."""
+    assert outcome in set(Outcome)  # core mirrors the fetcher's outcome values; a rename breaks here
+    throttle = ThrottleSettings()
+    assert throttle.cooldown_without_retry_after_ms(outcome) == base_ms
+    assert cooldown_s(None, throttle.cooldown_without_retry_after_ms(outcome), throttle.cooldown_cap_ms) == (
+        base_ms / 1000
+    )
+
+
+def test_a_cap_below_the_challenge_cooldown_is_refused_naming_both_variables() -> None:
+    with pytest.raises(ValueError, match="COOLDOWN_CHALLENGE_MS"):
+        ThrottleSettings(cooldown_base_ms=100, cooldown_challenge_ms=500, cooldown_cap_ms=200)

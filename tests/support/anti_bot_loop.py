@@ -54,8 +54,9 @@ class LoopSpec:
     relaxed_s: float = 60.0
     pages: int = 0  # the host's pages (0: enough to crawl all along); timed to the 500th page served
     tuned: bool = False
-    # A second row: the fetcher's cooldown after a block without Retry-After (a captcha), in ms,
-    # instead of DUALPLANE_THROTTLE_COOLDOWN_BASE_MS's default. None: the default.
+    # A second row: the fetcher's cooldown after any block without Retry-After (a captcha, a 429
+    # or a 403), in ms, instead of the per-outcome DUALPLANE_THROTTLE_COOLDOWN_CHALLENGE_MS and
+    # _COOLDOWN_BASE_MS defaults (2000: the single cooldown shipped before them). None: the defaults.
     cooldown_base_ms: int | None = None
     threshold: float = 0.05  # the shipped default; the tuned row sets it too
     settle_s: float = 30.0  # the first seconds, where the fleet finds the limit, are not "held"
@@ -77,7 +78,7 @@ class LoopSpec:
         if self.tuned:
             return "tuned: 6 s windows, 1 s steps"
         if self.cooldown_base_ms is not None:
-            return f"defaults, but a {self.cooldown_base_ms} ms cooldown without Retry-After"
+            return f"defaults, but one {self.cooldown_base_ms} ms cooldown without Retry-After"
         return "shipped defaults"
 
     def throttle(self, base: ThrottleSettings) -> ThrottleSettings:
@@ -86,7 +87,7 @@ class LoopSpec:
         if not self.tuned:
             defaults = ThrottleSettings.model_construct()  # every field at its default, no env read
             if self.cooldown_base_ms is not None:
-                own["cooldown_base_ms"] = self.cooldown_base_ms
+                own["cooldown_base_ms"] = own["cooldown_challenge_ms"] = self.cooldown_base_ms
             return base.model_copy(update={**defaults.model_dump(), **own, "app_id": base.app_id})
         return base.model_copy(
             update={

@@ -4,7 +4,9 @@ Event-driven and deterministic for a seed: P_d slots send requests to one site t
 ``max_rps`` requests through in any second (blocked ones count too, as the sample site's anti-bot
 gate does); each slot holds its permit for the delay times 1 to 1 + ``jitter`` from the request's
 start, and at least for the answer plus the fleet's own ``overhead_ms``, as a fetcher does; a blocked
-answer makes the fetcher leave the site alone for the cooldown. Every
+answer makes the fetcher leave the site alone for the cooldown of its outcome (a 403 burst's
+``cooldown_base_ms``, a captcha's or a 429's ``challenge_cooldown_ms``, as
+``ThrottleSettings.cooldown_without_retry_after_ms`` chooses; Retry-After first). Every
 answer is a fetch event the policy judges on the processor's windows (step buckets, the window
 after the last change), and a command reaches the fleet ``reaction_s`` later.
 """
@@ -19,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dualplane.core.limits import cooldown_s
+from dualplane.core.settings import ThrottleSettings
 from dualplane.data_plane.throttle.events import FetchSample
 from dualplane.data_plane.throttle.policy import PolicyConfig, decide
 from dualplane.data_plane.throttle.signals import WindowCounts
@@ -34,6 +37,12 @@ class SimSite:
     slow_from_s: float | None = None  # latency rises tenfold from then on
     forbidden: tuple[float, float] | None = None  # a 403 burst: every request refused in [start, end)
     arrivals: deque[float] = field(default_factory=deque)
+
+    def outcome(self, now_s: float) -> str:
+        """What a blocked request arriving at ``now_s`` was answered, as the fetcher classifies it."""
+        if self.forbidden is not None and self.forbidden[0] <= now_s < self.forbidden[1]:
+            return "forbidden"
+        return "rate_limited" if self.retry_after_s is not None else "blocked_challenge"
 
     def answer(self, now_s: float) -> tuple[bool, float]:
         """(blocked, latency_ms) of a request arriving at ``now_s``."""
@@ -76,9 +85,18 @@ def simulate(
     overhead_ms: float = 3.0,
     reaction_s: float = 0.05,
     seed: int = 1,
+    challenge_cooldown_ms: int | None = None,
 ) -> SimResult:
-    """Run the fleet against ``site`` for ``duration_s``; every second's figures and every command."""
+    """Run the fleet against ``site`` for ``duration_s``; every second's figures and every command.
+    ``challenge_cooldown_ms``: the cooldown after a captcha or a 429 without Retry-After, None: the
+    shipped ``DUALPLANE_THROTTLE_COOLDOWN_CHALLENGE_MS``."""
+    cooldowns = ThrottleSettings.model_construct(
+        cooldown_base_ms=config.cooldown_base_ms,
+        cooldown_challenge_ms=challenge_cooldown_ms
+        or ThrottleSettings.model_fields["cooldown_challenge_ms"].default,
+    )
     fleet = _Fleet(site, config, window_s, jitter, overhead_ms, reaction_s, random.Random(seed))
+    fleet.cooldowns = cooldowns
     fleet.seconds = [SimSecond(t) for t in range(int(duration_s) + 1)]
     fleet.push(0.0, "try")
     while fleet.events:
@@ -116,6 +134,7 @@ class _Fleet:
         self.in_use = 0
         self.events: list[tuple[float, int, str, Any]] = []
         self.seq = 0
+        self.cooldowns = ThrottleSettings.model_construct()
 
     def push(self, at: float, kind: str, payload: Any = None) -> None:
         self.seq += 1
@@ -136,19 +155,20 @@ class _Fleet:
             second = self.seconds[int(now)]
             second.requests += 1
             second.blocked += blocked
-            self.push(now + latency_ms / 1000, "answer", (blocked, latency_ms, now))
+            outcome = self.site.outcome(now) if blocked else "ok"
+            self.push(now + latency_ms / 1000, "answer", (blocked, latency_ms, now, outcome))
 
     def on_release(self, now: float, _: Any) -> None:
         self.in_use -= 1
         self.push(now, "try")
 
-    def on_answer(self, now: float, answer: tuple[bool, float, float]) -> None:
-        blocked, latency_ms, started = answer
+    def on_answer(self, now: float, answer: tuple[bool, float, float, str]) -> None:
+        blocked, latency_ms, started, outcome = answer
         paced = started + self.limits[1] / 1000 * (1 + self.jitter * self.rng.random())  # start to start
         hold_s = max(paced - now, self.overhead_s)
         if blocked:  # the fetcher that saw it leaves the site alone, as politeness does
-            config = self.config
-            cool = cooldown_s(self.site.retry_after_s, config.cooldown_base_ms, config.cooldown_cap_ms)
+            base_ms = self.cooldowns.cooldown_without_retry_after_ms(outcome)
+            cool = cooldown_s(self.site.retry_after_s, base_ms, self.config.cooldown_cap_ms)
             self.cooling_until = max(self.cooling_until, now + cool)
             hold_s = max(hold_s, cool)
         self.push(now + hold_s, "release")

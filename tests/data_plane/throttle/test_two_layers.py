@@ -106,19 +106,23 @@ def test_a_fast_window_full_of_blocks_backs_off_and_never_pauses_the_domain() ->
     assert state.rate_rps is not None and state.rate_rps <= 0.9 * 4, state
 
 
-def test_a_403_burst_costs_a_block_per_cooldown_and_the_rate_comes_back_within_a_minute() -> None:
-    """Every request refused for 10 s (a 403 burst) at R = 5: each fetcher's own cooldown (2 s, no
-    Retry-After) keeps the burst to a request per cooldown, the fast layer backs off, and the
-    climbs bring the rate back to 80% of R within a minute of the burst's end."""
+@pytest.mark.parametrize("seed", range(1, 21))
+def test_a_403_burst_costs_a_block_per_cooldown_and_the_rate_comes_back_within_a_minute(seed: int) -> None:
+    """Every request refused for 10 s (a 403 burst) at R = 5, on a site that answers a captcha page
+    beyond R otherwise: each fetcher's own cooldown after a 403 (2 s, no Retry-After) keeps the burst
+    to a request per cooldown, the fast layer backs off, and the climbs bring the rate back to 80%
+    of R within a minute of the burst's end, on every seed. The captcha's shorter cooldown (1 s)
+    applies only outside the burst: one cooldown of 1 s for every block left 8 of 20 seeds not back
+    within 50 s (issue 33)."""
     site = SimSite(5, relax_at_s=BLOCKING_S, retry_after_s=None, latency_ms=20, forbidden=(30.0, 40.0))
     result = simulate(
         site, DEFAULTS, duration_s=BLOCKING_S, window_s=DEFAULTS.window_s,
-        jitter=DEFAULTS.hold_jitter, overhead_ms=35, seed=1,
+        jitter=DEFAULTS.hold_jitter, overhead_ms=35, seed=seed,
     )  # fmt: skip
     in_burst = result.between(30, 40)
     assert sum(s.blocked for s in in_burst) <= 10 / 2 + 1, [(s.t_s, s.requests, s.blocked) for s in in_burst]
     back = next((s.t_s for s in result.seconds if s.t_s > 40 and s.requests >= 0.8 * 5), None)
-    assert back is not None and back - 40 <= 60, result.commands
+    assert back is not None and back - 40 <= 50, result.commands
 
 
 def test_a_site_slowing_down_is_slowed_by_latency_before_it_blocks() -> None:
@@ -146,3 +150,24 @@ def test_a_backoff_right_after_a_backoff_at_most_halves_the_rate() -> None:
     second = decide(echo, first.state, DEFAULTS, now_s=4.2, rng=random.Random(0))
     assert second.command is not None and second.command.action == "backoff", second.command
     assert second.state.rate_rps == pytest.approx(1.8), second.command.reason  # halved, not 0.41
+
+
+def test_the_short_cooldown_after_a_captcha_holds_more_of_the_limit_than_the_403s() -> None:
+    """At R = 20 behind a captcha page most blocks are a probe one request too far: the 2 s cooldown
+    idled the domain for ~40 requests each time (76% of R held over 10 seeds); the shipped 1 s after
+    a captcha holds 84%, with as few blocks."""
+    held: dict[int, list[float]] = {1000: [], 2000: []}
+    blocked: dict[int, int] = {1000: 0, 2000: 0}
+    for cooldown_ms, seed in [(ms, seed) for ms in held for seed in range(1, 6)]:
+        site = SimSite(20, relax_at_s=BLOCKING_S, retry_after_s=None, latency_ms=20)
+        result = simulate(
+            site, DEFAULTS, duration_s=BLOCKING_S, window_s=DEFAULTS.window_s,
+            jitter=DEFAULTS.hold_jitter, overhead_ms=35, seed=seed, challenge_cooldown_ms=cooldown_ms,
+        )  # fmt: skip
+        seconds = result.between(30, BLOCKING_S)
+        held[cooldown_ms].append(sum(s.requests for s in seconds) / len(seconds) / 20)
+        blocked[cooldown_ms] += sum(s.blocked for s in result.seconds)
+    assert ThrottleSettings().cooldown_challenge_ms == 1000
+    short, long = sorted(held[1000])[2], sorted(held[2000])[2]  # medians of 5 seeds
+    assert short >= 0.8 and short > long + 0.03, held
+    assert blocked[1000] <= 1.5 * blocked[2000] + 5, blocked
