@@ -47,12 +47,15 @@ def main() -> None:
         nonlocal opened
         if what == "send_offsets":
             opened += 1
-            print(f"OPEN TRANSACTION {opened}: {extractor.pages} pages handled so far", flush=True)
             if opened == hold:
                 # The records sit in the producer's queue for up to its linger.ms: send them now, so
                 # that the transaction held open really has records on the broker (not committed),
-                # whatever the machine's load. A kill then must leave them invisible.
-                producers[-1].flush(10)
+                # whatever the machine's load. A kill then must leave them invisible. Announced only
+                # after the flush: announced first, the test's kill could land inside the flush (a
+                # CI-like run here saw no aborted record at all).
+                producers[-1].flush(60)
+            print(f"OPEN TRANSACTION {opened}: {extractor.pages} pages handled so far", flush=True)
+            if opened == hold:
                 threading.Event().wait()  # held open until the test kills the process
         return within(call, timeout_s, what)
 
