@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from dualplane.brokers.amqp.consumer import wait_for
-from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from dualplane.brokers.amqp.messages import MonitorSpec, visit_job_id
 from dualplane.brokers.amqp.topology import Topology
+from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.control_plane.frontier.submit import default_scope
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
 from tests.support.factories import ControlPlaneFactory
@@ -64,8 +64,7 @@ def test_the_standby_keeps_the_schedule_after_kill_9(
             assert wait_for(lambda: probe.consumers(queue) > 0, 60), pipeline.logs()
             pipeline.start("frontier", env={"DUALPLANE_FRONTIER_DATA_DIR": str(tmp_path / "standby")})
             pipeline.start("fetcher")
-            job = JobSpec(job_id=visit_job_id(MONITOR, 1), allowed_domains=default_scope(site.seeds),
-                          monitor=MONITOR)  # fmt: skip
+            job = JobClient(settings).spec(visit_job_id(MONITOR, 1), site.seeds, monitor=MONITOR)
             spec = MonitorSpec(monitor_id=MONITOR, job=job, interval_s=INTERVAL_S, min_interval_s=INTERVAL_S,
                                max_interval_s=INTERVAL_S)  # fmt: skip
             MonitorClient(settings).create(spec, site.seeds)

@@ -22,11 +22,10 @@ from typing import Any
 
 import pytest
 
-from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from dualplane.brokers.amqp.messages import MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.control_plane.frontier.submit import default_scope
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.core.web.urls import canonicalize
 from dualplane.data_plane.extractor.change_reader import decode_change
@@ -80,9 +79,7 @@ def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_chang
         for service in ("frontier", "fetcher", "extractor"):
             pipeline.start(service)
         reachable = {canonicalize(url) for url in site.reachable_urls()}
-        job = JobSpec(
-            job_id=visit_job_id(MONITOR, 1), allowed_domains=default_scope(site.seeds), monitor=MONITOR
-        )
+        job = JobClient(private).spec(visit_job_id(MONITOR, 1), site.seeds, monitor=MONITOR)
         spec = MonitorSpec(
             monitor_id=MONITOR, job=job, interval_s=3600, min_interval_s=600, max_interval_s=86_400
         )

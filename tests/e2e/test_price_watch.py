@@ -24,11 +24,10 @@ from typing import Any
 
 import pytest
 
-from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
+from dualplane.brokers.amqp.messages import MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.control_plane.frontier.submit import default_scope
 from dualplane.core.settings import FetchSettings, LimitSettings, Settings
 from dualplane.data_plane.extractor.change_reader import decode_change
 from tests.support.factories import ControlPlaneFactory
@@ -153,12 +152,8 @@ def test_a_monitor_reports_the_old_and_new_price_of_real_shop_pages(
         for service in ("frontier", "fetcher", "extractor"):
             pipeline.start(service)
         seeds = [shop.url(path) for path in paths]
-        job = JobSpec(
-            job_id=visit_job_id(MONITOR, 1),
-            allowed_domains=default_scope(seeds),
-            max_depth=0,
-            obey_robots=False,
-            monitor=MONITOR,
+        job = JobClient(private).spec(
+            visit_job_id(MONITOR, 1), seeds, max_depth=0, obey_robots=False, monitor=MONITOR
         )
         spec = MonitorSpec(
             monitor_id=MONITOR, job=job, interval_s=3600, min_interval_s=600, max_interval_s=86_400
