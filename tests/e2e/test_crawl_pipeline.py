@@ -111,7 +111,10 @@ def test_kafka_outage_pauses_fetchers_without_loss_or_memory_growth(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     if brokers.backend != "local":
-        pytest.skip("stopping Kafka needs the embedded stack (DUALPLANE_TEST_BACKEND=local)")
+        pytest.fail(
+            "stopping Kafka needs the embedded stack: run with DUALPLANE_TEST_BACKEND=local",
+            pytrace=False,
+        )
     settings = _settings(control_plane).model_copy(
         update={"limits": LimitSettings(domain_concurrency=2, domain_delay_ms=150, fetch_concurrency=8)}
     )

@@ -212,7 +212,10 @@ def test_a_crawl_through_kills_and_broker_restarts_loses_nothing_and_records_eac
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     if brokers.backend != "local":
-        pytest.skip("restarting brokers needs the embedded stack (DUALPLANE_TEST_BACKEND=local)")
+        pytest.fail(
+            "restarting brokers needs the embedded stack: run with DUALPLANE_TEST_BACKEND=local",
+            pytrace=False,
+        )
     stack, rng, probe = LocalStack(brokers.settings), random.Random(16), JobProbe(settings)
     faults: list[str] = []
     restarts: list[Restart] = []

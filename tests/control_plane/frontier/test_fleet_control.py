@@ -112,7 +112,10 @@ def test_tasks_survive_a_rabbitmq_restart_and_services_reconnect(
     brokers: BrokerSession, frontier: RunningFrontier, fleet: Fleet
 ) -> None:
     if brokers.backend != "local":
-        pytest.skip("restarting RabbitMQ needs the embedded stack (DUALPLANE_TEST_BACKEND=local)")
+        pytest.fail(
+            "restarting RabbitMQ needs the embedded stack: run with DUALPLANE_TEST_BACKEND=local",
+            pytrace=False,
+        )
     with RecordingHost(latency_s=0.05) as host:
         frontier.submit(JobSpec(job_id="restart"), [f"{host.base_url}/p/{i}" for i in range(5)])
         frontier.wait_progress("restart", queued=5)
