@@ -26,7 +26,9 @@ HELD_S = 5.0  # looked at this long after `pause --wait` returned: tasks in the 
 
 @pytest.fixture
 def settings(control_plane: ControlPlaneFactory) -> Settings:
-    # 2 requests in flight on the one host, 30 ms each: the crawl is mid-way for many seconds.
+    # 2 requests in flight on the one host, 250 ms each (with 200 pages): about 8 pages a second, so the
+    # crawl is mid-way for ~25 s; `job pause` must land within that even at a CI load of 60 (30 ms
+    # pages once let the whole crawl finish before the pause reached it).
     return control_plane.settings(frontier_shards=1).model_copy(
         update={
             "limits": LimitSettings(domain_concurrency=2, domain_delay_ms=0, fetch_concurrency=8),
@@ -39,7 +41,7 @@ def test_a_paused_job_fetches_nothing_and_after_resume_finishes_with_every_page_
     settings: Settings, pipeline: Pipeline
 ) -> None:
     env = settings.to_env()
-    with SampleSite(SiteSpec(seed=21, hosts=1, pages_per_host=80, latency_ms=30)) as site:
+    with SampleSite(SiteSpec(seed=21, hosts=1, pages_per_host=200, latency_ms=250)) as site:
         for service in ("frontier", "fetcher", "extractor"):
             pipeline.start(service)
         probe = JobProbe(settings)
