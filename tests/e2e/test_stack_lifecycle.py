@@ -75,7 +75,9 @@ def test_up_twice_status_demo_and_down_leaves_nothing(
     warm_up_s = time.monotonic() - started
 
     assert second.exit_code == 0, second.stderr
-    assert warm_up_s < 30
+    # Reuse is proven by the pids below; the time only guards against a restart (a cold start is
+    # minutes), so it allows a slow CLI start at CI load.
+    assert warm_up_s < 90
     assert {n: s["pid"] for n, s in _by_name(second).items()} == {
         n: s["pid"] for n, s in _by_name(first).items()
     }, "the second `up` must reuse the running services"
