@@ -23,8 +23,9 @@ from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.data_plane.extractor.change_reader import decode_change
+from tests.e2e.local_site import local_site_settings, running
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import fresh_monitor
 from tests.support.pipeline import Pipeline
@@ -92,19 +93,12 @@ class Shop:
 
 @pytest.fixture
 def private(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=8, domain_delay_ms=0, fetch_concurrency=32),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=8, fetch_concurrency=32, delay_jitter=0)
 
 
 @pytest.fixture
 def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(private, tmp_path)
-    yield made
-    made.stop_all()
+    yield from running(private, tmp_path)
 
 
 def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> None:
