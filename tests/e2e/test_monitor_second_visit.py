@@ -30,7 +30,7 @@ from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize
 from dualplane.data_plane.extractor.change_reader import decode_change
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
-from tests.e2e.local_site import local_site_settings, running
+from tests.e2e.local_site import finished, local_site_settings, running
 from tests.support.clock import ManualClock
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import fresh_monitor
@@ -57,13 +57,6 @@ def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
     yield from running(private, tmp_path)
 
 
-def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> dict[str, Any]:
-    snapshot, verdict = list(JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0))[-1]
-    assert verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
-    assert snapshot is not None
-    return snapshot
-
-
 def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_change_events(
     private: Settings, pipeline: Pipeline
 ) -> None:
@@ -79,11 +72,11 @@ def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_chang
         )
         client = MonitorClient(private)
         seeds = client.create(spec, site.seeds)
-        first = _finish(private, job.job_id, pipeline, seeds)
+        first = finished(private, job.job_id, pipeline, seeds)
 
         clock.now_s += PERIOD_S  # one step: a tenth of the products change, and the pages showing them
         second_job = client.visit(MONITOR)
-        second = _finish(private, second_job, pipeline)
+        second = finished(private, second_job, pipeline)
         changed = {canonicalize(url) for url in site.changed_pages(START_S, clock.now_s)}
         monitor = fresh_monitor(client, MONITOR)
     took_s = time.monotonic() - started
