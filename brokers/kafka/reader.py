@@ -14,9 +14,15 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 from dualplane.brokers.kafka import clients
 from dualplane.core.settings import KafkaSettings
 
-# What a partition without a leader answers for a while after its topic was created.
+# What a partition answers for a while after its topic was created (no leader elected yet, or not yet
+# known to the broker asked: seen starting a compose stack).
 LEADERLESS = frozenset(
-    {KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART}
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
 )
 LEADERLESS_RETRY_S = 0.2
 
@@ -72,17 +78,21 @@ def read_to_end(
         consumer.close()
 
 
-def watermarks(consumer: Consumer, partition: TopicPartition, timeout_s: float) -> tuple[int, int]:
+def watermarks(
+    consumer: Consumer, partition: TopicPartition, timeout_s: float, *, ask_timeout_s: float | None = None
+) -> tuple[int, int]:
     """The partition's low and high offsets. A partition whose leader is not elected yet (a topic
     created a moment ago, a broker restarting) is asked again until ``timeout_s``: a fetcher started
-    right after the profiles topic was made had failed on "Not leader for partition"."""
+    right after the profiles topic was made had failed on "Not leader for partition". Each ask waits
+    ``ask_timeout_s`` (default ``timeout_s``) for an answer."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            low, high = consumer.get_watermark_offsets(partition, timeout=timeout_s)
-            return low, high
+            low, high = consumer.get_watermark_offsets(partition, timeout=ask_timeout_s or timeout_s)
+            return int(low), int(high)
         except KafkaException as error:
-            if error.args[0].code() not in LEADERLESS or time.monotonic() > deadline:
+            code = error.args[0].code() if error.args else None
+            if code not in LEADERLESS or time.monotonic() > deadline:
                 raise
         time.sleep(LEADERLESS_RETRY_S)
 

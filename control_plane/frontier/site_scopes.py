@@ -22,6 +22,7 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message, TopicPartition
 
 from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import watermarks
 from dualplane.core.settings import KafkaSettings
 from dualplane.core.web.site_scope import PatternBook, SiteScope
 
@@ -76,7 +77,7 @@ class SiteScopes:
         consumer = clients.consumer(self.kafka, f"{self.kafka.group_prefix}-scopes-{uuid.uuid4().hex[:8]}")
         try:
             partition = TopicPartition(self.topic, 0, OFFSET_BEGINNING)
-            _, end = consumer.get_watermark_offsets(partition, timeout=START_TIMEOUT_S)
+            _, end = watermarks(consumer, partition, START_TIMEOUT_S)
             consumer.assign([partition])
             deadline = time.monotonic() + START_TIMEOUT_S
             while not self._stop.is_set():

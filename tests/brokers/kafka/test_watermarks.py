@@ -31,7 +31,12 @@ class Leaderless:
 
 @pytest.mark.parametrize(
     "code",
-    [KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART],
+    [
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    ],
 )
 def test_a_partition_without_a_leader_is_asked_again_until_it_answers(code: int) -> None:
     consumer = Leaderless(failures=3, code=code)
