@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 
@@ -26,6 +26,10 @@ T = TypeVar("T")
 
 class ClientWedged(Exception):
     """A client call did not return within its own timeout: the client must be abandoned."""
+
+
+class NotAcknowledged(Exception):
+    """Kafka did not take a produced value; the message says why (its error, or no answer in time)."""
 
 
 # librdkafka's errors of a broker that is away for a while (restarting): the client, or a new one, gets
@@ -101,18 +105,32 @@ def produce_acked(
     """Produce one keyed value (None: a tombstone) and wait up to ``timeout_s`` for Kafka to take it:
     None once it has, else why not (the delivery error, or no acknowledgement in time). A client that
     cannot be made raises KafkaException or RuntimeError, for the caller to say what it could not reach."""
-    errors: list[KafkaError] = []
+    try:
+        produce_one(kafka, topic, key, value, timeout_s)
+    except NotAcknowledged as error:
+        return str(error)
+    return None
 
-    def delivered(error: KafkaError | None, _message: Any) -> None:
+
+def produce_one(
+    kafka: KafkaSettings, topic: str, key: bytes, value: bytes | None, timeout_s: float
+) -> Message:
+    """As :func:`produce_acked`, but the delivered message (its partition and offset) once Kafka took
+    it, and :class:`NotAcknowledged` saying why when it did not."""
+    errors: list[KafkaError] = []
+    delivered: list[Message] = []
+
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
         if error is not None:
             errors.append(error)
+        delivered.append(message)
 
     made = producer(kafka)
-    made.produce(topic, value, key=key, on_delivery=delivered)
+    made.produce(topic, value, key=key, on_delivery=on_delivery)
     unsent = made.flush(timeout_s)
-    if unsent or errors:
-        return str(errors[0]) if errors else f"no acknowledgement within {timeout_s:.0f} s"
-    return None
+    if unsent or errors or not delivered:
+        raise NotAcknowledged(str(errors[0]) if errors else f"no acknowledgement within {timeout_s:.0f} s")
+    return delivered[0]
 
 
 def consumer(kafka: KafkaSettings, group_id: str, **overrides: Any) -> Consumer:

@@ -9,10 +9,22 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Iterator
 
-from confluent_kafka import KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from dualplane.brokers.kafka import clients
 from dualplane.core.settings import KafkaSettings
+
+# What a partition answers for a while after its topic was created (no leader elected yet, or not yet
+# known to the broker asked: seen starting a compose stack).
+LEADERLESS = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError._UNKNOWN_PARTITION,
+    }
+)
+LEADERLESS_RETRY_S = 0.2
 
 
 def read_to_end(
@@ -37,7 +49,7 @@ def read_to_end(
         for partition in metadata.partitions:
             if partitions is not None and partition not in partitions:
                 continue
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout_s)
+            low, high = watermarks(consumer, TopicPartition(topic, partition), timeout_s)
             if since_ms is not None:
                 (found,) = consumer.offsets_for_times([TopicPartition(topic, partition, since_ms)], timeout_s)
                 low = high if found.offset < 0 else max(low, found.offset)  # -1: nothing that recent
@@ -64,6 +76,25 @@ def read_to_end(
                 )
     finally:
         consumer.close()
+
+
+def watermarks(
+    consumer: Consumer, partition: TopicPartition, timeout_s: float, *, ask_timeout_s: float | None = None
+) -> tuple[int, int]:
+    """The partition's low and high offsets. A partition whose leader is not elected yet (a topic
+    created a moment ago, a broker restarting) is asked again until ``timeout_s``: a fetcher started
+    right after the profiles topic was made had failed on "Not leader for partition". Each ask waits
+    ``ask_timeout_s`` (default ``timeout_s``) for an answer."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(partition, timeout=ask_timeout_s or timeout_s)
+            return int(low), int(high)
+        except KafkaException as error:
+            code = error.args[0].code() if error.args else None
+            if code not in LEADERLESS or time.monotonic() > deadline:
+                raise
+        time.sleep(LEADERLESS_RETRY_S)
 
 
 def committed_values(

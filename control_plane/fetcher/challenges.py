@@ -73,6 +73,12 @@ class Detector:
         return any(hint in lowered for hint in self.hints) and self.body.search(lowered) is not None
 
 
+def _tiny_page(name: str, vendor: str, body: str, *hints: bytes) -> Detector:
+    """A row whose body marker is trusted only on a tiny page, where it *is* the page (a captcha
+    widget, an interstitial's title): the same marker sits on ordinary forms and articles."""
+    return Detector(name, vendor, body=_re(body), hints=hints, max_body_bytes=TINY_PAGE_BYTES)
+
+
 DETECTORS: tuple[Detector, ...] = (
     # A backend (e.g. the scraping API adapter) already knows the request was blocked.
     Detector("upstream-marker", "dualplane", headers={BLOCKED_MARKER: _header(".")}),
@@ -97,40 +103,32 @@ DETECTORS: tuple[Detector, ...] = (
         hints=(b"attention required", b"cf-error-details"),
     ),
     # The interstitial's title alone, on a tiny page (other Cloudflare markers can be missing).
-    Detector(
-        "just-a-moment",
-        "Cloudflare",
-        body=_re(r"<title>\s*just a moment\.\.\.\s*</title>"),
-        hints=(b"just a moment",),
-        max_body_bytes=TINY_PAGE_BYTES,
-    ),
+    _tiny_page("just-a-moment", "Cloudflare", r"<title>\s*just a moment\.\.\.\s*</title>", b"just a moment"),
     # A 403 answered by Cloudflare itself is a bot or WAF block more often than the origin's.
     Detector(
         "cloudflare-403", "Cloudflare", headers={"server": _header(r"^cloudflare")}, statuses=frozenset({403})
     ),
     # Google reCAPTCHA widget (v2 checkbox or invisible) as the whole page.
-    Detector(
+    _tiny_page(
         "recaptcha",
         "Google",
-        body=_re(r"class=[\"'][^\"']*\bg-recaptcha\b|(?:www\.google|www\.recaptcha)\.(?:com|net)/recaptcha/"),
-        hints=(b"recaptcha",),
-        max_body_bytes=TINY_PAGE_BYTES,
+        r"class=[\"'][^\"']*\bg-recaptcha\b|(?:www\.google|www\.recaptcha)\.(?:com|net)/recaptcha/",
+        b"recaptcha",
     ),
     # hCaptcha widget as the whole page.
-    Detector(
+    _tiny_page(
         "hcaptcha",
         "hCaptcha",
-        body=_re(r"class=[\"'][^\"']*\bh-captcha\b|(?:js|api|newassets)\.hcaptcha\.com"),
-        hints=(b"h-captcha", b"hcaptcha.com"),
-        max_body_bytes=TINY_PAGE_BYTES,
+        r"class=[\"'][^\"']*\bh-captcha\b|(?:js|api|newassets)\.hcaptcha\.com",
+        b"h-captcha",
+        b"hcaptcha.com",
     ),
     # Cloudflare Turnstile widget as the whole page.
-    Detector(
+    _tiny_page(
         "turnstile",
         "Cloudflare",
-        body=_re(r"class=[\"'][^\"']*\bcf-turnstile\b|challenges\.cloudflare\.com/turnstile/"),
-        hints=(b"turnstile",),
-        max_body_bytes=TINY_PAGE_BYTES,
+        r"class=[\"'][^\"']*\bcf-turnstile\b|challenges\.cloudflare\.com/turnstile/",
+        b"turnstile",
     ),
     # PerimeterX / HUMAN block page: the "press & hold" captcha container and its script host.
     Detector(
@@ -140,13 +138,7 @@ DETECTORS: tuple[Detector, ...] = (
         hints=(b"px-captcha", b"px-cdn", b"/captcha/captcha.js"),
     ),
     # PerimeterX's block page also carries the _pxhd cookie value inline; only trusted when tiny.
-    Detector(
-        "perimeterx-pxhd",
-        "PerimeterX",
-        body=_re(r"\b_pxhd\b"),
-        hints=(b"_pxhd",),
-        max_body_bytes=TINY_PAGE_BYTES,
-    ),
+    _tiny_page("perimeterx-pxhd", "PerimeterX", r"\b_pxhd\b", b"_pxhd"),
     # DataDome serves its captcha in an iframe from captcha-delivery.com.
     Detector(
         "datadome",

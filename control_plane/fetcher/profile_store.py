@@ -80,7 +80,7 @@ class ProfileView:
 
     def named(self, name: str) -> Profile | None:
         with self._lock:
-            return self._book.profiles.get(name)
+            return self._book.named(name)
 
     def close(self) -> None:
         self._stop.set()

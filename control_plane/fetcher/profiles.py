@@ -26,7 +26,7 @@ from dualplane.control_plane.fetcher.backends.base import FetchRequest
 from dualplane.control_plane.fetcher.exceptions import FetcherError
 from dualplane.control_plane.fetcher.sessions import FormStep
 from dualplane.core.settings import checks, mask_url_password
-from dualplane.core.web.site_scope import SiteScope, most_specific
+from dualplane.core.web.site_scope import PatternBook, SiteScope, most_specific
 
 Backend = Literal["direct", "browser", "api", "auto"]
 Wait = Literal["load", "networkidle"]
@@ -36,7 +36,6 @@ PATTERN = re.compile(r"^[a-z0-9*?.\-\[\]:_]{1,253}$")
 OWN_HEADERS = frozenset({"user-agent", "accept", "accept-encoding", "host", "content-length", "connection"})
 HEADER_NAME = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 COUNTRY = re.compile(r"^[A-Z]{2}$")
-MAX_REMEMBERED = 100_000  # domains whose match a book remembers; then it starts again
 
 
 class ProfileError(FetcherError):
@@ -165,34 +164,30 @@ class Profile:
 
 
 class ProfileBook:
-    """Profiles by name, with each domain's match remembered until the profiles change.
-
-    A fetch asks for its domain's profile; trying every pattern of 100 profiles cost 0.3 ms a fetch
-    (``benchmarks/rendering_cost.py``), half again a direct fetch's CPU, and domains repeat. Not
-    thread-safe: :class:`~.profile_store.ProfileView` guards it.
-    """
+    """Profiles by name, with each domain's match remembered until the profiles change
+    (:class:`~core.web.site_scope.PatternBook`). Not thread-safe: :class:`~.profile_store.ProfileView`
+    guards it."""
 
     def __init__(self, profiles: Iterable[Profile] = ()) -> None:
-        self.profiles = {profile.name: profile for profile in profiles}
-        self._matches: dict[str, Profile | None] = {}
+        self._book: PatternBook[Profile] = PatternBook()
+        for profile in profiles:
+            self.put(profile)
+
+    @property
+    def profiles(self) -> dict[str, Profile]:
+        return {name: profile for name, (_, profile) in self._book.items.items()}
 
     def put(self, profile: Profile) -> None:
-        self.profiles[profile.name] = profile
-        self._matches.clear()
+        self._book.put(profile.name, profile.domains, profile)
 
     def remove(self, name: str) -> None:
-        if self.profiles.pop(name, None) is not None:
-            self._matches.clear()
+        self._book.remove(name)
+
+    def named(self, name: str) -> Profile | None:
+        return self._book.named(name)
 
     def match(self, domain: str) -> Profile | None:
-        try:
-            return self._matches[domain]
-        except KeyError:
-            pass
-        if len(self._matches) >= MAX_REMEMBERED:
-            self._matches.clear()
-        found = self._matches[domain] = match(self.profiles.values(), domain)
-        return found
+        return self._book.match(domain)
 
 
 def _step(data: dict[str, Any] | None) -> FormStep | None:

@@ -31,6 +31,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import NewPartitions  # type: ignore[attr-defined]
 
 from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import watermarks
 from dualplane.control_plane.frontier.exceptions import ChangelogUnavailable
 from dualplane.core.settings import KafkaSettings
 
@@ -153,21 +154,15 @@ class Changelog:
 
 
 def _watermarks(consumer: Consumer, partition: TopicPartition) -> tuple[int, int]:
-    """The partition's offsets; a topic just created may be unknown to the broker for a moment
-    (seen starting a compose stack: _UNKNOWN_PARTITION), so that is waited out, up to READ_IDLE_S."""
-    deadline = time.monotonic() + READ_IDLE_S
-    while True:
-        try:
-            low, high = consumer.get_watermark_offsets(partition, timeout=10)
-            return int(low), int(high)
-        except KafkaException as error:
-            code = error.args[0].code() if error.args else None
-            unknown = code in (KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART)
-            if not unknown or time.monotonic() > deadline:
-                raise ChangelogUnavailable(
-                    f"cannot read {partition.topic}[{partition.partition}]: {error}"
-                ) from error
-            time.sleep(0.5)
+    """The partition's offsets; a topic just created may be unknown to the broker, or leaderless, for
+    a moment (seen starting a compose stack: _UNKNOWN_PARTITION), so that is waited out, up to
+    READ_IDLE_S (:func:`~brokers.kafka.reader.watermarks`)."""
+    try:
+        return watermarks(consumer, partition, READ_IDLE_S, ask_timeout_s=10)
+    except KafkaException as error:
+        raise ChangelogUnavailable(
+            f"cannot read {partition.topic}[{partition.partition}]: {error}"
+        ) from error
 
 
 def encode(value: Any) -> bytes | None:

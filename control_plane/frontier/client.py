@@ -18,8 +18,8 @@ from confluent_kafka import KafkaException
 from pika.adapters.blocking_connection import BlockingChannel
 
 from dualplane.brokers import amqp
-from dualplane.brokers.amqp.fetch_control import broadcast, confirm, confirm_cancel
-from dualplane.brokers.amqp.messages import JobPause, JobSpec
+from dualplane.brokers.amqp.fetch_control import broadcast, confirm
+from dualplane.brokers.amqp.messages import JobCancel, JobPause, JobSpec
 from dualplane.brokers.amqp.publisher import confirmed_channel
 from dualplane.brokers.amqp.topology import Topology
 from dualplane.control_plane.frontier.exceptions import CancelUnconfirmed, PauseUnconfirmed, UnknownJob
@@ -136,26 +136,14 @@ class JobClient:
             cancel_job(channel, topology, job_id)
         if wait_s is None:
             return None
-        while not (self.progress(job_id) or {}).get("cancelled_at"):
-            if time.monotonic() > deadline:
-                raise CancelUnconfirmed(
-                    f"no frontier shard recorded the cancel of job {job_id!r} within {wait_s:g} s: is the "
-                    "frontier running (`dualplane run frontier`)? The cancel stays queued for it"
-                )
-            time.sleep(0.2)
-        connection = amqp.connect(self.settings.amqp)
-        try:
-            left_s = max(0.0, deadline - time.monotonic())
-            answered, running = confirm_cancel(connection, Topology(self.settings.queues), job_id, left_s)
-        finally:
-            connection.close()
-        if answered < running:
-            raise CancelUnconfirmed(
-                f"{answered} of {running} running fetcher(s) confirmed the cancel of job {job_id!r} within "
-                f"{wait_s:g} s; the others may still fetch its pages in flight. Check `dualplane status`, "
-                "or wait longer (--timeout)"
-            )
-        return answered
+        cancel = JobCancel(job_id=job_id)
+        return self._confirmed(
+            cancel,
+            lambda: bool((self.progress(job_id) or {}).get("cancelled_at")),
+            deadline,
+            wait_s,
+            "no frontier shard",
+        )
 
     def pause(self, job_id: str, *, wait_s: float | None = None) -> int | None:
         """Pause the job on every shard, confirmed by RabbitMQ: its frontiers issue none of its tasks
@@ -172,27 +160,10 @@ class JobClient:
             pause_job(channel, topology, job_id, paused=True)
         if wait_s is None:
             return None
-        while not self._paused_everywhere(job_id):
-            if time.monotonic() > deadline:
-                raise PauseUnconfirmed(
-                    f"not every frontier shard recorded the pause of job {job_id!r} within {wait_s:g} s: "
-                    "is the frontier running (`dualplane run frontier`)? The pause stays queued for it"
-                )
-            time.sleep(0.2)
-        connection = amqp.connect(self.settings.amqp)
-        try:
-            left_s = max(0.0, deadline - time.monotonic())
-            pause = JobPause(job_id=job_id, paused=True)
-            answered, running = confirm(connection, Topology(self.settings.queues), pause, left_s)
-        finally:
-            connection.close()
-        if answered < running:
-            raise PauseUnconfirmed(
-                f"{answered} of {running} running fetcher(s) confirmed the pause of job {job_id!r} within "
-                f"{wait_s:g} s; the others may still fetch its pages in flight. Check `dualplane status`, "
-                "or wait longer (--timeout)"
-            )
-        return answered
+        pause = JobPause(job_id=job_id, paused=True)
+        return self._confirmed(
+            pause, lambda: self._paused_everywhere(job_id), deadline, wait_s, "not every frontier shard"
+        )
 
     def resume(self, job_id: str) -> None:
         """Let a paused job go on: every shard issues its backlog again, and every running fetcher is
@@ -202,6 +173,41 @@ class JobClient:
         with self._declared() as (channel, topology):
             pause_job(channel, topology, job_id, paused=False)
             broadcast(channel, topology, JobPause(job_id=job_id, paused=False))
+
+    def _confirmed(
+        self,
+        control: JobCancel | JobPause,
+        recorded: Callable[[], bool],
+        deadline: float,
+        wait_s: float,
+        shards: str,
+    ) -> int:
+        """Wait until ``recorded()`` (the shards took ``control``), then until every running fetcher
+        answered it; how many answered. The ``…Unconfirmed`` of ``control`` past ``deadline``."""
+        verb, unconfirmed = (
+            ("cancel", CancelUnconfirmed) if isinstance(control, JobCancel) else ("pause", PauseUnconfirmed)
+        )
+        job_id = control.job_id
+        while not recorded():
+            if time.monotonic() > deadline:
+                raise unconfirmed(
+                    f"{shards} recorded the {verb} of job {job_id!r} within {wait_s:g} s: is the "
+                    f"frontier running (`dualplane run frontier`)? The {verb} stays queued for it"
+                )
+            time.sleep(0.2)
+        connection = amqp.connect(self.settings.amqp)
+        try:
+            left_s = max(0.0, deadline - time.monotonic())
+            answered, running = confirm(connection, Topology(self.settings.queues), control, left_s)
+        finally:
+            connection.close()
+        if answered < running:
+            raise unconfirmed(
+                f"{answered} of {running} running fetcher(s) confirmed the {verb} of job {job_id!r} within "
+                f"{wait_s:g} s; the others may still fetch its pages in flight. Check `dualplane status`, "
+                "or wait longer (--timeout)"
+            )
+        return answered
 
     def _known(self, job_id: str) -> None:
         if self.progress(job_id) is None:

@@ -5,7 +5,8 @@
 it for how to fetch; a frontier follows it for how much to admit, reading only the ``domains`` and
 ``scope`` of each profile, so a change applies to the next URLs the frontier considers (about a
 second), like a throttle override. The domain's profile is chosen by the one rule fetchers use
-(:func:`~core.web.site_scope.most_specific`).
+(:func:`~core.web.site_scope.most_specific`), remembered per domain as theirs is
+(:class:`~core.web.site_scope.PatternBook`).
 
 Settings: ``DUALPLANE_TOPIC_PROFILES``, ``DUALPLANE_KAFKA_*``.
 """
@@ -21,14 +22,14 @@ import uuid
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, Message, TopicPartition
 
 from dualplane.brokers.kafka import clients
+from dualplane.brokers.kafka.reader import watermarks
 from dualplane.core.settings import KafkaSettings
-from dualplane.core.web.site_scope import SiteScope, most_specific
+from dualplane.core.web.site_scope import PatternBook, SiteScope
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.5
 START_TIMEOUT_S = 15.0
-MAX_REMEMBERED = 100_000  # domains whose scope is remembered; then it starts again
 
 
 class SiteScopes:
@@ -36,8 +37,7 @@ class SiteScopes:
 
     def __init__(self, kafka: KafkaSettings, topic: str) -> None:
         self.kafka, self.topic = kafka, topic
-        self._profiles: dict[str, tuple[tuple[str, ...], SiteScope]] = {}
-        self._matches: dict[str, SiteScope | None] = {}
+        self._book: PatternBook[SiteScope] = PatternBook()
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._caught_up = threading.Event()
@@ -56,29 +56,17 @@ class SiteScopes:
         """The scope of ``domain``'s profile (``profile``, a job's, when it exists; else the one its
         patterns match); None: no profile, or one that limits nothing."""
         with self._lock:
-            named = self._profiles.get(profile) if profile is not None else None
-            if named is not None:
-                return None if named[1].empty else named[1]
-            try:
-                return self._matches[domain]
-            except KeyError:
-                pass
-            if len(self._matches) >= MAX_REMEMBERED:
-                self._matches.clear()
-            candidates = ((name, domains, scope) for name, (domains, scope) in self._profiles.items())
-            found = most_specific(candidates, domain)
-            self._matches[domain] = found = None if found is None or found.empty else found
-            return found
+            named = self._book.named(profile) if profile is not None else None
+            found = named if named is not None else self._book.match(domain)
+        return None if found is None or found.empty else found
 
     def put(self, name: str, domains: tuple[str, ...], scope: SiteScope) -> None:
         with self._lock:
-            self._profiles[name] = (domains, scope)
-            self._matches.clear()
+            self._book.put(name, domains, scope)
 
     def remove(self, name: str) -> None:
         with self._lock:
-            if self._profiles.pop(name, None) is not None:
-                self._matches.clear()
+            self._book.remove(name)
 
     def close(self) -> None:
         self._stop.set()
@@ -89,7 +77,7 @@ class SiteScopes:
         consumer = clients.consumer(self.kafka, f"{self.kafka.group_prefix}-scopes-{uuid.uuid4().hex[:8]}")
         try:
             partition = TopicPartition(self.topic, 0, OFFSET_BEGINNING)
-            _, end = consumer.get_watermark_offsets(partition, timeout=START_TIMEOUT_S)
+            _, end = watermarks(consumer, partition, START_TIMEOUT_S)
             consumer.assign([partition])
             deadline = time.monotonic() + START_TIMEOUT_S
             while not self._stop.is_set():

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from dualplane.core.settings import checks
 from dualplane.core.settings.base import Section, section
+from dualplane.core.settings.fields import (
+    BootstrapServers,
+    BucketName,
+    Name,
+    http_url,
+    http_urls,
+    optional_http_url,
+)
 
 
 class KafkaSettings(Section):
@@ -17,7 +25,7 @@ class KafkaSettings(Section):
 
     model_config = section("KAFKA_")
 
-    bootstrap_servers: str = "127.0.0.1:9092"
+    bootstrap_servers: BootstrapServers = "127.0.0.1:9092"
     security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     sasl_username: str | None = None
@@ -26,18 +34,13 @@ class KafkaSettings(Section):
     ssl_certificate_location: Path | None = None
     ssl_key_location: Path | None = None
     ssl_key_password: SecretStr | None = None
-    client_id: str = "dualplane"
+    client_id: Name = "dualplane"
     # Every topic the platform creates gets these (Faust's changelogs and its own topics included):
     # 1 and 1 fit one broker; a cluster sets 3 and 2, so that a write acknowledged by two brokers
     # survives the loss of any one node for good (docs/multi-machine.md).
     replication_factor: int = Field(default=1, ge=1)
     min_insync_replicas: int = Field(default=1, ge=1)
-    group_prefix: str = "dualplane"  # consumer groups are named <prefix>-<service>
-
-    @field_validator("bootstrap_servers")
-    @classmethod
-    def _a_broker_list(cls, value: str) -> str:
-        return checks.bootstrap_servers(value)
+    group_prefix: Name = "dualplane"  # consumer groups are named <prefix>-<service>
 
     @model_validator(mode="after")
     def _insync_within_replicas(self) -> KafkaSettings:
@@ -49,11 +52,6 @@ class KafkaSettings(Section):
                 "use at most the replication factor (a 3-broker cluster: 3 and 2)"
             )
         return self
-
-    @field_validator("client_id", "group_prefix")
-    @classmethod
-    def _a_name(cls, value: str) -> str:
-        return checks.name(value)
 
     def client_config(self) -> dict[str, str]:
         """librdkafka connection and security keys shared by producers, consumers and admins."""
@@ -91,15 +89,10 @@ class SchemaRegistrySettings(Section):
 
     model_config = section("SCHEMA_REGISTRY_")
 
-    url: str | None = None
+    url: Annotated[str | None, http_urls("http://127.0.0.1:8081")] = None
     basic_auth_user_info: SecretStr | None = None
     auto_register: bool = True
     timeout_s: float = Field(default=10.0, gt=0)
-
-    @field_validator("url")
-    @classmethod
-    def _http_urls(cls, value: str | None) -> str | None:
-        return None if value is None else checks.http_urls(value, "http://127.0.0.1:8081")
 
 
 class TopicSettings(Section):
@@ -147,7 +140,7 @@ class AmqpSettings(Section):
 
     url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/%2F")
     fallback_urls: SecretStr = SecretStr("")
-    management_url: str = "http://127.0.0.1:15672"
+    management_url: Annotated[str, http_url("http://127.0.0.1:15672")] = "http://127.0.0.1:15672"
     fallback_management_urls: str = ""
     heartbeat_s: int = Field(default=30, ge=0)
     connection_attempts: int = Field(default=3, ge=1)
@@ -185,11 +178,6 @@ class AmqpSettings(Section):
         """Every node's management API, ``management_url`` first."""
         return [self.management_url, *_split(self.fallback_management_urls)]
 
-    @field_validator("management_url")
-    @classmethod
-    def _an_http_url(cls, value: str) -> str:
-        return checks.http_url(value, "http://127.0.0.1:15672")
-
 
 def _split(urls: str) -> list[str]:
     return [url.strip() for url in urls.split(",") if url.strip()]
@@ -200,13 +188,13 @@ class QueueSettings(Section):
 
     model_config = section("QUEUE_")
 
-    discovery: str = "dualplane.discovery"
-    crawl_tasks: str = "dualplane.tasks"
-    dead_letters: str = "dualplane.dead"
-    throttle_exchange: str = "dualplane.throttle"
-    reports: str = "dualplane.reports"
-    retry_prefix: str = "dualplane.retry"
-    permits_prefix: str = "dualplane.permits"
+    discovery: Name = "dualplane.discovery"
+    crawl_tasks: Name = "dualplane.tasks"
+    dead_letters: Name = "dualplane.dead"
+    throttle_exchange: Name = "dualplane.throttle"
+    reports: Name = "dualplane.reports"
+    retry_prefix: Name = "dualplane.retry"
+    permits_prefix: Name = "dualplane.permits"
     # Frontier shards: discovery and reports are routed by site to this many queues, each owned by
     # one active frontier (see core.web.domains). Every process must agree on it.
     frontier_shards: int = Field(default=1, ge=1, le=1024)
@@ -220,19 +208,6 @@ class QueueSettings(Section):
     # puts one on every node the cluster has when the queue is declared. A cluster sets 3. The
     # argument is part of a queue's identity: change it only for queues that do not exist yet.
     quorum_members: int = Field(default=0, ge=0)
-
-    @field_validator(
-        "discovery",
-        "crawl_tasks",
-        "dead_letters",
-        "throttle_exchange",
-        "reports",
-        "retry_prefix",
-        "permits_prefix",
-    )
-    @classmethod
-    def _a_name(cls, value: str) -> str:
-        return checks.name(value)
 
     @field_validator("retry_tiers")
     @classmethod
@@ -270,26 +245,12 @@ class S3Settings(Section):
 
     model_config = section("S3_")
 
-    endpoint_url: str | None = "http://127.0.0.1:9000"
-    region: str = "us-east-1"
+    # Unset or empty: the AWS endpoint of the region.
+    endpoint_url: Annotated[str | None, optional_http_url("http://127.0.0.1:9000 (empty for AWS)")] = (
+        "http://127.0.0.1:9000"
+    )
+    region: Name = "us-east-1"
     access_key_id: SecretStr = SecretStr("dualplane")
     secret_access_key: SecretStr = SecretStr("dualplane-secret")
-    bucket: str = "dualplane"
+    bucket: BucketName = "dualplane"
     claim_check_refresh_s: float = Field(default=86_400.0, ge=0)
-
-    @field_validator("endpoint_url")
-    @classmethod
-    def _an_http_url(cls, value: str | None) -> str | None:
-        if not value:  # unset or empty: the AWS endpoint of the region
-            return value
-        return checks.http_url(value, "http://127.0.0.1:9000 (empty for AWS)")
-
-    @field_validator("bucket")
-    @classmethod
-    def _a_bucket(cls, value: str) -> str:
-        return checks.bucket_name(value)
-
-    @field_validator("region")
-    @classmethod
-    def _a_region(cls, value: str) -> str:
-        return checks.name(value)

@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from dualplane.core.settings import checks
 from dualplane.core.settings.base import Section, section
+from dualplane.core.settings.fields import OptionalBucketName
 
 MIB = 1024 * 1024
 SinkStream = Literal["warc", "avro"]
@@ -51,7 +51,7 @@ class SinkSettings(Section):
 
     model_config = section("SINK_")
 
-    bucket: str | None = None
+    bucket: OptionalBucketName = None  # unset or empty: DUALPLANE_S3_BUCKET
     prefix: str = "archive"
     streams: str = "warc,avro"
     partition_by: str = ""
@@ -66,11 +66,6 @@ class SinkSettings(Section):
     gzip_level: int | None = None
     retry_max_s: float = Field(default=60.0, gt=0)
     spool_dir: Path | None = None
-
-    @field_validator("bucket")
-    @classmethod
-    def _a_bucket(cls, value: str | None) -> str | None:
-        return checks.bucket_name(value) if value else value  # unset or empty: DUALPLANE_S3_BUCKET
 
     @field_validator("streams")
     @classmethod

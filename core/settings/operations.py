@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from dualplane.core.settings import checks
 from dualplane.core.settings.base import Section, section
+from dualplane.core.settings.fields import Host
 
 LogFormat = Literal["text", "json"]
 
@@ -30,13 +30,8 @@ class MetricsSettings(Section):
     model_config = section("METRICS_")
 
     port: int = Field(default=0, ge=0, le=65535)
-    bind: str = "127.0.0.1"
+    bind: Host = "127.0.0.1"
     max_domains: int = Field(default=50, ge=0)
-
-    @field_validator("bind")
-    @classmethod
-    def _an_address(cls, value: str) -> str:
-        return checks.host(value)
 
 
 class LogSettings(Section):

@@ -10,6 +10,7 @@ from pydantic_settings import NoDecode
 
 from dualplane.core.settings import checks
 from dualplane.core.settings.base import Section, section
+from dualplane.core.settings.fields import AllowHosts, HeaderValue, Proxies, http_url
 
 
 def _default_data_dir() -> Path:
@@ -62,7 +63,7 @@ class FetchSettings(Section):
 
     model_config = section("FETCH_")
 
-    user_agent: str = "dualplane/0.1 (+https://example.invalid/dualplane)"
+    user_agent: HeaderValue = "dualplane/0.1 (+https://example.invalid/dualplane)"
     # Extra delay on top of DUALPLANE_LIMIT_DOMAIN_DELAY_MS, as a fraction: 0.2 = up to +20%.
     # Against "at most R requests in any second" a throttled slot is safe only at its shortest
     # hold, so its mean rate reaches at most 1 / (1 + jitter / 2) of R: 80% at the former 0.5
@@ -82,7 +83,7 @@ class FetchSettings(Section):
     # far shorter than librdkafka's 5 min default, which held a fetcher's permits that long.
     hand_off_timeout_s: float = Field(default=30.0, ge=1)
     # Loopback and private addresses are refused unless listed here (tests, the demo).
-    allow_hosts: str = ""
+    allow_hosts: AllowHosts = ""
     # 0: a 3xx is recorded and its target goes back through the frontier (deduplicated, so every
     # page is fetched once per job). >0: follow inline, recording the chain (may refetch targets).
     max_redirects: int = Field(default=0, ge=0)
@@ -97,10 +98,12 @@ class FetchSettings(Section):
     browser_wait: Literal["load", "networkidle"] = "load"
     browser_wait_selector: str = ""
     browser_wait_s: float = Field(default=10.0, gt=0, le=120)
-    scraping_api_url: str = "https://api.scrapingant.com/v2/general"
+    scraping_api_url: Annotated[str, http_url("https://api.scrapingant.com/v2/general")] = (
+        "https://api.scrapingant.com/v2/general"
+    )
     scraping_api_key: SecretStr | None = None
     scraping_api_render_js: bool = False
-    proxies: str = ""  # comma-separated proxy URLs, rotated; banned ones are quarantined
+    proxies: Proxies = ""  # comma-separated proxy URLs, rotated; banned ones are quarantined
     # Claim check: a body larger than this goes to S3 (content-addressed, DUALPLANE_S3_*) and the
     # raw page on Kafka carries its reference. 512 KiB keeps every raw_page message (body plus
     # envelope) under Kafka's default 1 MiB message limit while still inlining the vast majority of
@@ -111,26 +114,6 @@ class FetchSettings(Section):
     max_links_per_page: int = Field(default=2000, ge=0)
     # Follow links marked nofollow too (rel nofollow, ugc, sponsored, or a robots <meta>).
     follow_nofollow: bool = False
-
-    @field_validator("user_agent")
-    @classmethod
-    def _one_header_line(cls, value: str) -> str:
-        return checks.header_value(value)
-
-    @field_validator("allow_hosts")
-    @classmethod
-    def _hosts_addresses_or_cidrs(cls, value: str) -> str:
-        return checks.allow_hosts(value)
-
-    @field_validator("proxies")
-    @classmethod
-    def _proxy_urls(cls, value: str) -> str:
-        return checks.proxies(value)
-
-    @field_validator("scraping_api_url")
-    @classmethod
-    def _an_api_url(cls, value: str) -> str:
-        return checks.http_url(value, "https://api.scrapingant.com/v2/general")
 
 
 class ExtractSettings(Section):

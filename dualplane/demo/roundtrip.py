@@ -56,12 +56,11 @@ def run_demo(settings: Settings) -> list[RoundTrip]:
 
 def kafka_round_trip(settings: Settings, payload: bytes) -> str:
     clients.ensure_topics(settings.kafka, [DEMO_TOPIC])
-    producer = clients.producer(settings.kafka)
-    delivered: list[Message] = []
-    producer.produce(DEMO_TOPIC, payload, key=b"demo", on_delivery=lambda err, msg: delivered.append(msg))
-    if producer.flush(30) != 0 or delivered[0].error() is not None:
-        raise RuntimeError(f"produce was not confirmed: {delivered[0].error() if delivered else 'timeout'}")
-    partition, offset = delivered[0].partition(), delivered[0].offset()
+    try:
+        delivered = clients.produce_one(settings.kafka, DEMO_TOPIC, b"demo", payload, timeout_s=30)
+    except clients.NotAcknowledged as error:
+        raise RuntimeError(f"produce was not confirmed: {error}") from error
+    partition, offset = delivered.partition(), delivered.offset()
     assert partition is not None and offset is not None  # set on every confirmed delivery
     consumer = clients.consumer(settings.kafka, f"dualplane-demo-{uuid.uuid4()}")
     try:

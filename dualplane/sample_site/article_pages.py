@@ -10,7 +10,7 @@ from typing import Any
 
 from dualplane.sample_site.content import Article
 from dualplane.sample_site.layout import Head, Page, document, json_ld, site_name
-from dualplane.sample_site.product_pages import PAGE_SIZE, listing_pages, pagination
+from dualplane.sample_site.product_pages import PAGE_SIZE, listing_pages, listing_window, pagination
 
 
 def byline(article: Article) -> str:
@@ -39,10 +39,7 @@ def article_teaser(page: Page, article: Article) -> str:
 def render_article_listing(page: Page, number: int) -> str:
     count = page.catalog.article_count(page.host)
     last = listing_pages(count)
-    first = (number - 1) * PAGE_SIZE
-    articles = [
-        page.catalog.article(page.host, index) for index in range(first, min(count, first + PAGE_SIZE))
-    ]
+    articles = [page.catalog.article(page.host, index) for index in listing_window(count, number)]
     teasers = "\n".join(article_teaser(page, article) for article in articles)
     main = (
         f"<h1>Latest stories <small>page {number} of {last}</small></h1>\n"

@@ -27,6 +27,12 @@ def listing_pages(item_count: int) -> int:
     return max(1, -(-item_count // PAGE_SIZE))
 
 
+def listing_window(item_count: int, number: int) -> range:
+    """The indexes of the items shown on listing page ``number`` (from 1)."""
+    first = (number - 1) * PAGE_SIZE
+    return range(first, min(item_count, first + PAGE_SIZE))
+
+
 def stock_phrase(product: Product) -> str:
     if product.availability == "LimitedAvailability":
         return f"Only {product.stock_left} left"
@@ -67,11 +73,8 @@ def product_card(page: Page, product: Product) -> str:
 
 def render_product_listing(page: Page, number: int) -> str:
     count = page.catalog.product_count(page.host)
-    last = listing_pages(count)
-    first = (number - 1) * PAGE_SIZE
-    products = [
-        page.catalog.product(page.host, index) for index in range(first, min(count, first + PAGE_SIZE))
-    ]
+    last, first = listing_pages(count), (number - 1) * PAGE_SIZE
+    products = [page.catalog.product(page.host, index) for index in listing_window(count, number)]
     cards = "\n".join(product_card(page, product) for product in products)
     main = (
         f"<h1>All products <small>page {number} of {last}</small></h1>\n"

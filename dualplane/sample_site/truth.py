@@ -4,9 +4,9 @@ site that changes (``SiteSpec.changes``), which pages changed between two time s
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from dualplane.sample_site.changes import CatalogAt, offer
@@ -15,6 +15,8 @@ from dualplane.sample_site.exceptions import SampleSiteError
 from dualplane.sample_site.reachability import explore
 from dualplane.sample_site.routes import SiteModel
 from dualplane.sample_site.spec import Changes, SiteSpec
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,36 +64,39 @@ class Truth:
 
 
 def iter_products(spec: SiteSpec) -> Iterator[ProductTruth]:
-    catalog = Catalog(spec)
-    for host in range(spec.hosts):
-        origin = spec.origin(host)
-        for index in range(catalog.product_count(host)):
-            product = catalog.product(host, index)
-            yield ProductTruth(
-                url=origin + product.path,
-                name=product.name,
-                sku=product.sku,
-                price=f"{product.price:.2f}",
-                currency=product.currency,
-                availability=product.availability_url,
-                markup=product.markup,
-            )
+    for origin, product in _each(spec, Catalog.product_count, Catalog.product):
+        yield ProductTruth(
+            url=origin + product.path,
+            name=product.name,
+            sku=product.sku,
+            price=f"{product.price:.2f}",
+            currency=product.currency,
+            availability=product.availability_url,
+            markup=product.markup,
+        )
 
 
 def iter_articles(spec: SiteSpec) -> Iterator[ArticleTruth]:
+    for origin, article in _each(spec, Catalog.article_count, Catalog.article):
+        yield ArticleTruth(
+            url=origin + article.path,
+            headline=article.headline,
+            authors=article.authors,
+            published_at=article.published_at.isoformat(),
+            body=article.body,
+            markup=article.markup,
+        )
+
+
+def _each(
+    spec: SiteSpec, count: Callable[[Catalog, int], int], item: Callable[[Catalog, int, int], T]
+) -> Iterator[tuple[str, T]]:
+    """Every host's items of one kind, in order, each with its host's origin."""
     catalog = Catalog(spec)
     for host in range(spec.hosts):
         origin = spec.origin(host)
-        for index in range(catalog.article_count(host)):
-            article = catalog.article(host, index)
-            yield ArticleTruth(
-                url=origin + article.path,
-                headline=article.headline,
-                authors=article.authors,
-                published_at=article.published_at.isoformat(),
-                body=article.body,
-                markup=article.markup,
-            )
+        for index in range(count(catalog, host)):
+            yield origin, item(catalog, host, index)
 
 
 def ground_truth(spec: SiteSpec) -> Truth:

@@ -19,9 +19,10 @@ from dualplane.brokers import amqp
 from dualplane.brokers.amqp.messages import CrawlTask, JobSpec, Validators
 from dualplane.brokers.amqp.publisher import confirmed_channel, publish
 from dualplane.brokers.amqp.topology import Topology
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
+from tests.e2e.local_site import local_site_settings, running
 from tests.support.clock import ManualClock
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
@@ -37,19 +38,12 @@ JOB = "watch-shop"
 
 @pytest.fixture
 def private(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=4, domain_delay_ms=0, fetch_concurrency=16),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=4, fetch_concurrency=16, delay_jitter=0)
 
 
 @pytest.fixture
 def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(private, tmp_path)
-    yield made
-    made.stop_all()
+    yield from running(private, tmp_path)
 
 
 def _eventually(check: Callable[[], bool], timeout_s: float, what: str, pipeline: Pipeline) -> None:

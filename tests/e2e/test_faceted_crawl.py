@@ -14,10 +14,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from dualplane.brokers.amqp.messages import JobSpec
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.core.web.urls import domain_of
 from dualplane.sample_site import SampleSite, SiteSpec
 from dualplane.sample_site.reachability import reachable_urls
+from tests.e2e.local_site import local_site_settings
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
@@ -31,12 +32,7 @@ SITE = SiteSpec(seed=13, hosts=3, pages_per_host=6, latency_ms=5, faceted_hosts=
 
 @pytest.fixture
 def settings(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=4, domain_delay_ms=10, fetch_concurrency=8),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=4, fetch_concurrency=8, domain_delay_ms=10)
 
 
 @pytest.mark.timeout(300)

@@ -21,10 +21,10 @@ import pytest
 
 from dualplane.brokers.amqp.messages import JobSpec, MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
-from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.data_plane.extractor.change_reader import decode_change
+from tests.e2e.local_site import finished, local_site_settings, running
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import fresh_monitor
 from tests.support.pipeline import Pipeline
@@ -92,24 +92,12 @@ class Shop:
 
 @pytest.fixture
 def private(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=8, domain_delay_ms=0, fetch_concurrency=32),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=8, fetch_concurrency=32, delay_jitter=0)
 
 
 @pytest.fixture
 def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(private, tmp_path)
-    yield made
-    made.stop_all()
-
-
-def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> None:
-    _snapshot, verdict = list(JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0))[-1]
-    assert verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
+    yield from running(private, tmp_path)
 
 
 def test_a_depth_1_monitor_adds_no_url_on_later_visits_and_a_removed_page_leaves_once(
@@ -125,18 +113,18 @@ def test_a_depth_1_monitor_adds_no_url_on_later_visits_and_a_removed_page_leaves
             monitor_id=MONITOR, job=job, interval_s=3600, min_interval_s=600, max_interval_s=86_400
         )
         client = MonitorClient(private)
-        _finish(private, job.job_id, pipeline, client.create(spec, [f"{shop.base_url}/"]))
+        finished(private, job.job_id, pipeline, client.create(spec, [f"{shop.base_url}/"]))
         first = dict(shop.requests)
 
         shop.removed.add(REMOVED)
         second_job = client.visit(MONITOR)
-        _finish(private, second_job, pipeline)
+        finished(private, second_job, pipeline)
         after_second = fresh_monitor(client, MONITOR)
         third_job = client.visit(MONITOR)
-        _finish(private, third_job, pipeline)
+        finished(private, third_job, pipeline)
         after_third = fresh_monitor(client, MONITOR)
         fourth_job = client.visit(MONITOR)
-        _finish(private, fourth_job, pipeline)
+        finished(private, fourth_job, pipeline)
         asked = dict(shop.requests)
 
     pages = {"/", *(f"/p/{n}" for n in range(1, PRODUCTS + 1))}

@@ -26,10 +26,11 @@ from dualplane.brokers.amqp.messages import MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize
 from dualplane.data_plane.extractor.change_reader import decode_change
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
+from tests.e2e.local_site import finished, local_site_settings, running
 from tests.support.clock import ManualClock
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import fresh_monitor
@@ -48,26 +49,12 @@ MONITOR = "watch"
 
 @pytest.fixture
 def private(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=8, domain_delay_ms=0, fetch_concurrency=32),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=8, fetch_concurrency=32, delay_jitter=0)
 
 
 @pytest.fixture
 def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(private, tmp_path)
-    yield made
-    made.stop_all()
-
-
-def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> dict[str, Any]:
-    snapshot, verdict = list(JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0))[-1]
-    assert verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
-    assert snapshot is not None
-    return snapshot
+    yield from running(private, tmp_path)
 
 
 def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_change_events(
@@ -85,11 +72,11 @@ def test_the_second_visit_fetches_only_changed_pages_whole_and_emits_their_chang
         )
         client = MonitorClient(private)
         seeds = client.create(spec, site.seeds)
-        first = _finish(private, job.job_id, pipeline, seeds)
+        first = finished(private, job.job_id, pipeline, seeds)
 
         clock.now_s += PERIOD_S  # one step: a tenth of the products change, and the pages showing them
         second_job = client.visit(MONITOR)
-        second = _finish(private, second_job, pipeline)
+        second = finished(private, second_job, pipeline)
         changed = {canonicalize(url) for url in site.changed_pages(START_S, clock.now_s)}
         monitor = fresh_monitor(client, MONITOR)
     took_s = time.monotonic() - started

@@ -28,8 +28,9 @@ from dualplane.brokers.amqp.messages import MonitorSpec, visit_job_id
 from dualplane.brokers.kafka.reader import read_to_end
 from dualplane.control_plane.frontier.client import JobClient
 from dualplane.control_plane.frontier.monitor_client import MonitorClient
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.data_plane.extractor.change_reader import decode_change
+from tests.e2e.local_site import finished, local_site_settings, running
 from tests.support.factories import ControlPlaneFactory
 from tests.support.paths import REPO_ROOT
 from tests.support.pipeline import Pipeline
@@ -120,25 +121,12 @@ class Shop:
 
 @pytest.fixture
 def private(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=8, domain_delay_ms=0, fetch_concurrency=32),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=8, fetch_concurrency=32, delay_jitter=0)
 
 
 @pytest.fixture
 def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(private, tmp_path)
-    yield made
-    made.stop_all()
-
-
-def _finish(settings: Settings, job_id: str, pipeline: Pipeline, seeds: int | None = None) -> None:
-    snapshot, verdict = list(JobClient(settings).follow(job_id, timeout_s=90, seeds=seeds, quiet_s=1.0))[-1]
-    assert verdict.finished, f"{job_id}: {verdict}\n{pipeline.logs()}"
-    assert snapshot is not None
+    yield from running(private, tmp_path)
 
 
 def test_a_monitor_reports_the_old_and_new_price_of_real_shop_pages(
@@ -159,7 +147,7 @@ def test_a_monitor_reports_the_old_and_new_price_of_real_shop_pages(
             monitor_id=MONITOR, job=job, interval_s=3600, min_interval_s=600, max_interval_s=86_400
         )
         client = MonitorClient(private)
-        _finish(private, job.job_id, pipeline, client.create(spec, seeds))
+        finished(private, job.job_id, pipeline, client.create(spec, seeds))
 
         expected = {}
         for path, page in list(paths.items())[:MOVED]:
@@ -167,7 +155,7 @@ def test_a_monitor_reports_the_old_and_new_price_of_real_shop_pages(
             shop.pages[path] = with_price(page["html"], page["price"], new)
             expected[shop.url(path)] = (page["price"], new)
         second_job = client.visit(MONITOR)
-        _finish(private, second_job, pipeline)
+        finished(private, second_job, pipeline)
     took_s = time.monotonic() - started
 
     events = [decode_change(m.value() or b"") for m in read_to_end(private.kafka, private.topics.changes)]

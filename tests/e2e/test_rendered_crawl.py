@@ -20,10 +20,11 @@ import pytest
 
 from dualplane.brokers.amqp.consumer import wait_for
 from dualplane.brokers.amqp.messages import JobSpec
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize, domain_of
 from dualplane.data_plane.extractor.records import PageRecord, iter_records
 from dualplane.sample_site import SampleSite, SiteSpec
+from tests.e2e.local_site import local_site_settings
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.frontier import JobProbe
@@ -43,12 +44,7 @@ AVAILABILITY = {
 
 @pytest.fixture
 def settings(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=4, domain_delay_ms=10, fetch_concurrency=8),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=4, fetch_concurrency=8, domain_delay_ms=10)
 
 
 @pytest.mark.timeout(300)

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from dualplane.core.settings import FetchSettings, LimitSettings, Settings
+from dualplane.core.settings import Settings
 from dualplane.core.web.urls import canonicalize
 from dualplane.sample_site import Changes, SampleSite, SiteSpec
+from tests.e2e.local_site import local_site_settings, running
 from tests.support.cli import run_cli
 from tests.support.factories import ControlPlaneFactory
 from tests.support.pipeline import Pipeline, read_topic
@@ -27,19 +28,12 @@ SITE = SiteSpec(seed=5, hosts=1, pages_per_host=40, latency_ms=2, changes=Change
 
 @pytest.fixture
 def private(control_plane: ControlPlaneFactory) -> Settings:
-    return control_plane.settings().model_copy(
-        update={
-            "limits": LimitSettings(domain_concurrency=4, domain_delay_ms=0, fetch_concurrency=16),
-            "fetch": FetchSettings(allow_hosts="127.0.0.1", delay_jitter=0, permit_wait_s=0.5),
-        }
-    )
+    return local_site_settings(control_plane, domain_concurrency=4, fetch_concurrency=16, delay_jitter=0)
 
 
 @pytest.fixture
 def pipeline(private: Settings, tmp_path: Path) -> Iterator[Pipeline]:
-    made = Pipeline(private, tmp_path)
-    yield made
-    made.stop_all()
+    yield from running(private, tmp_path)
 
 
 def listed(sitemap_url: str) -> set[str]:

@@ -2,7 +2,7 @@
 
 Each test names the page that prompted its rule; the held-out figures that prompted the whole (out of
 stock said for 2.3 times as many pages as were, no answer on ~30% of pages) are in
-docs/extraction.md.
+benchmarks/extraction-lab.md.
 """
 
 from __future__ import annotations
