@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/product_generalization.py                      # ours
     .venv/bin/python benchmarks/product_generalization.py --baseline-ref main  # before/after, same run
     .venv/bin/python benchmarks/product_generalization.py --json
+    .venv/bin/python benchmarks/product_generalization.py --split dev   # find failure classes here only
 
 The extractor's product rules are hand-written, not trained, so leaving a site out means scoring it with
 rules that were not written while looking at it. The labelled pages (``data/README.md``) fall in two
@@ -24,6 +25,9 @@ rule was written on, and the markup-removed score is the visible-page path's alo
 
 **Not products**: pages that are no product page (the hand-labelled ones and ``not_products.jsonl.xz``,
 recipe pages of several hundred sites): a price or stock state on them is invented.
+
+**Split** (``--split dev|test``): every page's ``split`` comes from a hash of its site (``data/README.md``),
+so a rule is looked for on ``dev`` pages only and judged on ``test`` pages, whose sites prompted none.
 
 Intervals: 95%, by resampling sites (``site_intervals.py``), the unit a new set of shops varies by.
 """
@@ -135,6 +139,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     labelled = list(labelled_pages())
     declared = declared_pages(args.declared, {page["site"] for page in labelled})
     pages = [*labelled, *declared, *not_product_pages()]
+    if args.split:
+        pages = [page for page in pages if page.get("split") == args.split]
     with tempfile.TemporaryDirectory(prefix="dualplane-generalization-") as folder:
         copies = Path(folder, "pages.jsonl")
         with copies.open("w", encoding="utf-8") as out:
@@ -143,6 +149,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         runs = extractor_runs(args.baseline_ref, ["--pages", str(copies)])
     return {
         "baseline_ref": args.baseline_ref,
+        "split": args.split,
         "pages": _page_counts(pages),
         **{system: _report(pages, outputs, args.rounds) for system, outputs in runs.items()},
         "errors": _errors(pages, runs["ours"]) if args.errors else [],
@@ -218,7 +225,8 @@ def print_errors(errors: list[dict[str, Any]]) -> None:
 
 def print_report(report: dict[str, Any]) -> None:
     groups = ", ".join(f"{g}: {c['pages']} pages of {c['sites']} sites" for g, c in report["pages"].items())
-    print(f"product fields, leave-site-out ({groups})")
+    split = f", {report['split']} split only" if report.get("split") else ""
+    print(f"product fields, leave-site-out ({groups}{split})")
     print("P / R / F1 [F1's 95% site-bootstrap interval]; rates as errors/pages [95% interval]")
     for system in (name for name in ("ours", "before") if name in report):
         rows = report[system]
@@ -261,6 +269,7 @@ def main() -> None:
     parser.add_argument(
         "--declared", type=Path, default=DECLARED, help=f"declared-label pages, if built (default {DECLARED})"
     )
+    parser.add_argument("--split", choices=("dev", "test"), help="score only the pages of this split")
     parser.add_argument("--errors", action="store_true", help="also list each field ours gets wrong")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args()

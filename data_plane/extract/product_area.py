@@ -11,7 +11,7 @@ cards, carousels, navigation) are never read.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from selectolax.lexbor import LexborNode
 
@@ -67,6 +67,16 @@ _NOT_THE_PRICE = re.compile(
     r"prezzo di listino|precio (?:anterior|de lista)|adviesprijs|van\b)",
     re.I,
 )
+# A price element whose text opens with one of these labels shows the price to pay now, beside a former
+# one that nothing marks as former (gap.com's ``product-price--markdown`` "$64.95", then "Now $52.00"),
+# the amount right after the label.
+_TO_PAY = re.compile(
+    r"^\W*(?:now|sale(?: price)?|our price|special price|offer price|jetzt|maintenant|ahora)\b"
+    r"[\s:]*(?:[^\w\s]{1,3}\s?|[A-Z]{3}\s?)?\d",  # the amount right after: "Sale (Save $120)" is a saving
+    re.I,
+)
+TO_PAY_LOOKAHEAD = 3
+"""How many price elements after the first a labelled price to pay is looked for among."""
 _UNIT_AFTER = re.compile(
     r"\s*(?:per|pro|je|par|por|за)\s+\w|\s*/\s*(?:\d+\s*)?(?:kg|g|l|ml|cl|m|m2|m²|lb|oz|ft|unit|pc|stk|st)\b",
     re.I,
@@ -234,12 +244,24 @@ def _price_element(
     # own price-class element) must not be read from its innermost part alone ("99"). Cards are looked
     # for only on the way, node by node: a listing has hundreds of price elements.
     with_currency = {node.mem_id: price for node, price in priced if price.currency is not None}
-    for node in innermost(node for node, _ in priced if node.mem_id in with_currency):
+    listed = innermost(node for node, _ in priced if node.mem_id in with_currency)
+    for at, node in enumerate(listed):
         if outside_cards(node):
-            return with_currency[node.mem_id]
+            after = listed[at + 1 : at + 1 + TO_PAY_LOOKAHEAD]
+            return with_currency[_to_pay(node, after, outside_cards).mem_id]
     prices = {node.mem_id: price for node, price in priced}
     inner = innermost(node for node, _ in priced)
     return next((prices[node.mem_id] for node in inner if outside_cards(node)), None)
+
+
+def _to_pay(
+    first: LexborNode, after: list[LexborNode], outside_cards: Callable[[LexborNode], bool]
+) -> LexborNode:
+    """``first``, unless it is unlabelled and one of the next few price elements is labelled the price to
+    pay now ("Now $52.00", "Sale price $9.99"): that one is what the buyer pays."""
+    if _TO_PAY.match(line(first)):
+        return first
+    return next((node for node in after if _TO_PAY.match(line(node)) and outside_cards(node)), first)
 
 
 def _shown_price(node: LexborNode) -> Price | None:

@@ -211,3 +211,37 @@ def test_a_struck_or_former_price_is_not_the_price(former: str) -> None:
     html = f"""<html><body><div class="product"><h1>L-Shaped Desk</h1>{former}
     <span class="price_column">$179.99</span><button>Add to Cart</button></div></body></html>"""
     assert price_of(html) == (Decimal("179.9900"), "USD")
+
+
+@pytest.mark.parametrize(
+    ("former", "to_pay", "expected"),
+    [
+        (
+            '<h5 class="product-price--markdown">$64.95</h5>',
+            '<h5 class="product-price">Now $52.00</h5>',
+            "52.00",
+        ),
+        (
+            '<span class="price--line-through">8,99 €</span>',
+            '<span class="price">jetzt 7,49 €</span>',
+            "7.49",
+        ),
+        ('<span class="price">$80.00</span>', '<span class="price">Sale price: $64.00</span>', "64.00"),
+    ],
+)
+def test_a_price_labelled_as_the_one_to_pay_now_wins_over_an_unmarked_former_one(
+    former: str, to_pay: str, expected: str
+) -> None:
+    # gap.com: "$64.95" in a class that says nothing of a former price, then "Now $52.00"; ebrosia.de's
+    # "jetzt 7,49 €" after "8,99 €", a page the rule was not written on, read so too.
+    html = f"""<html><body><div class="product"><h1>Linen Shirt</h1>{former}{to_pay}
+    <button>Add to Cart</button></div></body></html>"""
+    assert price_of(html)[0] == Decimal(expected)
+
+
+def test_a_sale_label_over_a_saving_is_no_price_to_pay() -> None:
+    # officedepot.com: "Sale (Save $120)" after the price $179.99.
+    html = """<html><body><div class="product"><h1>L-Shaped Desk</h1><span class="price_column">$179.99</span>
+    <span class="price_column red_price">Sale (Save $120)</span><button>Add to Cart</button>
+    </div></body></html>"""
+    assert price_of(html) == (Decimal("179.9900"), "USD")
