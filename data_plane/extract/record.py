@@ -48,8 +48,10 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.5.1"
-"""1.5.1: a price labelled as the one to pay now ("Now $52.00", "jetzt 7,49 €") right after an unmarked
+EXTRACTOR_VERSION = "1.5.2"
+"""1.5.2: a page signed by a tool in a comment before its ``<html>`` (Maven's Doxia, Javadoc 1.x) is read as
+documentation, as one whose footer says so is.
+1.5.1: a price labelled as the one to pay now ("Now $52.00", "jetzt 7,49 €") right after an unmarked
 one is the price. 1.5.0: a page whose footer names the tool that made it, and that marks no article, is
 read as documentation. 1.4.6: a struck or former-price element (``<del>``, class ``strike`` or
 ``old-price``) is not the price. 1.4.5: a link to ``/cart/add`` or ``?add-to-cart=ID`` is an

@@ -68,3 +68,14 @@ def test_the_warm_up_makes_the_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(stoplist, "lowered", lambda words: made.append(words) or real(words))
     _trafilatura.warm_up()
     assert made == [external.JT_STOPLIST]
+
+
+def test_after_the_warm_up_no_page_makes_a_stoplist() -> None:
+    # define_stoplist's cache is keyed by its argument: our set needs its own entry, made by the warm-up,
+    # not by the first page that asks jusText (30-70 ms of that page's CPU). The cache is emptied first, as
+    # in a new process: an earlier test's page may have filled it.
+    justext_core.define_stoplist.cache_clear()
+    _trafilatura.warm_up()
+    misses = justext_core.define_stoplist.cache_info().misses
+    assert text._trafilatura_text(REDIRECT, "https://docs.example/p.html") is not None
+    assert justext_core.define_stoplist.cache_info().misses == misses
