@@ -114,6 +114,11 @@ def main() -> None:
         type=int,
         help="a second row: one cooldown after any block without Retry-After, not the per-outcome defaults",
     )
+    parser.add_argument(
+        "--probe-backoff-max",
+        type=int,
+        help="a second row: failed probes onto a known limit wait up to recovery_s x 2^this (shipped: 2)",
+    )
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--combine", type=Path, nargs="+", help="plot these runs' .json together into --out's .png; no run"
@@ -126,7 +131,7 @@ def main() -> None:
     spec = replace(
         LoopSpec(), max_rps=args.max_rps, blocking_s=args.blocking_s, relaxed_s=args.relaxed_s,
         mode=args.mode, retry_after_s=args.retry_after, tuned=args.tuned,
-        cooldown_base_ms=args.cooldown_base_ms,
+        cooldown_base_ms=args.cooldown_base_ms, probe_backoff_max=args.probe_backoff_max,
     )  # fmt: skip
     with tempfile.TemporaryDirectory() as work_dir:
         settings = loop_settings(Settings.from_env(), spec, Path(work_dir))

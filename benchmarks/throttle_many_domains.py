@@ -35,12 +35,23 @@ def main() -> None:
     )
     parser.add_argument("--duration-s", type=float, default=90.0)
     parser.add_argument("--healthy", type=int, default=45)
+    parser.add_argument(
+        "--healthy-every-s", type=float, default=4.0,
+        help="a page of each healthy host every this many seconds (0: all of them at once)",
+    )  # fmt: skip
+    parser.add_argument("--healthy-crawl-delay-s", type=float, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as work_dir:
         settings = many_settings(Settings.from_env(), Path(work_dir))
         try:
-            series = run_many(settings, duration_s=args.duration_s, healthy=args.healthy)
+            series = run_many(
+                settings,
+                duration_s=args.duration_s,
+                healthy=args.healthy,
+                healthy_every_s=args.healthy_every_s or None,
+                healthy_crawl_delay_s=args.healthy_crawl_delay_s,
+            )
         finally:
             drop_namespace(settings)
     end_s = int(args.duration_s)
@@ -54,6 +65,7 @@ def main() -> None:
             "mean_rps": round(statistics.mean(rates), 2) if rates else None,
             "min_rps": min(rates, default=None),
             "max_rps": max(rates, default=None),
+            "offered_rps": healthy[0]["offered_rps"] if healthy else None,
             "throttled": sum(1 for r in healthy if r["throttled"]),
         },
     }

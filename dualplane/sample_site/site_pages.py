@@ -81,13 +81,15 @@ def render_not_found(page: Page) -> str:
 
 
 def robots_txt(spec: SiteSpec, host: int) -> str:
+    crawl_delay = f"Crawl-delay: {spec.crawl_delay_s:g}\n" if spec.crawl_delay_s else ""
     return (
         "# Sample site: be polite.\n"
         "User-agent: BadBot\n"
         "Disallow: /\n\n"
         "User-agent: *\n"
         f"Disallow: {DISALLOWED_PREFIX}\n"
-        "Allow: /\n\n"
+        "Allow: /\n"
+        f"{crawl_delay}\n"
         f"Sitemap: {spec.origin(host)}/sitemap.xml\n"
     )
 

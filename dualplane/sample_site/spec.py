@@ -97,6 +97,8 @@ class SiteSpec:
     ones (see :mod:`dualplane.sample_site.facets`); a crawl needs a budget or trap limits there.
     ``consent_hosts`` / ``login_hosts``: hosts whose pages need a consent form's region cookie, or
     whose product pages need a login's session cookie (see :mod:`dualplane.sample_site.sessions`).
+    ``crawl_delay_s``: every host's robots.txt asks for this ``Crawl-delay`` (None: none), so a
+    polite crawler's rate there is bound by the site, not by the crawler's capacity.
     """
 
     seed: int = 7
@@ -111,6 +113,7 @@ class SiteSpec:
     faceted_hosts: tuple[int, ...] = ()
     consent_hosts: tuple[int, ...] = ()
     login_hosts: tuple[int, ...] = ()
+    crawl_delay_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.hosts < 1:
@@ -119,6 +122,8 @@ class SiteSpec:
             raise SampleSiteError(f"pages_per_host must be >= 1, got {self.pages_per_host}")
         if self.latency_ms < 0:
             raise SampleSiteError(f"latency_ms must be >= 0, got {self.latency_ms}")
+        if self.crawl_delay_s is not None and not self.crawl_delay_s > 0:
+            raise SampleSiteError(f"crawl_delay_s must be > 0 (or None), got {self.crawl_delay_s}")
         if self.anti_bot is not None and self.anti_bot.hosts is not None:
             unknown = [host for host in self.anti_bot.hosts if not 0 <= host < self.hosts]
             if unknown:

@@ -58,6 +58,9 @@ class LoopSpec:
     # or a 403), in ms, instead of the per-outcome DUALPLANE_THROTTLE_COOLDOWN_CHALLENGE_MS and
     # _COOLDOWN_BASE_MS defaults (2000: the single cooldown shipped before them). None: the defaults.
     cooldown_base_ms: int | None = None
+    # A second row: probes onto a known limit wait up to recovery_s x 2^this after failing
+    # (DUALPLANE_THROTTLE_PROBE_BACKOFF_MAX; 2, i.e. 16 s, shipped). None: the default.
+    probe_backoff_max: int | None = None
     threshold: float = 0.05  # the shipped default; the tuned row sets it too
     settle_s: float = 30.0  # the first seconds, where the fleet finds the limit, are not "held"
 
@@ -79,6 +82,8 @@ class LoopSpec:
             return "tuned: 6 s windows, 1 s steps"
         if self.cooldown_base_ms is not None:
             return f"defaults, but one {self.cooldown_base_ms} ms cooldown without Retry-After"
+        if self.probe_backoff_max is not None:
+            return f"defaults, but probe waits up to recovery_s x 2^{self.probe_backoff_max}"
         return "shipped defaults"
 
     def throttle(self, base: ThrottleSettings) -> ThrottleSettings:
@@ -88,6 +93,8 @@ class LoopSpec:
             defaults = ThrottleSettings.model_construct()  # every field at its default, no env read
             if self.cooldown_base_ms is not None:
                 own["cooldown_base_ms"] = own["cooldown_challenge_ms"] = self.cooldown_base_ms
+            if self.probe_backoff_max is not None:
+                own["probe_backoff_max"] = self.probe_backoff_max
             return base.model_copy(update={**defaults.model_dump(), **own, "app_id": base.app_id})
         return base.model_copy(
             update={

@@ -8,12 +8,14 @@ import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from decimal import Decimal
 from html import unescape
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from protego import Protego
 
 from dualplane.sample_site import (
     ProductTruth,
@@ -182,6 +184,15 @@ def test_robots_disallows_private_and_points_at_the_sitemap() -> None:
 
     assert "User-agent: *\nDisallow: /private/\n" in robots
     assert "Sitemap: http://127.0.0.1:8102/sitemap.xml" in robots
+    assert "Crawl-delay" not in robots
+
+
+def test_robots_asks_for_the_specs_crawl_delay_as_protego_reads_it() -> None:
+    robots = _page(SiteModel(replace(SPEC, crawl_delay_s=15)), "http://127.0.0.1:8102/robots.txt")
+
+    assert Protego.parse(robots).crawl_delay("dualplane") == 15.0
+    with pytest.raises(SampleSiteError, match="crawl_delay_s"):
+        replace(SPEC, crawl_delay_s=0)
 
 
 def test_reachability_skips_private_404s_and_redirect_sources() -> None:
