@@ -42,7 +42,8 @@ def extract_product(
 
     A page is a product page when its structured data declares a Product (or ``og:type`` product), or,
     with ``heuristics``, when its markup shows a price together with a SKU, an element about stock or
-    an add-to-cart control (a stock phrase in running text is not enough: articles quote them); with
+    an add-to-cart control (a stock phrase in running text is not enough: articles quote them), or no
+    price but an enabled control of a form that posts one product to the cart; with
     ``heuristics``, not when its structured data names several products and none is its heading (a
     listing). Without ``heuristics`` only structured data is read: the extruct-only baseline of the
     benchmark.
@@ -89,6 +90,8 @@ def _lists_products(page: Markup, data: Structured) -> bool:
 
 def _looks_like_one(shown: MarkupProduct) -> bool:
     fields = shown.fields
+    if shown.ordered:  # no price printed, but a form that orders one product: its stock only, if enabled
+        return shown.signals.button == "enabled"
     return fields.price is not None and (
         fields.sku is not None or shown.buy_button or shown.signals.statement is not None
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 
 from selectolax.lexbor import LexborNode
 
+from dualplane.data_plane.extract.availability import availability_in
 from dualplane.data_plane.extract.markup import ancestors, innermost, line, words
 from dualplane.data_plane.extract.prices import Price, amount_of, find_currency, names_currency, parse_price
 
@@ -367,13 +368,15 @@ def links_away(node: LexborNode, scope: LexborNode) -> bool:
 
 def _currency_amount(area_text: str) -> Price | None:
     """The first amount written next to its currency; an amount and a currency in blocks of their own
-    ("870" then a currency's abbreviation, "$" then "30.99") are read together."""
+    ("870" then a currency's abbreviation, "$" then "30.99") are read together, unless the amount's line
+    states stock ("72 in stock"): that number counts items."""
     lines = [text_line for text_line in area_text.splitlines() if text_line.strip()]
     for index, text_line in enumerate(lines):
         if not _DIGIT.search(text_line):  # no amount (parse_price gives None): most lines of an article
             continue
         found = parse_price(text_line)
-        if found is not None and found.currency is None:
+        # "72 in stock" below a "Price: $" whose digits are drawn by CSS sprites: a count of items, no amount
+        if found is not None and found.currency is None and availability_in(text_line) is None:
             before = lines[index - 1] if index else ""
             after = lines[index + 1] if index + 1 < len(lines) else ""
             if _only_currency(after):

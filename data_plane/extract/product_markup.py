@@ -20,6 +20,7 @@ from dualplane.data_plane.extract.availability_decision import (
     StockSignals,
     decide,
 )
+from dualplane.data_plane.extract.cart_forms import cart_form_submits
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.identifiers import gtin_of, sku_of
 from dualplane.data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
@@ -107,12 +108,15 @@ class MarkupProduct:
     signals: StockSignals = field(default_factory=StockSignals)
     labelled_sku: str | None = None
     """An item number printed after its label ("SKU: …", "Art.-Nr. …"), the visible one."""
+    ordered: bool = False
+    """No price is printed, but a form posts this product to the cart: a product page without a price."""
 
 
 def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> MarkupProduct:
     """The product the page's markup shows; empty fields where it shows nothing recognisable.
 
-    Unless the page ``declared`` a product in structured data, a page without a price, or with a price
+    Unless the page ``declared`` a product in structured data, a page without a price (and without a form
+    that posts one product to the cart, :mod:`~data_plane.extract.cart_forms`), or with a price
     but neither an item number nor an add-to-cart control nor a stock statement, is not read any further
     (its fields stay empty): most pages are not product pages, and this keeps them cheap. Stock statements, an
     add-to-cart control and an item number are looked for in the product's area first, then in the
@@ -120,7 +124,9 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
     """
     main = page.main(headed=True)
     scope, price = area_and_price(main)
-    if price is None and not declared:
+    # A form that posts one product to the cart is an order control on a page of one product, even where
+    # the page prints no price (drawn by a script or by CSS sprites): its stock is still read.
+    if price is None and not declared and not cart_form_submits(main):
         return MarkupProduct(ProductFields(), buy_button=False)
     area_text = clean(own_text(scope, None))
     currency = price.currency if price else None
@@ -161,7 +167,7 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
         brand=_brand(scope, area_text),
         images=tuple(_images(page, scope, base_url)),
     ).from_source("markup", seen=("availability",) if signals != StockSignals() else ())
-    return MarkupProduct(fields, sells, signals=signals, labelled_sku=labelled)
+    return MarkupProduct(fields, sells, signals=signals, labelled_sku=labelled, ordered=price is None)
 
 
 def _one(values: Iterator[str]) -> str | None:
@@ -318,13 +324,16 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
     state, and the stock its label states ("Sold out" on a disabled Shopify button whose id says
     "AddToCart").
 
-    ``enabled`` when one shown control takes orders; ``disabled`` when every one is disabled (the
+    A form's submit control counts when the form posts this product to the cart
+    (:mod:`~data_plane.extract.cart_forms`), whatever its label. ``enabled`` when one shown control takes
+    orders; ``disabled`` when every one is disabled (the
     ``disabled`` attribute, ``aria-disabled``, a class saying so) or labelled with an out-of-stock phrase.
     A form or a box whose class or id says "add to cart" shows the page sells the product, but only a
     control (a button, an input, a link) has a state: the box may hold a disabled one, or only a label.
     """
     controls = [node for node in scope.css(BUY_CONTROLS) if _buy_label(node)]
     controls += [node for node in scope.css(BUY_IMAGES) if _buy_image(node)]
+    controls += cart_form_submits(scope)  # labelled in any words: the form says it orders this product
     shown = [node for node in controls if not elsewhere(node, scope) and not unseen_within(node)]
     pressed = [node for node in shown if node.tag in CONTROL_TAGS] or [
         node for node in shown if node.tag in DRAWN_TAGS and _labelled_only(node)

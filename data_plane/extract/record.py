@@ -48,8 +48,11 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.5.2"
-"""1.5.2: a page signed by a tool in a comment before its ``<html>`` (Maven's Doxia, Javadoc 1.x) is read as
+EXTRACTOR_VERSION = "1.5.3"
+"""1.5.3: the submit control of a form that posts one product to the cart is an add-to-cart control
+whatever its label ("Buy!"), and gives a page that prints no price its stock; "72 in stock" under a
+currency alone is a count, not a price.
+1.5.2: a page signed by a tool in a comment before its ``<html>`` (Maven's Doxia, Javadoc 1.x) is read as
 documentation, as one whose footer says so is.
 1.5.1: a price labelled as the one to pay now ("Now $52.00", "jetzt 7,49 €") right after an unmarked
 one is the price. 1.5.0: a page whose footer names the tool that made it, and that marks no article, is
