@@ -19,6 +19,7 @@ from dualplane.data_plane.extract.text_route import (
     CONTENT_ELEMENTS,
     MIN_ELEMENT_WORDS,
     TextRoute,
+    _content_elements,
     documentation_page,
     main_element,
     preformatted_page,
@@ -139,6 +140,22 @@ def test_every_content_name_is_one_trafilatura_picks_first(selector: str) -> Non
     page = lxml_html.fromstring(f'<html><body><{tag} {attribute}="{value}"><p>Text</p></{tag}></body></html>')
     assert [element.tag for element in BODY_XPATH[0](page)] == [tag]
     assert _only(LexborHTMLParser(f'<{tag} {attribute}="{value}"></{tag}>').css(CONTENT_ELEMENTS)) == tag
+
+
+@pytest.mark.parametrize("selector", CONTENT_ELEMENTS.split(", "))
+def test_content_elements_are_judged_as_the_selector_matches_them(selector: str) -> None:
+    """The Python judgement main_element uses finds exactly the elements the selector list finds: each name
+    exact, inside a longer value, in another case, on another tag."""
+    parts = re.fullmatch(r"(\w+)\[(\w+)(\*?=)([\w-]+)\]", selector)
+    assert parts is not None
+    tag, attribute, _operator, word = parts.groups()
+    values = (word, f"x-{word}-y", f"a {word}", word.upper(), word[:-1])
+    html = "".join(
+        f'<{name} {attribute}="{value}"></{name}>' for name in (tag, "p", "article") for value in values
+    )
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    expected = {node.mem_id for node in tree.css(CONTENT_ELEMENTS)}
+    assert expected and {node.mem_id for node in _content_elements(tree)} == expected
 
 
 def _only(nodes: list[Any]) -> str | None:
