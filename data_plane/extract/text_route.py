@@ -7,6 +7,7 @@ compare). So it reads only what needs its judgement:
 - ``docs``: a page a documentation generator built (:data:`DOCS_MARKERS`), or one whose text is mostly
   preformatted (:func:`preformatted_page`: generated source code, an RFC, a plain-text report), is read
   by resiliparse, whose main content is nearly the whole page there (see :mod:`~data_plane.extract.text`);
+  where it finds too little, by trafilatura from the page's element as on route ``element``, else whole;
 - ``shop``: a product page (one product, no article in its structured data) is read by resiliparse
   too. Its record is judged by its product fields, which never come from the main text; trafilatura
   cost 100-670 ms of CPU on a large shop page (Amazon, Etsy, Wayfair), resiliparse 7-60;
@@ -131,7 +132,8 @@ class MainElement:
 
 @dataclass(frozen=True, slots=True)
 class TextRoute:
-    """The engine for a page's main text; ``element`` is what trafilatura reads on route ``element``."""
+    """The engine for a page's main text; ``element`` is what trafilatura reads on route ``element``, and on
+    route ``docs`` where resiliparse finds too little."""
 
     name: RouteName
     element: MainElement | None = None
@@ -145,7 +147,7 @@ def text_route(
     whether a documentation generator built it (:func:`documentation_page`), searched for in ``html``
     when not given."""
     if docs if docs is not None else DOCS_MARKERS.search(html):
-        return TextRoute("docs")
+        return TextRoute("docs", element)  # trafilatura reads the element where resiliparse finds little
     if product_page:
         return TextRoute("shop")
     return TextRoute("element", element) if element is not None else TextRoute("page")

@@ -204,6 +204,27 @@ def test_trafilatura_reads_the_whole_page_when_the_article_element_gives_nothing
     assert len(asked) == 2 and "<nav>" not in asked[0] and asked[1] == page
 
 
+def test_a_documentation_page_resiliparse_finds_little_of_goes_to_trafilatura_by_its_element(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where resiliparse finds too little, trafilatura reads the page's lone article element (Javadoc 17's
+    <main>, MkDocs Material's <article>), and the whole page only when that gives nothing."""
+    page = SPHINX.replace(
+        "<body></body>", f"<body><nav><a href='/'>Home</a></nav><article>{PARAGRAPH * 10}</article></body>"
+    )
+    route = route_of(page)
+    assert route.name == "docs" and route.element is not None
+    monkeypatch.setattr(text, "docs_text", lambda _html: None)
+    asked = _trafilatura_answers(
+        monkeypatch, {"<nav>": "the whole page's text", "<article>": "the element's text"}
+    )
+    assert main_text(page, URL, route=route) == "the element's text"
+    assert len(asked) == 1 and "<nav>" not in asked[0]
+    asked = _trafilatura_answers(monkeypatch, {"<nav>": "the whole page's text", "<article>": None})
+    assert main_text(page, URL, route=route) == "the whole page's text"
+    assert len(asked) == 2 and asked[1] == page
+
+
 def test_a_shop_page_is_read_without_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
     page = news_page(f"<main><h1>Lamp</h1>{PARAGRAPH * 5}</main>")
     asked = _trafilatura_answers(monkeypatch, {})
