@@ -78,8 +78,9 @@ def main_text(
     """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty.
 
     Read by the engine ``route`` names (:mod:`~data_plane.extract.text_route`; by default, a
-    documentation page by resiliparse and any other by trafilatura); where resiliparse or the article
-    element give nothing, trafilatura reads the whole page after all.
+    documentation page by resiliparse and any other by trafilatura); where resiliparse gives nothing,
+    trafilatura reads the route's element (a lone article or main element), and where that gives nothing
+    too, the whole page.
     Related-content tails and copyright lines that trafilatura keeps are cut by their wording, and
     teaser lines by the texts of the page's links, which ``link_texts`` gives when asked (only for a
     line that looks like a teaser; :func:`link_texts`, :mod:`~data_plane.extract.boilerplate`).
@@ -92,7 +93,9 @@ def main_text(
         text = docs_text(html)
     elif route.name == "shop":
         text = _plain_text(HTMLTree.parse(html), main_content=True) or None
-    elif route.element is not None:
+    if text is None and route.name != "shop" and route.element is not None:
+        # On a documentation page where resiliparse found too little, its lone article or main element
+        # (Javadoc 17's <main>, MkDocs Material's <article>) holds what trafilatura keeps of the whole page.
         text = _trafilatura_text(route.element.html, url)
     if text is None:
         text = _trafilatura_text(html, url)

@@ -7,6 +7,7 @@ compare). So it reads only what needs its judgement:
 - ``docs``: a page a documentation generator built (:data:`DOCS_MARKERS`), or one whose text is mostly
   preformatted (:func:`preformatted_page`: generated source code, an RFC, a plain-text report), is read
   by resiliparse, whose main content is nearly the whole page there (see :mod:`~data_plane.extract.text`);
+  where it finds too little, by trafilatura from the page's element as on route ``element``, else whole;
 - ``shop``: a product page (one product, no article in its structured data) is read by resiliparse
   too. Its record is judged by its product fields, which never come from the main text; trafilatura
   cost 100-670 ms of CPU on a large shop page (Amazon, Etsy, Wayfair), resiliparse 7-60;
@@ -75,6 +76,11 @@ trafilatura's first choice (``BODY_XPATH[0]`` in its ``xpaths.py``: ``post-conte
 ``article-body``...), case as there. On a page without an article or main element, trafilatura picks
 such an element first anyway; handed that element alone, it reads the same text on most pages for a
 third of the CPU."""
+_CONTENT_CANDIDATES = "div[class], div[id], section[class], section[id]"
+"""The elements :data:`CONTENT_ELEMENTS` may match, judged by :func:`_content_elements` in Python: Lexbor
+matches a list of 76 substring selectors against every element, 0.43 ms a documentation page (twice its
+parse) and 0.96 a news page; this query and the judgement cost 0.13 and 0.52, for the same elements (on
+every page of the dev, test, docs, large and documentation sites' sets)."""
 PREFORMATTED_SHARE = 0.5
 """A page with at least this share of its visible text (white space aside) inside ``<pre>`` is a listing.
 trafilatura's choice there is the listing itself, and its rules, run on every node, cost most where a
@@ -126,7 +132,8 @@ class MainElement:
 
 @dataclass(frozen=True, slots=True)
 class TextRoute:
-    """The engine for a page's main text; ``element`` is what trafilatura reads on route ``element``."""
+    """The engine for a page's main text; ``element`` is what trafilatura reads on route ``element``, and on
+    route ``docs`` where resiliparse finds too little."""
 
     name: RouteName
     element: MainElement | None = None
@@ -140,7 +147,7 @@ def text_route(
     whether a documentation generator built it (:func:`documentation_page`), searched for in ``html``
     when not given."""
     if docs if docs is not None else DOCS_MARKERS.search(html):
-        return TextRoute("docs")
+        return TextRoute("docs", element)  # trafilatura reads the element where resiliparse finds little
     if product_page:
         return TextRoute("shop")
     return TextRoute("element", element) if element is not None else TextRoute("page")
@@ -224,7 +231,9 @@ def main_element(tree: LexborHTMLParser) -> MainElement | None:
     a page hides until a script shows it, a long read's whole story on some sites; but an element pruned
     whole is no main element (:meth:`MainElement.shown_in`)."""
     for selector in (ARTICLE_ELEMENTS, MAIN_ELEMENTS, CONTENT_ELEMENTS):
-        element = _only_outermost(tree.css(selector))
+        element = _only_outermost(
+            _content_elements(tree) if selector == CONTENT_ELEMENTS else tree.css(selector)
+        )
         if element is not None:
             words = len(element.text(separator=" ").split())
             if words < MIN_ELEMENT_WORDS:
@@ -232,6 +241,21 @@ def main_element(tree: LexborHTMLParser) -> MainElement | None:
             html = f"<html><body>{element.html}</body></html>"
             return MainElement(html, words, selector, element.tag or "", dict(element.attributes))
     return None
+
+
+def _content_elements(tree: LexborHTMLParser) -> list[LexborNode]:
+    """The elements of ``tree`` that :data:`CONTENT_ELEMENTS` matches (an exact or a substring match of the
+    attribute's value, case as written, as Lexbor matches them); an element may be listed twice."""
+    found = []
+    for node in tree.css(_CONTENT_CANDIDATES):
+        attributes = node.attributes
+        classes, name = attributes.get("class"), attributes.get("id")
+        if (
+            classes is not None
+            and (classes in ("post", "entry") or any(w in classes for w in _CONTENT_CLASS_WORDS))
+        ) or (name is not None and (name == "articleContent" or any(w in name for w in _CONTENT_ID_WORDS))):
+            found.append(node)
+    return found
 
 
 def _only_outermost(nodes: list[LexborNode]) -> LexborNode | None:

@@ -19,6 +19,7 @@ from dualplane.data_plane.extract.text_route import (
     CONTENT_ELEMENTS,
     MIN_ELEMENT_WORDS,
     TextRoute,
+    _content_elements,
     documentation_page,
     main_element,
     preformatted_page,
@@ -141,6 +142,22 @@ def test_every_content_name_is_one_trafilatura_picks_first(selector: str) -> Non
     assert _only(LexborHTMLParser(f'<{tag} {attribute}="{value}"></{tag}>').css(CONTENT_ELEMENTS)) == tag
 
 
+@pytest.mark.parametrize("selector", CONTENT_ELEMENTS.split(", "))
+def test_content_elements_are_judged_as_the_selector_matches_them(selector: str) -> None:
+    """The Python judgement main_element uses finds exactly the elements the selector list finds: each name
+    exact, inside a longer value, in another case, on another tag."""
+    parts = re.fullmatch(r"(\w+)\[(\w+)(\*?=)([\w-]+)\]", selector)
+    assert parts is not None
+    tag, attribute, _operator, word = parts.groups()
+    values = (word, f"x-{word}-y", f"a {word}", word.upper(), word[:-1])
+    html = "".join(
+        f'<{name} {attribute}="{value}"></{name}>' for name in (tag, "p", "article") for value in values
+    )
+    tree = LexborHTMLParser(f"<html><body>{html}</body></html>")
+    expected = {node.mem_id for node in tree.css(CONTENT_ELEMENTS)}
+    assert expected and {node.mem_id for node in _content_elements(tree)} == expected
+
+
 def _only(nodes: list[Any]) -> str | None:
     return nodes[0].tag if len(nodes) == 1 else None
 
@@ -185,6 +202,27 @@ def test_trafilatura_reads_the_whole_page_when_the_article_element_gives_nothing
     asked = _trafilatura_answers(monkeypatch, {"<nav>": "the whole page's text", "<article>": None})
     assert main_text(page, URL, route=route_of(page)) == "the whole page's text"
     assert len(asked) == 2 and "<nav>" not in asked[0] and asked[1] == page
+
+
+def test_a_documentation_page_resiliparse_finds_little_of_goes_to_trafilatura_by_its_element(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where resiliparse finds too little, trafilatura reads the page's lone article element (Javadoc 17's
+    <main>, MkDocs Material's <article>), and the whole page only when that gives nothing."""
+    page = SPHINX.replace(
+        "<body></body>", f"<body><nav><a href='/'>Home</a></nav><article>{PARAGRAPH * 10}</article></body>"
+    )
+    route = route_of(page)
+    assert route.name == "docs" and route.element is not None
+    monkeypatch.setattr(text, "docs_text", lambda _html: None)
+    asked = _trafilatura_answers(
+        monkeypatch, {"<nav>": "the whole page's text", "<article>": "the element's text"}
+    )
+    assert main_text(page, URL, route=route) == "the element's text"
+    assert len(asked) == 1 and "<nav>" not in asked[0]
+    asked = _trafilatura_answers(monkeypatch, {"<nav>": "the whole page's text", "<article>": None})
+    assert main_text(page, URL, route=route) == "the whole page's text"
+    assert len(asked) == 2 and asked[1] == page
 
 
 def test_a_shop_page_is_read_without_trafilatura(monkeypatch: pytest.MonkeyPatch) -> None:
