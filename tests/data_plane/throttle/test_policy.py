@@ -437,6 +437,7 @@ def test_invariants_hold_on_random_traffic(seed: int) -> None:
     state = CONFIG.initial_state()
     last_change_step = None
     rates = {state.rate_rps}
+    concurrencies = {state.concurrency}
     for now_s, counts in random_traffic(rng, 300):
         decision = decide(counts, state, CONFIG, now_s=now_s, rng=rng, budget=budget,
                           priority=rng.choice(["low", "normal"]))  # fmt: skip
@@ -445,6 +446,7 @@ def test_invariants_hold_on_random_traffic(seed: int) -> None:
         assert CONFIG.base_delay_ms <= state.delay_ms < 2**31
         assert state.rate_rps is None or state.rate_rps > 0
         rates.add(state.rate_rps)
+        concurrencies.add(state.concurrency)
         if command is None:
             continue
         assert (command.concurrency, command.delay_ms, command.paused) == (
@@ -455,6 +457,8 @@ def test_invariants_hold_on_random_traffic(seed: int) -> None:
             assert step != last_change_step, "two changes in one window step"
         last_change_step = step
     assert len(rates) > 3, f"random traffic barely moved the rate: {rates}"
+    # The bounds above were put to the test: the run backed off below the ceiling at least once.
+    assert min(concurrencies) < CONFIG.ceiling, f"random traffic never lowered concurrency: {concurrencies}"
 
 
 def test_decisions_are_deterministic_for_a_seeded_rng() -> None:
