@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/product_generalization.py --baseline-ref main  # before/after, same run
     .venv/bin/python benchmarks/product_generalization.py --json
     .venv/bin/python benchmarks/product_generalization.py --split dev   # find failure classes here only
+    .venv/bin/python benchmarks/product_generalization.py --split test --baseline-ref main --changes
 
 The extractor's product rules are hand-written, not trained, so leaving a site out means scoring it with
 rules that were not written while looking at it. The labelled pages (``data/README.md``) fall in two
@@ -153,6 +154,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "pages": _page_counts(pages),
         **{system: _report(pages, outputs, args.rounds) for system, outputs in runs.items()},
         "errors": _errors(pages, runs["ours"]) if args.errors else [],
+        "changes": _changes(pages, runs) if args.changes else [],
     }
 
 
@@ -178,6 +180,26 @@ def _errors(pages: list[dict[str, Any]], outputs: dict[str, Output]) -> list[dic
                     {"group": page["group"], "variant": variant, "id": page["id"], "field": name,
                      "kind": kind, "label": meant, "ours": said}
                 )  # fmt: skip
+    return found
+
+
+def _changes(pages: list[dict[str, Any]], runs: dict[str, dict[str, Output]]) -> list[dict[str, Any]]:
+    """Every page copy whose product fields differ between ``before`` and ``ours``, scored or not: a
+    rule is judged by each page it touches, also the fields a declared label leaves out and the pages
+    that are no product page (where only an invented value could change)."""
+    found: list[dict[str, Any]] = []
+    for page in pages:
+        variants = VARIANTS if page["group"] != "not products" else VARIANTS[:1]
+        for variant in variants:
+            key = f"{page['id']}#{variant}"
+            ours, before = ((runs[name].get(key) or {}).get("product") or {} for name in ("ours", "before"))
+            for name in PRODUCT_FIELDS:
+                if ours.get(name) != before.get(name):
+                    found.append(
+                        {"group": page["group"], "variant": variant, "id": page["id"], "field": name,
+                         "label": page["truth"].get(name, "(none)"), "before": before.get(name),
+                         "ours": ours.get(name)}
+                    )  # fmt: skip
     return found
 
 
@@ -221,6 +243,13 @@ def print_errors(errors: list[dict[str, Any]]) -> None:
     print("\nerrors: " + " | ".join(keys))
     for error in errors:
         print("  " + " | ".join(str(error[key]) for key in keys))
+
+
+def print_changes(changes: list[dict[str, Any]]) -> None:
+    keys = ("group", "variant", "field", "id", "label", "before", "ours")
+    print(f"\nchanged fields ({len(changes)}): " + " | ".join(keys))
+    for change in changes:
+        print("  " + " | ".join(str(change[key]) for key in keys))
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -271,8 +300,15 @@ def main() -> None:
     )
     parser.add_argument("--split", choices=("dev", "test"), help="score only the pages of this split")
     parser.add_argument("--errors", action="store_true", help="also list each field ours gets wrong")
+    parser.add_argument(
+        "--changes",
+        action="store_true",
+        help="with --baseline-ref: list every field that differs from the baseline, scored or not",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args()
+    if args.changes and not args.baseline_ref:
+        parser.error("--changes compares with a baseline: give --baseline-ref REF as well")
     logging.getLogger("trafilatura").setLevel(logging.ERROR)
     report = measure(args)
     if args.json:
@@ -281,6 +317,8 @@ def main() -> None:
         print_report(report)
         if args.errors:
             print_errors(report["errors"])
+        if args.changes:
+            print_changes(report["changes"])
 
 
 def _plain(value: Any) -> Any:

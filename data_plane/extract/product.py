@@ -5,7 +5,8 @@ Sources, most trusted first: JSON-LD, microdata, RDFa, OpenGraph/product meta ta
 (:mod:`~data_plane.extract.embedded_state`), then markup heuristics
 (:mod:`~data_plane.extract.product_markup`). Each field takes the first source that has it and
 records which one that was; an item id in the page's own URL that the page also prints is the last
-resort for the SKU (:mod:`~data_plane.extract.url_sku`). An item number printed next to its label
+resort for the SKU (:mod:`~data_plane.extract.url_sku`), then the id its cart form posts, where the page
+prints that (:func:`~data_plane.extract.cart_forms.ordered_ids`). An item number printed next to its label
 ("Art.-Nr. 4711") overrides a published ``sku``, since the page shows it to the buyer now.
 Availability weighs the product's own stock signals (:mod:`~data_plane.extract.availability_decision`):
 a published state stands unless a visible statement about the product contradicts it, and
@@ -17,14 +18,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dualplane.data_plane.extract.availability_decision import decide
+from dualplane.data_plane.extract.cart_forms import ordered_ids
 from dualplane.data_plane.extract.embedded_state import embedded_product
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.markup import Markup, text
+from dualplane.data_plane.extract.product_area import own_text
 from dualplane.data_plane.extract.product_markup import MarkupProduct, markup_product
 from dualplane.data_plane.extract.product_tracking import tracked_sku
 from dualplane.data_plane.extract.schema_org import structured_product
 from dualplane.data_plane.extract.structured import Structured
-from dualplane.data_plane.extract.url_sku import printed_url_id
+from dualplane.data_plane.extract.url_sku import printed_id, printed_url_id
 
 LISTED_PRODUCTS = 3
 """Structured data naming this many different products, none of them the page's heading, is a listing's."""
@@ -66,9 +69,16 @@ def extract_product(
     fields = _visible_first(fields, shown).or_else(shown.fields.replaced(None, availability=None))
     if fields.sku is None and html and (sku := tracked_sku(html)):
         fields = fields.replaced("embedded-json", sku=sku)
-    shown_text = text(page.main(headed=True)) if fields.sku is None else ""
-    if fields.sku is None and (sku := printed_url_id(base_url, shown_text, fields.name or shown.fields.name)):
+    main = page.main(headed=True)
+    shown_text = text(main) if fields.sku is None else ""
+    name = fields.name or shown.fields.name
+    if fields.sku is None and (sku := printed_url_id(base_url, shown_text, name)):
         fields = fields.replaced("markup", sku=sku)  # the page prints it: shown, as a labelled one is
+    posted = ordered_ids(main) if fields.sku is None else ()
+    # Printed where a buyer sees it: shops hand their cart's internal id to scripts in hidden elements
+    # (Nosto's display:none product tag on a Magento page), which the URL's ids are not.
+    if posted and (sku := printed_id(posted, own_text(main, None, shown=True), name)):
+        fields = fields.replaced("markup", sku=sku)  # the id its cart knows it by, printed on the page
     return fields
 
 

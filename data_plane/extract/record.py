@@ -48,8 +48,10 @@ from dualplane.data_plane.extract.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.5.4"
-"""1.5.4: a documentation page whose main content resiliparse finds too short is read by trafilatura from its
+EXTRACTOR_VERSION = "1.5.5"
+"""1.5.5: where nothing else gives a SKU, the id the product's cart form posts is its SKU when the page
+shows it to a buyer ("Product ID: VBAG" beside ``<input type="hidden" name="id" value="VBAG">``).
+1.5.4: a documentation page whose main content resiliparse finds too short is read by trafilatura from its
 lone article or main element, as a news page is, before the whole page (no record of the 1,949 pages of
 the benchmark sets changes; on other pages one may).
 1.5.3: the submit control of a form that posts one product to the cart is an add-to-cart control

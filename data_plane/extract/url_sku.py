@@ -16,7 +16,7 @@ more (a word is never one, a four-digit year never).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from urllib.parse import unquote, urlsplit
 
 from dualplane.data_plane.extract.identifiers import sku_of
@@ -48,10 +48,17 @@ def _looks_like_id(piece: str) -> bool:
 
 def printed_url_id(url: str, shown_text: str, name: str | None = None) -> str | None:
     """The first of ``url``'s ids (:func:`url_ids`) that ``shown_text`` prints as a whole token and that
-    is not part of the product's ``name``: an id in the name ("Dolce & Gabbana DG 4249") is the model's
-    number, which the labelling rules and buyers tell apart from the shop's item number."""
+    is not part of the product's ``name`` (:func:`printed_id`)."""
+    return printed_id(url_ids(url), shown_text, name)
+
+
+def printed_id(candidates: Iterable[str], shown_text: str, name: str | None = None) -> str | None:
+    """The first of ``candidates`` (ids the page's own address or cart form carries) that ``shown_text``
+    prints as a whole token and that is not part of the product's ``name``: an id in the name ("Dolce &
+    Gabbana DG 4249") is the model's number, which the labelling rules and buyers tell apart from the
+    shop's item number."""
     named = _ALNUM.sub("", name or "").casefold()
-    for candidate in url_ids(url):
+    for candidate in candidates:
         if named and _ALNUM.sub("", candidate).casefold() in named:
             continue
         if re.search(rf"(?<![\w.-]){re.escape(candidate)}(?![\w-]|\.\w)", shown_text):
