@@ -90,6 +90,10 @@ DOC_SITES = (
     # test3: added in the tenth CPU round, its figures taken on main before any rule was looked for.
     _site("rust-cookbook", "mdBook 0.5.3 (2026)", "test3", "rust-lang-nursery/rust-cookbook",
           "9c75edcb12544dc1fcb0408604cf0c7aa74b5059", "", "CC0-1.0"),
+    _site("kit", "YARD 0.9.25 with Kit::Doc, ExDoc's theme (Ruby, 2020)", "test3", "rubykit/kit",
+          "11d97e321b7678fb34a3ec03fe18d1309c83b55b", "", "MIT", include=r"/edge/"),
+    _site("htdp-universe", "JSDoc 4.0.2, default template (2024)", "test3", "leiDnedyA/htdp-universe-js",
+          "2bbb13db73dd428a1147eccfb46008d24cb4d1df", "docs", "MIT or Apache-2.0"),
 )  # fmt: skip
 
 
