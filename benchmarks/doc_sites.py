@@ -6,7 +6,8 @@ costs as much as trafilatura alone there. These sites are built documentation co
 repositories (gh-pages branches, committed ``docs/html``), pinned like ``real_sites.py``'s and unpacked
 from the same kind of snapshot into ``--cache-dir``. Each is in one split: rules are tuned on ``dev``
 sites and reported on ``test`` sites, so a rule that helps only where it was written shows it;
-``test2`` sites were added after the rules of the others were written (and the ``test`` sites profiled).
+``test2`` sites were added after the rules of the others were written (and the ``test`` sites profiled);
+``test3`` after those of ``test2`` were, and measured before any rule was looked for on it.
 
     .venv/bin/python benchmarks/doc_sites.py                       # unpack, pages and MB per site
     PYTHONPATH=. .venv/bin/python benchmarks/extraction_speed.py --sets docsites-dev,docsites-test
@@ -25,7 +26,7 @@ from typing import Any
 from real_sites import DEFAULT_MIRROR_ROOT, MirrorSite, build
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "dualplane" / "doc-sites"
-SPLITS = ("dev", "test", "test2")
+SPLITS = ("dev", "test", "test2", "test3")
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,13 @@ DOC_SITES = (
           "c25b5101df20e910df8bab79736cc3a295d112e0", "", "Apache-2.0"),
     _site("openxrprovider", "Doxygen 1.8.15", "test2", "1runeberg/OpenXRProvider",
           "89228dfee33b6dd7b4899e04f2a13c29968cc448", "docs/html", "MIT", include=r"^(?!search/)"),
+    # test3: added in the tenth CPU round, its figures taken on main before any rule was looked for.
+    _site("rust-cookbook", "mdBook 0.5.3 (2026)", "test3", "rust-lang-nursery/rust-cookbook",
+          "9c75edcb12544dc1fcb0408604cf0c7aa74b5059", "", "CC0-1.0"),
+    _site("kit", "YARD 0.9.25 with Kit::Doc, ExDoc's theme (Ruby, 2020)", "test3", "rubykit/kit",
+          "11d97e321b7678fb34a3ec03fe18d1309c83b55b", "", "MIT", include=r"/edge/"),
+    _site("htdp-universe", "JSDoc 4.0.2, default template (2024)", "test3", "leiDnedyA/htdp-universe-js",
+          "2bbb13db73dd428a1147eccfb46008d24cb4d1df", "docs", "MIT or Apache-2.0"),
 )  # fmt: skip
 
 
