@@ -11,8 +11,8 @@ reported. The tests run in file
 order against one stack (module fixture); the images are the compose test's
 (``scripts/compose-local.sh prepare``, the app image of this checkout).
 
-Run it with ``DUALPLANE_TEST_OPT_IN=1 pytest tests/docker/test_cluster_node_loss.py -s`` (about 8
-minutes here, 2 of them for the cluster to come up; the retry relay in each fetcher hands the delay
+Run it with ``DUALPLANE_TEST_OPT_IN=1 pytest tests/docker/test_cluster_node_loss.py -s`` (8 to 13
+minutes here, 2 to 4 of them for the cluster to come up; the retry relay in each fetcher hands the delay
 tiers' tasks on after the loss, which RabbitMQ 3.10.8's dead-letter worker did not: docs/multi-machine.md).
 """
 
@@ -55,8 +55,8 @@ CRAWL = (
 LOST = ("kafka", "rabbitmq")  # service names: the first node of each, and its volume
 LOSE_AFTER_PAGES = 20
 SITE_PORT = 8100
-# Until the test has passed three runs in a row with the retry relay (docs/multi-machine.md) it runs
-# only when asked (it is then required like the compose tests):
+# It passed three runs in a row with the retry relay, but adds more than the 8 minutes CI can give it
+# (median 8.7, docs/multi-machine.md), so it runs only when asked (then required like the compose tests):
 # tests/conftest.py deselects `opt_in` tests unless DUALPLANE_TEST_OPT_IN=1 (deselected, not skipped).
 ONE_COPY = "one-copy"  # the namespace whose topics are made with one copy
 MAKE_TOPICS = (
