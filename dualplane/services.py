@@ -212,7 +212,8 @@ SERVICE_NAMES = ("frontier", *REGISTRY)
 
 
 def build(settings: Settings, name: str, shards: list[int] | None = None) -> list[Service]:
-    """The service(s) ``dualplane run NAME`` runs: one per frontier shard served, else one."""
+    """The service(s) ``dualplane run NAME`` runs: one per frontier shard served, the fetcher and its
+    retry relay, else one."""
     if name == "frontier":
         return frontier_services(settings, shards)
     if name == "fetcher":  # every fetcher process relays retries: as many relays as fetchers
