@@ -46,6 +46,9 @@ CONSUMED = Counter("dualplane_kafka_consumed_messages", "Messages read from Kafk
 AMQP_CONSUMED = Counter(
     "dualplane_amqp_consumed_messages", "Messages delivered from RabbitMQ, by queue", ["queue"]
 )
+RETRY_RELAYED = Counter(
+    "dualplane_retry_relayed_messages", "Tasks the retry relay handed back to their lanes, by tier", ["queue"]
+)
 
 
 @dataclass

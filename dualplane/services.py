@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from dualplane.brokers.amqp import metrics as amqp_metrics
+from dualplane.brokers.amqp.retry_relay import RetryRelay
 from dualplane.brokers.kafka.topics import prepare_data_plane
 from dualplane.connectors.sink import S3Sink
 from dualplane.connectors.sink import metrics as sink_metrics
@@ -109,6 +110,12 @@ def fetcher_service(settings: Settings) -> Service:
         runner.close()
 
     return ConsumerService("fetcher", consumer.run, consumer.stop, close)
+
+
+def retry_relay_service(settings: Settings) -> Service:
+    """Runs beside every fetcher: hands the delay tiers' tasks back to their lanes when due."""
+    relay = RetryRelay(settings)
+    return ConsumerService("retry-relay", relay.run, relay.stop, lambda: None)
 
 
 def extractor_service(settings: Settings) -> Service:
@@ -205,9 +212,12 @@ SERVICE_NAMES = ("frontier", *REGISTRY)
 
 
 def build(settings: Settings, name: str, shards: list[int] | None = None) -> list[Service]:
-    """The service(s) ``dualplane run NAME`` runs: one per frontier shard served, else one."""
+    """The service(s) ``dualplane run NAME`` runs: one per frontier shard served, the fetcher and its
+    retry relay, else one."""
     if name == "frontier":
         return frontier_services(settings, shards)
+    if name == "fetcher":  # every fetcher process relays retries: as many relays as fetchers
+        return [fetcher_service(settings), retry_relay_service(settings)]
     return [REGISTRY[name](settings)]
 
 

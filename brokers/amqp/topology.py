@@ -5,9 +5,10 @@
     discovery (direct) ─┬► <discovery>.shard-<i>  quorum, single active consumer: frontier shard i
     reports (direct) ───┘                         (routing key i: the shard of the URL's site)
     tasks (direct) ──────► <tasks>.high|normal|bulk  quorum lanes the fetchers consume
-    <retry>.<tier> (fanout) ► <retry>.<tier>      quorum, message TTL = tier; expired messages
-                                                   dead-letter back to the tasks exchange with their
-                                                   lane as routing key (at-least-once)
+    <retry>.<tier> (fanout) ► <retry>.<tier>      quorum; the retry relay (brokers.amqp.retry_relay)
+                                                   hands each task back to the tasks exchange, lane as
+                                                   routing key, when due; what no relay holds expires
+                                                   (message TTL = tier) and dead-letters back there
     dead (fanout) ───────► <dead>                 quorum; readable reason in the headers
     throttle (fanout) ───► one exclusive queue per listening process
     <tasks>.control (fanout) ► one exclusive queue per running fetcher (job cancels, answered)
@@ -21,7 +22,8 @@ shard's active frontier) sees all of it, in order; a standby frontier of the sha
 the active one's connection drops. Work queues are quorum queues (replicated, durable) with a
 delivery limit, so a message that crashes its consumer over and over is dead-lettered by the
 broker rather than looping forever.
-Dead-lettering out of the retry tiers is at-least-once, so a delayed task cannot be dropped.
+Both ways out of a retry tier are at-least-once (the relay acks after the lane's confirm; the
+broker's dead-lettering is the at-least-once strategy), so a delayed task cannot be dropped.
 """
 
 from __future__ import annotations

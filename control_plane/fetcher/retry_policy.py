@@ -40,9 +40,10 @@ class Outcome(StrEnum):
 
 @dataclass(frozen=True)
 class DelayTiers:
-    """The retry delay queues (RabbitMQ TTL + dead-letter exchange), shortest first, as name -> TTL.
+    """The retry delay queues, shortest first, as name -> delay (the queue's TTL too).
 
-    A retried task waits in exactly one tier, so its real delay is that tier's TTL.
+    A retried task waits in exactly one tier, so its real delay is that tier's: the retry relay
+    (``brokers.amqp.retry_relay``) hands it back to its lane when due.
     """
 
     tiers: tuple[tuple[str, int], ...] = (("5s", 5000), ("30s", 30000), ("2m", 120000), ("10m", 600000))

@@ -66,7 +66,7 @@ from datetime import UTC, datetime, timedelta
 
 from pika.adapters.blocking_connection import BlockingChannel
 
-from dualplane.brokers.amqp import fetch_control, permits
+from dualplane.brokers.amqp import fetch_control, permits, retry_relay
 from dualplane.brokers.amqp.consumer import ControlConsumer, Delivery, QueueBinding
 from dualplane.brokers.amqp.dead_letters import dead_letter
 from dualplane.brokers.amqp.discovery import discovery_batches
@@ -421,9 +421,15 @@ class TaskRunner:
         """No permit came free in time, or the domain is paused: send the task round the shortest
         delay tier, unchanged (its attempt is not counted)."""
         task: CrawlTask = delivery.message
-        self._consumer().publish(self.topology.tier_name(self.tiers.names[0]), task.priority, task)
+        self._to_tier(self.tiers.names[0], task)
         delivery.ack()
         metrics.RESULTS[counted_as].inc()
+
+    def _to_tier(self, tier: str, task: CrawlTask) -> None:
+        """Send ``task`` round delay tier ``tier``, due back in its lane after the tier's delay (the
+        retry relay hands it on then: ``brokers.amqp.retry_relay``)."""
+        headers = retry_relay.due_headers(self.tiers.ttl_ms(tier))
+        self._consumer().publish(self.topology.tier_name(tier), task.priority, task, headers=headers)
 
     def _finish(self, delivery: Delivery, permit: permits.Permit, result: FetchResult, sent_s: float) -> None:
         task: CrawlTask = delivery.message
@@ -464,14 +470,14 @@ class TaskRunner:
         if decision.action == "defer" and decision.tier is not None:
             # The backend's failure, not the task's: unchanged, no attempt spent, never a dead letter.
             log.warning("%s: %s", task.url, decision.reason)
-            self._consumer().publish(self.topology.tier_name(decision.tier), task.priority, task)
+            self._to_tier(decision.tier, task)
             delivery.ack()
             metrics.RESULTS[decision.action].inc()
             return
         if decision.action == "retry" and decision.tier is not None:
             not_before = datetime.now(UTC) + timedelta(seconds=decision.delay_s)
             retry = task.next_attempt(result.outcome, detail, not_before)
-            self._consumer().publish(self.topology.tier_name(decision.tier), task.priority, retry)
+            self._to_tier(decision.tier, retry)
             self._report(delivery, task, "retrying", result, decision.reason)
         elif decision.action == "dead_letter":
             final = task.next_attempt(result.outcome, detail, None)
