@@ -7,7 +7,8 @@ repositories (gh-pages branches, committed ``docs/html``), pinned like ``real_si
 from the same kind of snapshot into ``--cache-dir``. Each is in one split: rules are tuned on ``dev``
 sites and reported on ``test`` sites, so a rule that helps only where it was written shows it;
 ``test2`` sites were added after the rules of the others were written (and the ``test`` sites profiled);
-``test3`` after those of ``test2`` were, and measured before any rule was looked for on it.
+``test3`` after those of ``test2`` were, and ``test4`` after those of ``test3`` were; each measured before any
+rule was looked for on it.
 
     .venv/bin/python benchmarks/doc_sites.py                       # unpack, pages and MB per site
     PYTHONPATH=. .venv/bin/python benchmarks/extraction_speed.py --sets docsites-dev,docsites-test
@@ -26,7 +27,7 @@ from typing import Any
 from real_sites import DEFAULT_MIRROR_ROOT, MirrorSite, build
 
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "dualplane" / "doc-sites"
-SPLITS = ("dev", "test", "test2", "test3")
+SPLITS = ("dev", "test", "test2", "test3", "test4")
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,12 @@ DOC_SITES = (
           "11d97e321b7678fb34a3ec03fe18d1309c83b55b", "", "MIT", include=r"/edge/"),
     _site("htdp-universe", "JSDoc 4.0.2, default template (2024)", "test3", "leiDnedyA/htdp-universe-js",
           "2bbb13db73dd428a1147eccfb46008d24cb4d1df", "docs", "MIT or Apache-2.0"),
+    # test4: added in the eleventh CPU round, its figures taken on main before any rule was looked for.
+    _site("infor-notes", "Antora 3.1.14, default UI (2026)", "test4", "inf0rmatiker/inf0rmatiker.github.io",
+          "4353038c0465594e707a963d9fd609aad3425227", "docs-site", "Apache-2.0"),
+    _site("hakan-notes", "VuePress 1.4.0, default theme (Turkish, 2020)", "test4",
+          "hakanyalcinkaya/hakanyalcinkaya.github.io", "3ce03711f825e1abc6028c63b347228f090a7dc3", "",
+          "none stated (read from the snapshot only)", include=r"^(?!docs/)"),
 )  # fmt: skip
 
 

@@ -48,12 +48,13 @@ SETS = (
     "docsites-test",
     "docsites-test2",
     "docsites-test3",
+    "docsites-test4",
 )
 LARGE_BYTES = 300_000
 """The ``large`` set: dev pages whose HTML holds at least this many bytes of UTF-8."""
 SITE_PAGES = 100
 DOC_SITE_PAGES = 40
-"""The ``docsites-dev``, ``docsites-test``, ``docsites-test2`` and ``docsites-test3`` sets: at most this
+"""The ``docsites-dev``, ``docsites-test``, ``docsites-test2`` ... ``docsites-test4`` sets: at most this
 many pages of each documentation site of ``doc_sites.py`` in that split, spread evenly over its pages in
 path order. Their report adds each site's figures (page ids start with the site's name)."""
 """The ``sites`` set: this many pages of each real site the crawl benchmark serves, spread evenly over its
