@@ -6,8 +6,9 @@ its sites, with a single active consumer: any number of frontiers may serve a sh
 the others stand by and take over when its connection drops.
 
 A pass over the messages that arrived: each discovery batch goes through :mod:`.admission`;
-admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding (not counting
-those waiting out a retry delay) and the shard fewer than D_max, else parked in the durable backlog;
+admitted tasks are issued while the domain has fewer than k x P_d tasks outstanding, fewer if it
+is paced (:mod:`.slots`; not counting those waiting out a retry delay), and the shard fewer than
+D_max, else parked in the durable backlog;
 a final report, or a retry's, frees a slot and releases the domain's backlog. Then one commit for
 the whole pass, in this order:
 
@@ -74,6 +75,7 @@ from dualplane.control_plane.frontier.schedule_events import ScheduleEvents
 from dualplane.control_plane.frontier.seen import SeenSet
 from dualplane.control_plane.frontier.site_rules import SiteRules
 from dualplane.control_plane.frontier.site_scopes import SiteScopes
+from dualplane.control_plane.frontier.slots import DomainSlots
 from dualplane.control_plane.frontier.store import FrontierState
 from dualplane.core.limits import Limits, LimitsSource
 from dualplane.core.logs import page_context, page_of
@@ -125,6 +127,12 @@ class Frontier:
         self.scopes = scopes  # the profiles' scope rules, which admission reads
         self.view = view
         self.permits = DomainPermits(self.state, self.topology, view)
+        self.slots = DomainSlots(
+            per_slot=settings.frontier.outstanding_per_slot,
+            transit_s=settings.frontier.paced_transit_s,
+            jitter=settings.fetch.delay_jitter,
+            floor_delay_ms=settings.limits.domain_delay_ms,
+        )
         self.snapshots = JobSnapshots(settings.topics.job_progress, shard)
         self.monitors = monitors
         self._held_snapshots: list[SideRecord] = []
@@ -247,13 +255,13 @@ class Frontier:
 
     @property
     def slots_per_domain(self) -> int:
-        """k x P_d with the default P_d: how many tasks of an unthrottled domain may be outstanding."""
-        return self.settings.frontier.outstanding_per_slot * self.settings.limits.domain_concurrency
+        """How many tasks of an unthrottled domain without a Crawl-delay may be outstanding."""
+        limits = self.settings.limits
+        return self.slots.for_domain("", Limits(limits.domain_concurrency, limits.domain_delay_ms, False))
 
     def slots_for(self, domain: str, limits: Limits | None = None) -> int:
-        """k x P_d with the domain's current P_d (a throttle command's, or the default)."""
-        concurrency = (limits or self.view.details(domain)).concurrency
-        return self.settings.frontier.outstanding_per_slot * concurrency
+        """How many of the domain's tasks may be outstanding under its current limits (:mod:`.slots`)."""
+        return self.slots.for_domain(domain, limits or self.view.details(domain))
 
     # lifecycle: standby, then owner
 
@@ -419,6 +427,7 @@ class Frontier:
 
     def _admit(self, task: CrawlTask) -> bool:
         """Issue ``task`` if its domain and the shard have room; else park it (False)."""
+        self.slots.saw(task.domain, task.crawl_delay_ms)
         outstanding = self._in_slots(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding
@@ -432,6 +441,7 @@ class Frontier:
     def _has_room(self, task: CrawlTask) -> bool:
         """Whether a monitor's due task may be issued now: its domain and the shard have room, neither
         the domain nor the job is paused (else it stays due: the schedule is its backlog)."""
+        self.slots.saw(task.domain, task.crawl_delay_ms)
         outstanding = self._in_slots(task.domain)
         limits = self.view.details(task.domain)
         full = self.state.total_outstanding() >= self.settings.frontier.max_outstanding

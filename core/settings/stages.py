@@ -36,6 +36,11 @@ class FrontierSettings(Section):
     data_dir: Path | None = None  # default: DUALPLANE_STACK_DATA_DIR/frontier
     # Per-domain admission: at most k x P_d tasks outstanding per domain; the rest wait in a backlog.
     outstanding_per_slot: int = Field(default=8, ge=1)
+    # A paced domain (a delay, a Crawl-delay) gets its rate times this many tasks instead, within
+    # [2, k x P_d]: about a task's time from issue to final report when only its pace holds it, with
+    # room for a loaded machine. 10 leaves the defaults (P_d 2, 1 s delay: 18 > 16) at k x P_d.
+    # 0: every domain k x P_d. See control_plane/frontier/slots.py.
+    paced_transit_s: float = Field(default=10.0, ge=0)
     # Global backpressure: past this many outstanding tasks the frontier stops consuming discovery.
     max_outstanding: int = Field(default=10_000, ge=1)
     seen_exact_limit: int = Field(default=1_000_000, ge=0)
