@@ -84,19 +84,24 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ComposeProject]:
         )
         down = ("--profile", "spare", "down", "-v", "--remove-orphans")
         stack.compose(*down)  # what an interrupted run left behind
-        started = time.monotonic()
-        up = _up(stack)
-        TIMINGS["up_s"] = time.monotonic() - started
         failed_before = request.session.testsfailed
+        # Everything from the first `up` on is undone in `finally`, whatever fails or times out (the
+        # `up` itself, pytest-timeout's alarm, the log printing): the compose tests after this one run
+        # on the same engine, and a cluster left running would take most of the machine from them.
         try:
+            started = time.monotonic()
+            up = _up(stack)
+            TIMINGS["up_s"] = time.monotonic() - started
             assert up.returncode == 0, f"{up.stderr[-3000:]}\n{stack.compose('logs', '--tail', '30').stdout}"
             yield stack
         finally:
-            print(f"\ntimings: { {name: round(value) for name, value in TIMINGS.items()} }")
-            if request.session.testsfailed > failed_before:
-                logs = stack.compose("logs", "--timestamps", "--tail", "40").stdout
-                print(f"\nlast log lines of every service:\n{logs[-60000:]}")
-            stack.compose(*down)
+            try:
+                print(f"\ntimings: { {name: round(value) for name, value in TIMINGS.items()} }")
+                if request.session.testsfailed > failed_before:
+                    logs = stack.compose("logs", "--timestamps", "--tail", "40").stdout
+                    print(f"\nlast log lines of every service:\n{logs[-60000:]}")
+            finally:
+                stack.compose(*down)
 
 
 def test_every_topic_and_quorum_queue_is_replicated_three_times(cluster: ComposeProject) -> None:
