@@ -12,7 +12,7 @@ order against one stack (module fixture); the images are the compose test's
 (``scripts/compose-local.sh prepare``, the app image of this checkout).
 
 CI runs it (``.ci/run``, as every compose test). Alone: ``pytest tests/docker/test_cluster_node_loss.py -s``
-(8 to 13 minutes here, 2 to 4 of them for the cluster to come up; the retry relay in each fetcher hands
+(7 to 13 minutes here, 1.5 to 4 of them for the cluster to come up; the retry relay in each fetcher hands
 the delay tiers' tasks on after the loss, which RabbitMQ 3.10.8's dead-letter worker did not:
 docs/multi-machine.md).
 """
