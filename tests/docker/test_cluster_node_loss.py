@@ -11,9 +11,10 @@ reported. The tests run in file
 order against one stack (module fixture); the images are the compose test's
 (``scripts/compose-local.sh prepare``, the app image of this checkout).
 
-Run it with ``DUALPLANE_TEST_OPT_IN=1 pytest tests/docker/test_cluster_node_loss.py -s`` (8 to 13
-minutes here, 2 to 4 of them for the cluster to come up; the retry relay in each fetcher hands the delay
-tiers' tasks on after the loss, which RabbitMQ 3.10.8's dead-letter worker did not: docs/multi-machine.md).
+CI runs it (``.ci/run``, as every compose test). Alone: ``pytest tests/docker/test_cluster_node_loss.py -s``
+(7 to 13 minutes here, 1.5 to 4 of them for the cluster to come up; the retry relay in each fetcher hands
+the delay tiers' tasks on after the loss, which RabbitMQ 3.10.8's dead-letter worker did not:
+docs/multi-machine.md).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from tests.support.compose import (
     prepare_engine,
 )
 
-pytestmark = [pytest.mark.compose, pytest.mark.slow, pytest.mark.opt_in, pytest.mark.timeout(2400)]
+pytestmark = [pytest.mark.compose, pytest.mark.slow, pytest.mark.timeout(2400)]
 
 FILES = (*COMPOSE_FILES[:2], "docker/compose.cluster.yaml", COMPOSE_FILES[2])
 LOCAL_IMAGES = (
@@ -55,9 +56,6 @@ CRAWL = (
 LOST = ("kafka", "rabbitmq")  # service names: the first node of each, and its volume
 LOSE_AFTER_PAGES = 20
 SITE_PORT = 8100
-# It passed three runs in a row with the retry relay, but adds more than the 8 minutes CI can give it
-# (median 8.7, docs/multi-machine.md), so it runs only when asked (then required like the compose tests):
-# tests/conftest.py deselects `opt_in` tests unless DUALPLANE_TEST_OPT_IN=1 (deselected, not skipped).
 ONE_COPY = "one-copy"  # the namespace whose topics are made with one copy
 MAKE_TOPICS = (
     "from dualplane.brokers.kafka.topics import ensure_data_plane_topics\n"
@@ -86,19 +84,24 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ComposeProject]:
         )
         down = ("--profile", "spare", "down", "-v", "--remove-orphans")
         stack.compose(*down)  # what an interrupted run left behind
-        started = time.monotonic()
-        up = _up(stack)
-        TIMINGS["up_s"] = time.monotonic() - started
         failed_before = request.session.testsfailed
+        # Everything from the first `up` on is undone in `finally`, whatever fails or times out (the
+        # `up` itself, pytest-timeout's alarm, the log printing): the compose tests after this one run
+        # on the same engine, and a cluster left running would take most of the machine from them.
         try:
+            started = time.monotonic()
+            up = _up(stack)
+            TIMINGS["up_s"] = time.monotonic() - started
             assert up.returncode == 0, f"{up.stderr[-3000:]}\n{stack.compose('logs', '--tail', '30').stdout}"
             yield stack
         finally:
-            print(f"\ntimings: { {name: round(value) for name, value in TIMINGS.items()} }")
-            if request.session.testsfailed > failed_before:
-                logs = stack.compose("logs", "--timestamps", "--tail", "40").stdout
-                print(f"\nlast log lines of every service:\n{logs[-60000:]}")
-            stack.compose(*down)
+            try:
+                print(f"\ntimings: { {name: round(value) for name, value in TIMINGS.items()} }")
+                if request.session.testsfailed > failed_before:
+                    logs = stack.compose("logs", "--timestamps", "--tail", "40").stdout
+                    print(f"\nlast log lines of every service:\n{logs[-60000:]}")
+            finally:
+                stack.compose(*down)
 
 
 def test_every_topic_and_quorum_queue_is_replicated_three_times(cluster: ComposeProject) -> None:
