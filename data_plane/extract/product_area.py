@@ -375,14 +375,19 @@ def _currency_amount(area_text: str) -> Price | None:
         if not _DIGIT.search(text_line):  # no amount (parse_price gives None): most lines of an article
             continue
         found = parse_price(text_line)
-        # "72 in stock" below a "Price: $" whose digits are drawn by CSS sprites: a count of items, no amount
-        if found is not None and found.currency is None and availability_in(text_line) is None:
+        if found is not None and found.currency is None:
             before = lines[index - 1] if index else ""
             after = lines[index + 1] if index + 1 < len(lines) else ""
+            # "72 in stock" below a "Price: $" whose digits are drawn by CSS sprites: a count of items, no
+            # amount. Asked only beside a currency's line: the stock phrases' patterns, tried on every line
+            # with a number, were most of the product step on documentation pages that print a "$".
+            joined = None
             if _only_currency(after):
-                found = parse_price(f"{text_line} {after}")
+                joined = f"{text_line} {after}"
             elif _only_currency(before):
-                found = parse_price(f"{before} {text_line}")
+                joined = f"{before} {text_line}"
+            if joined is not None and availability_in(text_line) is None:
+                found = parse_price(joined)
         if found is not None and found.currency is not None and found.amount > 0:
             return found
     return None
