@@ -224,8 +224,10 @@ def _price_element(
     :data:`CLASSED_PRICES` (see :class:`_PriceNodes`).
     """
 
+    judged: dict[int, bool] = {}  # block -> whether it is a card, for every price node of the scope
+
     def outside_cards(node: LexborNode) -> bool:
-        card = card_of(node, scope)
+        card = card_of(node, scope, judged)
         if card is not None and cards is not None:
             cards.add(card.mem_id)
         return card is None
@@ -402,27 +404,34 @@ def _only_currency(text_line: str) -> bool:
     )
 
 
-def card_of(node: LexborNode, scope: LexborNode) -> LexborNode | None:
+def card_of(node: LexborNode, scope: LexborNode, judged: dict[int, bool] | None = None) -> LexborNode | None:
     """The block around ``node`` that is one of several like blocks (same tag and class), each with a price.
 
     Those are a listing's cards, or a grid of other products nobody marked as such: a product page shows
-    its own price once, in a block of its own.
+    its own price once, in a block of its own. ``judged`` keeps each block's verdict for the next node
+    (a listing's hundreds of price elements share their ancestors: parsing the same siblings' prices again
+    for each was most of the product step on a shop's category page).
     """
+    judged = {} if judged is None else judged
     for block in ancestors(node):
         parent = block.parent
         if block.mem_id == scope.mem_id or parent is None:
             return None
-        kind = block.attributes.get("class")
-        if not kind:
-            continue
-        alike = [
-            child
-            for child in parent.iter()
-            if child.tag == block.tag and child.attributes.get("class") == kind
-        ]
-        if len(alike) >= CARD_SIBLINGS and all(_priced(child) for child in alike[:CARD_SIBLINGS]):
+        if block.mem_id not in judged:
+            judged[block.mem_id] = _is_card(block, parent)
+        if judged[block.mem_id]:
             return block
     return None
+
+
+def _is_card(block: LexborNode, parent: LexborNode) -> bool:
+    kind = block.attributes.get("class")
+    if not kind:
+        return False
+    alike = [
+        child for child in parent.iter() if child.tag == block.tag and child.attributes.get("class") == kind
+    ]
+    return len(alike) >= CARD_SIBLINGS and all(_priced(child) for child in alike[:CARD_SIBLINGS])
 
 
 def _priced(block: LexborNode) -> bool:
