@@ -224,8 +224,10 @@ def _price_element(
     :data:`CLASSED_PRICES` (see :class:`_PriceNodes`).
     """
 
+    judged: dict[int, bool] = {}  # block -> whether it is a card, for every price node of the scope
+
     def outside_cards(node: LexborNode) -> bool:
-        card = card_of(node, scope)
+        card = card_of(node, scope, judged)
         if card is not None and cards is not None:
             cards.add(card.mem_id)
         return card is None
@@ -375,14 +377,19 @@ def _currency_amount(area_text: str) -> Price | None:
         if not _DIGIT.search(text_line):  # no amount (parse_price gives None): most lines of an article
             continue
         found = parse_price(text_line)
-        # "72 in stock" below a "Price: $" whose digits are drawn by CSS sprites: a count of items, no amount
-        if found is not None and found.currency is None and availability_in(text_line) is None:
+        if found is not None and found.currency is None:
             before = lines[index - 1] if index else ""
             after = lines[index + 1] if index + 1 < len(lines) else ""
+            # "72 in stock" below a "Price: $" whose digits are drawn by CSS sprites: a count of items, no
+            # amount. Asked only beside a currency's line: the stock phrases' patterns, tried on every line
+            # with a number, were most of the product step on documentation pages that print a "$".
+            joined = None
             if _only_currency(after):
-                found = parse_price(f"{text_line} {after}")
+                joined = f"{text_line} {after}"
             elif _only_currency(before):
-                found = parse_price(f"{before} {text_line}")
+                joined = f"{before} {text_line}"
+            if joined is not None and availability_in(text_line) is None:
+                found = parse_price(joined)
         if found is not None and found.currency is not None and found.amount > 0:
             return found
     return None
@@ -397,27 +404,34 @@ def _only_currency(text_line: str) -> bool:
     )
 
 
-def card_of(node: LexborNode, scope: LexborNode) -> LexborNode | None:
+def card_of(node: LexborNode, scope: LexborNode, judged: dict[int, bool] | None = None) -> LexborNode | None:
     """The block around ``node`` that is one of several like blocks (same tag and class), each with a price.
 
     Those are a listing's cards, or a grid of other products nobody marked as such: a product page shows
-    its own price once, in a block of its own.
+    its own price once, in a block of its own. ``judged`` keeps each block's verdict for the next node
+    (a listing's hundreds of price elements share their ancestors: parsing the same siblings' prices again
+    for each was most of the product step on a shop's category page).
     """
+    judged = {} if judged is None else judged
     for block in ancestors(node):
         parent = block.parent
         if block.mem_id == scope.mem_id or parent is None:
             return None
-        kind = block.attributes.get("class")
-        if not kind:
-            continue
-        alike = [
-            child
-            for child in parent.iter()
-            if child.tag == block.tag and child.attributes.get("class") == kind
-        ]
-        if len(alike) >= CARD_SIBLINGS and all(_priced(child) for child in alike[:CARD_SIBLINGS]):
+        if block.mem_id not in judged:
+            judged[block.mem_id] = _is_card(block, parent)
+        if judged[block.mem_id]:
             return block
     return None
+
+
+def _is_card(block: LexborNode, parent: LexborNode) -> bool:
+    kind = block.attributes.get("class")
+    if not kind:
+        return False
+    alike = [
+        child for child in parent.iter() if child.tag == block.tag and child.attributes.get("class") == kind
+    ]
+    return len(alike) >= CARD_SIBLINGS and all(_priced(child) for child in alike[:CARD_SIBLINGS])
 
 
 def _priced(block: LexborNode) -> bool:
