@@ -5,7 +5,7 @@
 
 A measurement behind a routing rule, not a quality score: no truth is read. For each page of a set of
 ``extraction_speed.py`` (``--prefix``: only page ids starting so; ``--preformatted``: only pages the
-extractor's :func:`~data_plane.extract.text_route.preformatted_page` calls listings), trafilatura's text
+extractor's :func:`~data_plane.extract.text.text_route.preformatted_page` calls listings), trafilatura's text
 (as the extractor calls it) and resiliparse's main content are compared as bags of words: *recall* is the
 share of trafilatura's words resiliparse also gives, *precision* the share of resiliparse's words that
 trafilatura gives too. Means over the pages, and CPU ms/page of each engine in this process.
@@ -26,8 +26,8 @@ from resiliparse.parse.html import HTMLTree
 from selectolax.lexbor import LexborHTMLParser
 
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.text import _plain_text
-from dualplane.data_plane.extract.text_route import preformatted_page
+from dualplane.data_plane.extract.text.text import _plain_text
+from dualplane.data_plane.extract.text.text_route import preformatted_page
 
 
 def overlap(found: str, reference: str) -> tuple[float, float]:

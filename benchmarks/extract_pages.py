@@ -102,7 +102,7 @@ def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
 
 
 def _price_string(item: dict[str, Any]) -> dict[str, Any]:
-    from dualplane.data_plane.extract.prices import parse_price  # noqa: PLC0415
+    from dualplane.data_plane.extract.product.prices import parse_price  # noqa: PLC0415
 
     started = time.perf_counter()
     price = parse_price(item["text"])

@@ -22,17 +22,17 @@ from typing import Any
 from extraction_speed import SETS, pages_of
 from selectolax.lexbor import LexborHTMLParser
 
-from dualplane.data_plane.extract.article import extract_article
-from dualplane.data_plane.extract.language import detect_language
+from dualplane.data_plane.extract.article.article import extract_article
 from dualplane.data_plane.extract.links import extract_links
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.page_meta import description_of, language_of, title_of
-from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.product.product import extract_product
 from dualplane.data_plane.extract.record import MAX_NESTING, warm_up
 from dualplane.data_plane.extract.source import read_source, too_deep
-from dualplane.data_plane.extract.structured import read_structured
-from dualplane.data_plane.extract.text import link_texts, main_text
-from dualplane.data_plane.extract.text_route import (
+from dualplane.data_plane.extract.structured.page_meta import description_of, language_of, title_of
+from dualplane.data_plane.extract.structured.structured import read_structured
+from dualplane.data_plane.extract.text.language import detect_language
+from dualplane.data_plane.extract.text.text import link_texts, main_text
+from dualplane.data_plane.extract.text.text_route import (
     documentation_page,
     main_element,
     preformatted_page,

@@ -35,13 +35,13 @@ from urllib.parse import urlsplit
 from scoring import Score, mean_prf, token_prf
 
 from dualplane.data_plane.extract import extract_record
-from dualplane.data_plane.extract.article import extract_article
+from dualplane.data_plane.extract.article.article import extract_article
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.offline import raw_page
-from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.product.product import extract_product
 from dualplane.data_plane.extract.source import read_source
-from dualplane.data_plane.extract.structured import read_structured
-from dualplane.data_plane.extract.text import main_text
+from dualplane.data_plane.extract.structured.structured import read_structured
+from dualplane.data_plane.extract.text.text import main_text
 from dualplane.sample_site import ArticleTruth, ProductTruth, SiteModel, SiteSpec, explore, ground_truth
 
 REFERENCE = {"price_extruct_alone": 0.69, "price_commercial_api": 0.82, "body_trafilatura": 0.96}

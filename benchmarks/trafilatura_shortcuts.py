@@ -2,7 +2,7 @@
 
     PYTHONPATH=. .venv/bin/python benchmarks/trafilatura_shortcuts.py --set large --rounds 5
 
-The calls are those ``extract_record`` makes on the set's pages (``data_plane.extract.text``'s
+The calls are those ``extract_record`` makes on the set's pages (``data_plane.extract.text.text``'s
 ``_trafilatura_text``: the article element's HTML, or the whole page), recorded once, then replayed:
 each round times all of them with every shortcut of ``text.SHORTCUTS`` on, then with each one off in
 turn (the others on), in an order that alternates between rounds so none always meets the same load.
@@ -21,8 +21,8 @@ from typing import Any
 
 from extraction_speed import SETS, pages_of
 
-from dualplane.data_plane.extract import text
 from dualplane.data_plane.extract.record import extract_record, warm_up
+from dualplane.data_plane.extract.text import text
 
 ALL = "all on"
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Literal, TypeVar
 
-from dualplane.data_plane.extract.availability import Availability
+from dualplane.data_plane.extract.product.availability import Availability
 
 Source = Literal["json-ld", "microdata", "rdfa", "opengraph", "embedded-json", "markup"]
 """Where a product field's value came from, most trusted first."""

@@ -8,7 +8,7 @@ pass ``extracted_at`` to stamp a wall-clock time instead, at the price of that g
 Per page: decode the body (its charset, else a browser-style guess; bad bytes become U+FFFD), parse it
 once with Lexbor for the links (:func:`extract_links`), the structured data and the markup heuristics,
 decide whether the page is a product, read the main text by the engine that suits the page
-(:mod:`~data_plane.extract.text_route`) and whether it is an article, and fill those parts, structured
+(:mod:`~data_plane.extract.text.text_route`) and whether it is an article, and fill those parts, structured
 data first and markup heuristics where it is silent. Non-HTML bodies give a record without links or
 structured parts.
 """
@@ -26,20 +26,25 @@ from selectolax.lexbor import LexborHTMLParser
 
 from dualplane.core.web.urls import without_credentials
 from dualplane.data_plane.extract import metrics
-from dualplane.data_plane.extract._trafilatura import warm_up as warm_up_shortcuts
-from dualplane.data_plane.extract.article import extract_article
+from dualplane.data_plane.extract.article.article import extract_article
 from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
 from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
-from dualplane.data_plane.extract.language import detect_language
 from dualplane.data_plane.extract.links import extract_links
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.page_meta import canonical_url, description_of, language_of, title_of
 from dualplane.data_plane.extract.plugins import Extractor, ExtractorChoice, PageView
-from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.product.product import extract_product
 from dualplane.data_plane.extract.source import read_source, too_deep
-from dualplane.data_plane.extract.structured import read_structured
-from dualplane.data_plane.extract.text import clip_text, link_texts, main_text
-from dualplane.data_plane.extract.text_route import (
+from dualplane.data_plane.extract.structured.page_meta import (
+    canonical_url,
+    description_of,
+    language_of,
+    title_of,
+)
+from dualplane.data_plane.extract.structured.structured import read_structured
+from dualplane.data_plane.extract.text._trafilatura import warm_up as warm_up_shortcuts
+from dualplane.data_plane.extract.text.language import detect_language
+from dualplane.data_plane.extract.text.text import clip_text, link_texts, main_text
+from dualplane.data_plane.extract.text.text_route import (
     documentation_page,
     main_element,
     preformatted_page,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dualplane.data_plane.extract.availability import availability_in, availability_of
+from dualplane.data_plane.extract.product.availability import availability_in, availability_of
 
 pytestmark = pytest.mark.unit
 

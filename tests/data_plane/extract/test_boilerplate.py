@@ -6,10 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dualplane.data_plane.extract.boilerplate import trim_boilerplate
 from dualplane.data_plane.extract.offline import raw_page
 from dualplane.data_plane.extract.record import extract_record
-from dualplane.data_plane.extract.text import MAX_TEXT_BYTES, clip_text
+from dualplane.data_plane.extract.text.boilerplate import trim_boilerplate
+from dualplane.data_plane.extract.text.text import MAX_TEXT_BYTES, clip_text
 
 pytestmark = pytest.mark.unit
 

@@ -1,11 +1,11 @@
 """The add-to-cart label test: one label for each of its alternatives, so a quick pre-check that drops
-ASCII labels early can never hide one (:func:`~data_plane.extract.product_markup.says_buy`)."""
+ASCII labels early can never hide one (:func:`~data_plane.extract.product.product_markup.says_buy`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from dualplane.data_plane.extract.product_markup import says_buy
+from dualplane.data_plane.extract.product.product_markup import says_buy
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
 """The id a product's cart form posts is its item number where the page prints it
-(:func:`~data_plane.extract.cart_forms.ordered_ids`, the SKU's last resort).
+(:func:`~data_plane.extract.product.cart_forms.ordered_ids`, the SKU's last resort).
 
 Prompted by greatmusicproductsonline.com (dev split): ``<input type="hidden" name="id" value="VBAG">`` in
 the form that posts to ``/cart.asp``, printed as "Product ID: VBAG" (no digit, so no labelled item number).
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from dualplane.data_plane.extract.cart_forms import ordered_ids
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.product import extract_product
-from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.product.cart_forms import ordered_ids
+from dualplane.data_plane.extract.product.product import extract_product
+from dualplane.data_plane.extract.structured.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""Add-to-cart controls known by their form, not their label (:mod:`~data_plane.extract.cart_forms`).
+"""Add-to-cart controls known by their form, not their label (:mod:`~data_plane.extract.product.cart_forms`).
 
 Prompted by sales.starcitygames.com (dev split): a form that posts ``product=725292`` to ``/cart.php``,
 submitted by a control labelled "Buy!", on a page whose price digits are CSS sprites ("72 in stock"
@@ -11,11 +11,11 @@ from decimal import Decimal
 
 import pytest
 
-from dualplane.data_plane.extract.cart_forms import cart_form_submits
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.product import extract_product
-from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.product.cart_forms import cart_form_submits
+from dualplane.data_plane.extract.product.product import extract_product
+from dualplane.data_plane.extract.structured.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

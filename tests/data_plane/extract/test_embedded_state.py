@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from dualplane.data_plane.extract.embedded_state import embedded_product
+from dualplane.data_plane.extract.product.embedded_state import embedded_product
 
 pytestmark = pytest.mark.unit
 

@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from dualplane.data_plane.extract import structured, text
-from dualplane.data_plane.extract.article_markup import markup_article
+from dualplane.data_plane.extract.article.article_markup import markup_article
 from dualplane.data_plane.extract.markup import Markup, unique
-from dualplane.data_plane.extract.structured import read_structured
-from dualplane.data_plane.extract.text import DOCS_MIN_CHARS, main_text
+from dualplane.data_plane.extract.structured import structured
+from dualplane.data_plane.extract.structured.structured import read_structured
+from dualplane.data_plane.extract.text import text
+from dualplane.data_plane.extract.text.text import DOCS_MIN_CHARS, main_text
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from dualplane.data_plane.extract.prices import (
+from dualplane.data_plane.extract.product.prices import (
     Price,
     amount_of,
     currency_code,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from dualplane.data_plane.extract.product_area import about_others
+from dualplane.data_plane.extract.product.product_area import about_others
 
 pytestmark = pytest.mark.unit
 

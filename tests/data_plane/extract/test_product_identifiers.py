@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from dualplane.data_plane.extract.fields import ProductFields
-from dualplane.data_plane.extract.identifiers import sku_of
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.product import extract_product
-from dualplane.data_plane.extract.product_tracking import tracked_sku
-from dualplane.data_plane.extract.structured import read_structured
-from dualplane.data_plane.extract.url_sku import printed_url_id
+from dualplane.data_plane.extract.product.identifiers import sku_of
+from dualplane.data_plane.extract.product.product import extract_product
+from dualplane.data_plane.extract.product.product_tracking import tracked_sku
+from dualplane.data_plane.extract.product.url_sku import printed_url_id
+from dualplane.data_plane.extract.structured.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

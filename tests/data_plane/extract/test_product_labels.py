@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dualplane.data_plane.extract.product_labels import (
+from dualplane.data_plane.extract.product.product_labels import (
     clean,
     labelled_brand,
     labelled_gtin,

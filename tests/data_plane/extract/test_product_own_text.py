@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.product_area import own_text
+from dualplane.data_plane.extract.product.product_area import own_text
 
 pytestmark = pytest.mark.unit
 

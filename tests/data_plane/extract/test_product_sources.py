@@ -11,9 +11,9 @@ from dualplane import schemas
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.offline import raw_page
-from dualplane.data_plane.extract.product import extract_product
+from dualplane.data_plane.extract.product.product import extract_product
 from dualplane.data_plane.extract.record import extract_record
-from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.structured.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

@@ -13,8 +13,8 @@ from trafilatura import core, external
 from trafilatura.settings import Extractor
 from trafilatura.utils import fromstring_bytes, trim
 
-from dualplane.data_plane.extract._trafilatura import readability_skip
-from dualplane.data_plane.extract._trafilatura.readability_skip import (
+from dualplane.data_plane.extract.text._trafilatura import readability_skip
+from dualplane.data_plane.extract.text._trafilatura.readability_skip import (
     readability_cannot_win,
     readability_text_bound,
     skipping,

@@ -11,12 +11,12 @@ from decimal import Decimal
 
 import pytest
 
-from dualplane.data_plane.extract.availability import availability_in
-from dualplane.data_plane.extract.availability_decision import StockSignals, decide
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.product import extract_product
-from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.product.availability import availability_in
+from dualplane.data_plane.extract.product.availability_decision import StockSignals, decide
+from dualplane.data_plane.extract.product.product import extract_product
+from dualplane.data_plane.extract.structured.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ from typing import Any
 import extruct
 import pytest
 
-from dualplane.data_plane.extract import structured
-from dualplane.data_plane.extract.structured import read_structured
+from dualplane.data_plane.extract.structured import structured
+from dualplane.data_plane.extract.structured.structured import read_structured
 
 pytestmark = pytest.mark.unit
 

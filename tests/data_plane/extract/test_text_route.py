@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from selectolax.lexbor import LexborHTMLParser
 
-from dualplane.data_plane.extract import text
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.offline import raw_page
 from dualplane.data_plane.extract.record import extract_record
-from dualplane.data_plane.extract.text import main_text
-from dualplane.data_plane.extract.text_route import (
+from dualplane.data_plane.extract.text import text
+from dualplane.data_plane.extract.text.text import main_text
+from dualplane.data_plane.extract.text.text_route import (
     CONTENT_ELEMENTS,
     MIN_ELEMENT_WORDS,
     TextRoute,

@@ -10,8 +10,8 @@ import pytest
 import trafilatura
 from prometheus_client import REGISTRY
 
-from dualplane.data_plane.extract import _trafilatura, text
-from dualplane.data_plane.extract._trafilatura import WRITTEN_FOR, shortcuts_for
+from dualplane.data_plane.extract.text import _trafilatura, text
+from dualplane.data_plane.extract.text._trafilatura import WRITTEN_FOR, shortcuts_for
 
 pytestmark = pytest.mark.unit
 

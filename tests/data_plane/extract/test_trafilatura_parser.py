@@ -18,8 +18,13 @@ import trafilatura
 from lxml import html as lxml_html
 from lxml.etree import SubElement, tostring
 
-from dualplane.data_plane.extract._trafilatura import parser as trafilatura_parser
-from dualplane.data_plane.extract._trafilatura.parser import PARSER, PARSER_OPTIONS, case_variants, parsing
+from dualplane.data_plane.extract.text._trafilatura import parser as trafilatura_parser
+from dualplane.data_plane.extract.text._trafilatura.parser import (
+    PARSER,
+    PARSER_OPTIONS,
+    case_variants,
+    parsing,
+)
 
 pytestmark = pytest.mark.unit
 

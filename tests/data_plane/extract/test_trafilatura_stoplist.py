@@ -11,8 +11,8 @@ import trafilatura
 from justext import core as justext_core
 from trafilatura import external
 
-from dualplane.data_plane.extract import _trafilatura, text
-from dualplane.data_plane.extract._trafilatura import stoplist
+from dualplane.data_plane.extract.text import _trafilatura, text
+from dualplane.data_plane.extract.text._trafilatura import stoplist
 
 pytestmark = pytest.mark.unit
 

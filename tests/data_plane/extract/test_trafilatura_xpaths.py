@@ -21,8 +21,8 @@ from lxml.etree import SubElement
 from trafilatura.settings import BASIC_CLEAN_XPATH
 from trafilatura.utils import fromstring_bytes
 
-from dualplane.data_plane.extract._trafilatura import xpaths as trafilatura_xpaths
-from dualplane.data_plane.extract._trafilatura.xpaths import FORMS, current, original, selecting
+from dualplane.data_plane.extract.text._trafilatura import xpaths as trafilatura_xpaths
+from dualplane.data_plane.extract.text._trafilatura.xpaths import FORMS, current, original, selecting
 
 pytestmark = pytest.mark.unit
 

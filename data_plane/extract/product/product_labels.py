@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from dualplane.data_plane.extract.identifiers import gtin_of
+from dualplane.data_plane.extract.product.identifiers import gtin_of
 
 # Item numbers: the shop's own; an MPN or model number is the maker's and is not one.
 SKU_LABELS = (

@@ -14,14 +14,14 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
-from dualplane.data_plane.extract.availability import availability_of
-from dualplane.data_plane.extract.availability_decision import IN_STOCK_LIKE
-from dualplane.data_plane.extract.dates import parse_datetime
+from dualplane.data_plane.extract.article.dates import parse_datetime
 from dualplane.data_plane.extract.fields import ArticleFields, ProductFields
-from dualplane.data_plane.extract.identifiers import gtin_of, sku_of
-from dualplane.data_plane.extract.prices import amount_of, currency_code
-from dualplane.data_plane.extract.structured import SOURCE_KEY, Node, Structured
-from dualplane.data_plane.extract.text import clip_text
+from dualplane.data_plane.extract.product.availability import availability_of
+from dualplane.data_plane.extract.product.availability_decision import IN_STOCK_LIKE
+from dualplane.data_plane.extract.product.identifiers import gtin_of, sku_of
+from dualplane.data_plane.extract.product.prices import amount_of, currency_code
+from dualplane.data_plane.extract.structured.structured import SOURCE_KEY, Node, Structured
+from dualplane.data_plane.extract.text.text import clip_text
 
 _TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
 _BLOCK_END = re.compile(r"</(?:p|div|h[1-6]|li|blockquote|pre|tr|figcaption)\s*>|<br\s*/?>", re.I)

@@ -6,8 +6,9 @@ compare). So it reads only what needs its judgement:
 
 - ``docs``: a page a documentation generator built (:data:`DOCS_MARKERS`), or one whose text is mostly
   preformatted (:func:`preformatted_page`: generated source code, an RFC, a plain-text report), is read
-  by resiliparse, whose main content is nearly the whole page there (see :mod:`~data_plane.extract.text`);
-  where it finds too little, by trafilatura from the page's element as on route ``element``, else whole;
+  by resiliparse, whose main content is nearly the whole page there (see
+  :mod:`~data_plane.extract.text.text`); where it finds too little, by trafilatura from the page's element as
+  on route ``element``, else whole;
 - ``shop``: a product page (one product, no article in its structured data) is read by resiliparse
   too. Its record is judged by its product fields, which never come from the main text; trafilatura
   cost 100-670 ms of CPU on a large shop page (Amazon, Etsy, Wayfair), resiliparse 7-60;

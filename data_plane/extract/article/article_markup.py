@@ -15,10 +15,10 @@ from datetime import datetime
 
 from selectolax.lexbor import LexborNode
 
-from dualplane.data_plane.extract.dates import parse_datetime
+from dualplane.data_plane.extract.article.dates import parse_datetime
 from dualplane.data_plane.extract.fields import ArticleFields
 from dualplane.data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
-from dualplane.data_plane.extract.text import link_texts
+from dualplane.data_plane.extract.text.text import link_texts
 
 MAX_AUTHORS = 10
 MAX_AUTHOR_CHARS = 80

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dualplane.data_plane.extract.article_markup import markup_article, shown_lead, standfirsts
+from dualplane.data_plane.extract.article.article_markup import markup_article, shown_lead, standfirsts
 from dualplane.data_plane.extract.fields import ArticleFields
 from dualplane.data_plane.extract.markup import Markup
-from dualplane.data_plane.extract.schema_org import structured_article
-from dualplane.data_plane.extract.structured import Structured
-from dualplane.data_plane.extract.text import article_body, clip_text
+from dualplane.data_plane.extract.structured.schema_org import structured_article
+from dualplane.data_plane.extract.structured.structured import Structured
+from dualplane.data_plane.extract.text.text import article_body, clip_text
 
 MIN_BODY_WORDS = 80
 READ_BODY_SHARE = 0.5

@@ -35,7 +35,7 @@ from typing import Any
 from trafilatura import core, external
 from trafilatura.utils import fromstring_bytes
 
-from dualplane.data_plane.extract._trafilatura.inside_calls import Switch
+from dualplane.data_plane.extract.text._trafilatura.inside_calls import Switch
 
 _VIDEO_IFRAME_CHARS = len("VIDEO") + 1
 """What readability may add per ``<iframe>``: its word and a space."""

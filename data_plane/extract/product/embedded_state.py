@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from dualplane.data_plane.extract.availability import Availability, availability_of
 from dualplane.data_plane.extract.fields import ProductFields
-from dualplane.data_plane.extract.identifiers import sku_of
-from dualplane.data_plane.extract.prices import SCALE, amount_of, currency_code
+from dualplane.data_plane.extract.product.availability import Availability, availability_of
+from dualplane.data_plane.extract.product.identifiers import sku_of
+from dualplane.data_plane.extract.product.prices import SCALE, amount_of, currency_code
 
 MAX_STATE_CHARS = 2_000_000
 MAX_NODES = 20_000

@@ -1,8 +1,8 @@
 """A switch that is on only within a block of our own calls, in this thread or task.
 
-Each of our trafilatura shortcuts (:mod:`~data_plane.extract._trafilatura.readability_skip`,
-:mod:`~data_plane.extract._trafilatura.xpaths`, :mod:`~data_plane.extract._trafilatura.parser`) replaces a
-name inside trafilatura for the whole process, but acts only while its switch is on: inside
+Each of our trafilatura shortcuts (:mod:`~data_plane.extract.text._trafilatura.readability_skip`,
+:mod:`~data_plane.extract.text._trafilatura.xpaths`, :mod:`~data_plane.extract.text._trafilatura.parser`)
+replaces a name inside trafilatura for the whole process, but acts only while its switch is on: inside
 ``text._trafilatura_text``. Any other caller of trafilatura in the process gets trafilatura's own code.
 One switch per shortcut, so that ``benchmarks/trafilatura_shortcuts.py`` can leave one off.
 """

@@ -39,7 +39,7 @@ from typing import Any
 from lxml.etree import XPath  # type: ignore[import-untyped]
 from trafilatura import xpaths
 
-from dualplane.data_plane.extract._trafilatura.inside_calls import Switch
+from dualplane.data_plane.extract.text._trafilatura.inside_calls import Switch
 
 Tree = Any
 """An lxml element (trafilatura's ``HtmlElement``); lxml ships no types."""

@@ -15,9 +15,15 @@ from collections.abc import Callable, Iterator
 
 from selectolax.lexbor import LexborNode
 
-from dualplane.data_plane.extract.availability import availability_in
 from dualplane.data_plane.extract.markup import ancestors, innermost, line, words
-from dualplane.data_plane.extract.prices import Price, amount_of, find_currency, names_currency, parse_price
+from dualplane.data_plane.extract.product.availability import availability_in
+from dualplane.data_plane.extract.product.prices import (
+    Price,
+    amount_of,
+    find_currency,
+    names_currency,
+    parse_price,
+)
 
 AREA_LEVELS = 6
 SCAN_CHARS = 20_000
@@ -85,7 +91,7 @@ _UNIT_AFTER = re.compile(
 _FLOOR_BEFORE = re.compile(r"\b(?:as low as|ab nur|à partir de seulement)\s*$", re.I)
 _WHOLE_THEN_CENTS = re.compile(r"(?<![\d.,])(\d{1,3}(?:[.,\s]\d{3})*|\d+) (\d{2})(?![\d.,])")
 CENTS_WORDS = frozenset({"fraction", "cents", "cent", "decimal", "decimals", "pennies", "superscript", "sup"})
-_DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extract.prices
+_DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extract.product.prices
 # A price split into parts reads "69. 99" once its parts are joined by spaces: the cents belong to it;
 # "7 .99" too, the mark written with the cents (lampsplus.com: ``7<span class="currencyCents">.99</span>``).
 _SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)|(\d)\s+([.,]\d{2})(?![\d.,])")

@@ -33,7 +33,7 @@ from typing import Any
 from lxml import etree  # type: ignore[import-untyped]
 from lxml import html as lxml_html
 
-from dualplane.data_plane.extract._trafilatura.inside_calls import Switch
+from dualplane.data_plane.extract.text._trafilatura.inside_calls import Switch
 
 _utils = importlib.import_module("trafilatura.utils")
 _core = importlib.import_module("trafilatura.core")

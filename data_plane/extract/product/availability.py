@@ -3,7 +3,7 @@
 ``in_stock``, ``out_of_stock``, ``limited`` and ``preorder``. A value that means none of them (schema.org
 ``Reserved``, a template's "unknown") is no stock state: it reads as ``None``, and the record says where
 it was seen (``availability_source``) without a value. Phrases in many languages are in
-:mod:`~data_plane.extract.availability_phrases`. ``BackOrder`` counts as ``preorder``: the buyer can
+:mod:`~data_plane.extract.product.availability_phrases`. ``BackOrder`` counts as ``preorder``: the buyer can
 order now and the item ships later.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from dualplane.data_plane.extract.availability_phrases import ANSWERED, LOOSE, STRONG
+from dualplane.data_plane.extract.product.availability_phrases import ANSWERED, LOOSE, STRONG
 
 Availability = Literal["in_stock", "out_of_stock", "limited", "preorder"]
 
@@ -38,9 +38,9 @@ def availability_of(value: str) -> Availability | None:
 def availability_in(text: str, *, loose: bool = False) -> Availability | None:
     """The availability a shop phrase in ``text`` states ("In stock", "Nur noch 3", "Épuisé"), if any.
 
-    Phrases of many languages are known (:mod:`~data_plane.extract.availability_phrases`). With ``loose``
-    (for the text of an element about stock, e.g. ``class="stock"``) a bare "Available", "Disponible"
-    or "Skladem" also counts as in stock.
+    Phrases of many languages are known (:mod:`~data_plane.extract.product.availability_phrases`). With
+    ``loose`` (for the text of an element about stock, e.g. ``class="stock"``) a bare "Available",
+    "Disponible" or "Skladem" also counts as in stock.
     """
     for availability, pattern in STRONG:
         if availability == "out_of_stock" and ":" in text:  # pre-orders and low stock go first

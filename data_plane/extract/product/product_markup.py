@@ -1,6 +1,6 @@
 """A product read from plain markup, for pages whose structured data is missing or incomplete.
 
-The price and the area it sits in come from :mod:`data_plane.extract.product_area`. Within that
+The price and the area it sits in come from :mod:`data_plane.extract.product.product_area`. Within that
 area, SKU, GTIN, brand and availability come from ``itemprop`` attributes, telling class names, then
 labels and phrases ("SKU:", "EAN:", "Brand:", "In stock", "Only 3 left").
 """
@@ -13,20 +13,25 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborNode
 
-from dualplane.data_plane.extract.availability import Availability, availability_in, availability_of
-from dualplane.data_plane.extract.availability_decision import (
+from dualplane.data_plane.extract.fields import ProductFields
+from dualplane.data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
+from dualplane.data_plane.extract.product.availability import Availability, availability_in, availability_of
+from dualplane.data_plane.extract.product.availability_decision import (
     IN_STOCK_LIKE,
     ButtonState,
     StockSignals,
     decide,
 )
-from dualplane.data_plane.extract.cart_forms import cart_form_submits
-from dualplane.data_plane.extract.fields import ProductFields
-from dualplane.data_plane.extract.identifiers import gtin_of, sku_of
-from dualplane.data_plane.extract.markup import Markup, ancestors, innermost, line, unique, words
-from dualplane.data_plane.extract.prices import currency_code, find_currency
-from dualplane.data_plane.extract.product_area import area_and_price, elsewhere, own_text, unseen_within
-from dualplane.data_plane.extract.product_labels import (
+from dualplane.data_plane.extract.product.cart_forms import cart_form_submits
+from dualplane.data_plane.extract.product.identifiers import gtin_of, sku_of
+from dualplane.data_plane.extract.product.prices import currency_code, find_currency
+from dualplane.data_plane.extract.product.product_area import (
+    area_and_price,
+    elsewhere,
+    own_text,
+    unseen_within,
+)
+from dualplane.data_plane.extract.product.product_labels import (
     clean,
     labelled_brand,
     labelled_gtin,
@@ -34,7 +39,7 @@ from dualplane.data_plane.extract.product_labels import (
     labelled_skus,
     lines_of,
 )
-from dualplane.data_plane.extract.schema_org import absolute_urls
+from dualplane.data_plane.extract.structured.schema_org import absolute_urls
 
 STOCK_WORDS = frozenset({"stock", "availability", "inventory", "instock", "outofstock", "stockstatus"})
 _STOCK_CANDIDATES = ", ".join(
@@ -100,7 +105,7 @@ class MarkupProduct:
 
     ``signals`` are what the markup says about the product's stock (an ``itemprop``, a visible element
     about stock, the add-to-cart control, a short stock line); ``fields.availability`` is what they settle
-    on their own (:func:`~data_plane.extract.availability_decision.decide`).
+    on their own (:func:`~data_plane.extract.product.availability_decision.decide`).
     """
 
     fields: ProductFields
@@ -116,7 +121,7 @@ def markup_product(page: Markup, base_url: str, *, declared: bool = False) -> Ma
     """The product the page's markup shows; empty fields where it shows nothing recognisable.
 
     Unless the page ``declared`` a product in structured data, a page without a price (and without a form
-    that posts one product to the cart, :mod:`~data_plane.extract.cart_forms`), or with a price
+    that posts one product to the cart, :mod:`~data_plane.extract.product.cart_forms`), or with a price
     but neither an item number nor an add-to-cart control nor a stock statement, is not read any further
     (its fields stay empty): most pages are not product pages, and this keeps them cheap. Stock statements, an
     add-to-cart control and an item number are looked for in the product's area first, then in the
@@ -196,7 +201,7 @@ def _stock_statement(container: LexborNode, area: LexborNode) -> Availability | 
     Innermost elements first; then the short ones around them, since a statement often wraps its number
     in a stock-classed element of its own (``<div class="stock-count">Only <span class="stock-qty">2</span>
     left</div>``: the span alone says nothing). Hidden elements and a variant picker's options say nothing
-    about the product (:func:`~data_plane.extract.product_area.unseen`).
+    about the product (:func:`~data_plane.extract.product.product_area.unseen`).
     """
     stock = [
         node
@@ -268,10 +273,10 @@ def _sku_attribute(scope: LexborNode) -> str | None:
 
 def _others_code(node: LexborNode, scope: LexborNode, marked: set[int]) -> bool:
     """Whether a class-marked item number is another product's: in a container about other products
-    (related, recently viewed: :func:`~data_plane.extract.product_area.elsewhere`), or in one of several
-    like blocks (same tag and class) that each hold one, the cards of a list or a carousel (shop.lego.com's
-    ``<li class="product-thumbnail"><span class="item-code">75020</span>`` beside the product's own
-    "Item: 10188"). A number that is not the product's is not its SKU."""
+    (related, recently viewed: :func:`~data_plane.extract.product.product_area.elsewhere`), or in one of
+    several like blocks (same tag and class) that each hold one, the cards of a list or a carousel
+    (shop.lego.com's ``<li class="product-thumbnail"><span class="item-code">75020</span>`` beside the
+    product's own "Item: 10188"). A number that is not the product's is not its SKU."""
     if elsewhere(node, scope):
         return True
     for block in ancestors(node):
@@ -325,8 +330,8 @@ def _buy_control(scope: LexborNode) -> tuple[bool, ButtonState | None, Availabil
     "AddToCart").
 
     A form's submit control counts when the form posts this product to the cart
-    (:mod:`~data_plane.extract.cart_forms`), whatever its label. ``enabled`` when one shown control takes
-    orders; ``disabled`` when every one is disabled (the
+    (:mod:`~data_plane.extract.product.cart_forms`), whatever its label. ``enabled`` when one shown control
+    takes orders; ``disabled`` when every one is disabled (the
     ``disabled`` attribute, ``aria-disabled``, a class saying so) or labelled with an out-of-stock phrase.
     A form or a box whose class or id says "add to cart" shows the page sells the product, but only a
     control (a button, an input, a link) has a state: the box may hold a disabled one, or only a label.

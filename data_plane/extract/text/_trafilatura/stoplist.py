@@ -23,7 +23,7 @@ from typing import Any
 from justext import core as justext_core
 from trafilatura import external
 
-from dualplane.data_plane.extract._trafilatura.inside_calls import Switch
+from dualplane.data_plane.extract.text._trafilatura.inside_calls import Switch
 
 _switch = Switch("justext_stoplist")
 _lowered: dict[int, tuple[Any, frozenset[str]]] = {}  # id(JT_STOPLIST) -> (that tuple, its set)

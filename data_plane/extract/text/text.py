@@ -10,7 +10,7 @@ nearly the whole page, while resiliparse (C, over Lexbor) reads it in a few mill
 same text (token precision 0.99 and recall 1.0 of one against the other, means over NumPy's built
 docs). So a page a documentation generator made is read by resiliparse, and so is a product page, whose
 record is judged by its product fields; news and blog pages by trafilatura, from their article element
-alone where there is one (:mod:`~data_plane.extract.text_route` chooses).
+alone where there is one (:mod:`~data_plane.extract.text.text_route` chooses).
 
 trafilatura runs without its metadata pass: that pass guesses dates relative to today's date, which
 would make records depend on when they were extracted. Both outputs are deterministic for given HTML.
@@ -28,12 +28,12 @@ import trafilatura
 from resiliparse.extract.html2text import extract_plain_text
 from resiliparse.parse.html import HTMLTree
 
-from dualplane.data_plane.extract._trafilatura import SHORTCUTS
-from dualplane.data_plane.extract.boilerplate import trim_boilerplate
 from dualplane.data_plane.extract.markup import Markup
 from dualplane.data_plane.extract.markup import line as line_of
 from dualplane.data_plane.extract.metrics import text_failed
-from dualplane.data_plane.extract.text_route import TextRoute, text_route
+from dualplane.data_plane.extract.text._trafilatura import SHORTCUTS
+from dualplane.data_plane.extract.text.boilerplate import trim_boilerplate
+from dualplane.data_plane.extract.text.text_route import TextRoute, text_route
 
 MAX_TEXT_BYTES = 300_000
 """Main text (and article body) longer than this in UTF-8 is cut, so that a record holding both fits a
@@ -77,13 +77,13 @@ def main_text(
 ) -> str | None:
     """The page's main content as plain text (paragraphs on their own lines), or ``None`` when empty.
 
-    Read by the engine ``route`` names (:mod:`~data_plane.extract.text_route`; by default, a
+    Read by the engine ``route`` names (:mod:`~data_plane.extract.text.text_route`; by default, a
     documentation page by resiliparse and any other by trafilatura); where resiliparse gives nothing,
     trafilatura reads the route's element (a lone article or main element), and where that gives nothing
     too, the whole page.
     Related-content tails and copyright lines that trafilatura keeps are cut by their wording, and
     teaser lines by the texts of the page's links, which ``link_texts`` gives when asked (only for a
-    line that looks like a teaser; :func:`link_texts`, :mod:`~data_plane.extract.boilerplate`).
+    line that looks like a teaser; :func:`link_texts`, :mod:`~data_plane.extract.text.boilerplate`).
     """
     route = route or text_route(html)
     if len(html) > MAX_HTML_CHARS:
@@ -170,7 +170,7 @@ def article_body(text: str, *, headline: str | None, standfirsts: Iterable[str] 
     """``text`` without the lines that open an article page but are not its body.
 
     Leading lines are dropped while they are the headline, a standfirst (text the markup marks as
-    one, see :func:`~data_plane.extract.article_markup.standfirsts`), a short kicker ("Culture", a
+    one, see :func:`~data_plane.extract.article.article_markup.standfirsts`), a short kicker ("Culture", a
     date) or a "By …" byline; paragraphs are separated by a blank line. The page description is not
     dropped for being the description: many sites make it from the first paragraph of the body.
     """

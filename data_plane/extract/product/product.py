@@ -1,33 +1,33 @@
 """Whether a page is a product page, and the product it shows: every source in order of trust.
 
 Sources, most trusted first: JSON-LD, microdata, RDFa, OpenGraph/product meta tags (all
-:mod:`~data_plane.extract.schema_org`), the page's embedded state JSON
-(:mod:`~data_plane.extract.embedded_state`), then markup heuristics
-(:mod:`~data_plane.extract.product_markup`). Each field takes the first source that has it and
+:mod:`~data_plane.extract.structured.schema_org`), the page's embedded state JSON
+(:mod:`~data_plane.extract.product.embedded_state`), then markup heuristics
+(:mod:`~data_plane.extract.product.product_markup`). Each field takes the first source that has it and
 records which one that was; an item id in the page's own URL that the page also prints is the last
-resort for the SKU (:mod:`~data_plane.extract.url_sku`), then the id its cart form posts, where the page
-prints that (:func:`~data_plane.extract.cart_forms.ordered_ids`). An item number printed next to its label
-("Art.-Nr. 4711") overrides a published ``sku``, since the page shows it to the buyer now.
-Availability weighs the product's own stock signals (:mod:`~data_plane.extract.availability_decision`):
-a published state stands unless a visible statement about the product contradicts it, and
-contradicting signals give none.
+resort for the SKU (:mod:`~data_plane.extract.product.url_sku`), then the id its cart form posts, where the
+page prints that (:func:`~data_plane.extract.product.cart_forms.ordered_ids`). An item number printed next to
+its label ("Art.-Nr. 4711") overrides a published ``sku``, since the page shows it to the buyer now.
+Availability weighs the product's own stock signals
+(:mod:`~data_plane.extract.product.availability_decision`): a published state stands unless a visible
+statement about the product contradicts it, and contradicting signals give none.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from dualplane.data_plane.extract.availability_decision import decide
-from dualplane.data_plane.extract.cart_forms import ordered_ids
-from dualplane.data_plane.extract.embedded_state import embedded_product
 from dualplane.data_plane.extract.fields import ProductFields
 from dualplane.data_plane.extract.markup import Markup, text
-from dualplane.data_plane.extract.product_area import own_text
-from dualplane.data_plane.extract.product_markup import MarkupProduct, markup_product
-from dualplane.data_plane.extract.product_tracking import tracked_sku
-from dualplane.data_plane.extract.schema_org import structured_product
-from dualplane.data_plane.extract.structured import Structured
-from dualplane.data_plane.extract.url_sku import printed_id, printed_url_id
+from dualplane.data_plane.extract.product.availability_decision import decide
+from dualplane.data_plane.extract.product.cart_forms import ordered_ids
+from dualplane.data_plane.extract.product.embedded_state import embedded_product
+from dualplane.data_plane.extract.product.product_area import own_text
+from dualplane.data_plane.extract.product.product_markup import MarkupProduct, markup_product
+from dualplane.data_plane.extract.product.product_tracking import tracked_sku
+from dualplane.data_plane.extract.product.url_sku import printed_id, printed_url_id
+from dualplane.data_plane.extract.structured.schema_org import structured_product
+from dualplane.data_plane.extract.structured.structured import Structured
 
 LISTED_PRODUCTS = 3
 """Structured data naming this many different products, none of them the page's heading, is a listing's."""
@@ -112,7 +112,7 @@ def _visible_first(fields: ProductFields, shown: MarkupProduct) -> ProductFields
     put before a published one.
 
     The published availability (structured data, else the embedded state, else an ``itemprop``) is
-    weighed with what the markup shows (:func:`~data_plane.extract.availability_decision.decide`). Its
+    weighed with what the markup shows (:func:`~data_plane.extract.product.availability_decision.decide`). Its
     source stays when it stands; a state only the markup gives, or a refinement ("Nur noch 2"), is the
     markup's; with none, the source names what was seen (the published value's, else the markup's).
     """

@@ -1,7 +1,7 @@
 """The product's availability from the signals about the product itself, and ``None`` when they disagree.
 
 Signals, the product's own only (hidden elements, other products' boxes and size or colour options never
-give one; see :mod:`~data_plane.extract.product_markup`):
+give one; see :mod:`~data_plane.extract.product.product_markup`):
 
 - *published*: the offer's ``availability`` (JSON-LD, microdata, RDFa), ``product:availability`` meta,
   the embedded state's stock flag, an ``itemprop=availability``;
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from dualplane.data_plane.extract.availability import Availability
+from dualplane.data_plane.extract.product.availability import Availability
 
 ButtonState = Literal["enabled", "disabled"]
 IN_STOCK_LIKE = frozenset({"in_stock", "limited", "preorder"})

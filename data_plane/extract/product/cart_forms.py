@@ -4,7 +4,7 @@ A shop's buy control is labelled in the shop's language and words ("Buy!", "Zum 
 "Kosárhoz"), which no list of labels covers. What every such control shares is its form: it posts to the
 shop's cart (``action="/cart.php"``, ``/cart/add``, ``/basket/add``) with the product's id in a field. The
 submit control of such a form is an add-to-cart control whatever it says; its state is read as any
-other's (:mod:`~data_plane.extract.product_markup`).
+other's (:mod:`~data_plane.extract.product.product_markup`).
 
 A form that posts to the cart without saying which product (a cart page's "Update cart", a coupon box)
 adds nothing: the form must carry a product id field (``name="product"``, ``product_id``, ``variant``…).
@@ -23,8 +23,8 @@ from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborNode
 
-from dualplane.data_plane.extract.identifiers import sku_of
-from dualplane.data_plane.extract.product_area import elsewhere
+from dualplane.data_plane.extract.product.identifiers import sku_of
+from dualplane.data_plane.extract.product.product_area import elsewhere
 
 _CART_PATH = re.compile(
     r"cart|basket|warenkorb|panier|carrito|carrello|winkelwagen|koszyk|kosar|kosik|varukorg|korg|kurv",

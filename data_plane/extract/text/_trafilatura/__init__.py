@@ -61,7 +61,7 @@ def shortcuts_for(version: str) -> dict[str, Shortcut]:
         return {}
     try:
         # Imported only now: each replaces its names inside trafilatura when imported.
-        from dualplane.data_plane.extract._trafilatura import (  # noqa: PLC0415
+        from dualplane.data_plane.extract.text._trafilatura import (  # noqa: PLC0415
             parser,
             readability_skip,
             stoplist,
@@ -82,7 +82,7 @@ def warm_up() -> None:
     """Make now what the shortcuts entered otherwise make inside the first page that needs it: the
     lower-cased set of jusText's merged stoplist, and jusText's cached copy of that set (~70 ms each)."""
     if "jusText's stoplist as its set" in SHORTCUTS:
-        from dualplane.data_plane.extract._trafilatura import stoplist  # noqa: PLC0415 (loaded already)
+        from dualplane.data_plane.extract.text._trafilatura import stoplist  # noqa: PLC0415 (loaded already)
 
         stoplist.warm_up(external.JT_STOPLIST or external.jt_stoplist_init())
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import unquote, urlsplit
 
-from dualplane.data_plane.extract.identifiers import sku_of
+from dualplane.data_plane.extract.product.identifiers import sku_of
 
 MIN_DIGITS = 5
 MIN_MIXED = 5

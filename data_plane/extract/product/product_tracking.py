@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from dualplane.data_plane.extract.identifiers import sku_of
+from dualplane.data_plane.extract.product.identifiers import sku_of
 
 MAX_SCRIPT_CHARS = 2_000_000
 # product_sku: ["201500014845"] or product_sku: "201500014845" (object literal or JSON, quoted or not).
