@@ -17,12 +17,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import pytest
 
 from dualplane.brokers import amqp
-from dualplane.brokers.amqp import permits
+from dualplane.brokers.amqp import management, permits
 from dualplane.brokers.amqp.messages import CrawlTask
 from dualplane.brokers.amqp.publisher import confirmed_channel, publish
 from dualplane.brokers.amqp.topology import Topology
@@ -106,10 +106,23 @@ def _hand_task(settings: Settings, host: RecordingHost, path: str) -> CrawlTask:
 
 def _warm(settings: Settings, host: RecordingHost, probe: JobProbe, lane: str) -> None:
     """A first task handed on before anything is held: the fetcher's producer then knows the topics'
-    partitions and leaders (held metadata answers would stop it before it writes anything)."""
+    partitions and leaders (held metadata answers would stop it before it writes anything).
+
+    It must be *acked* before the answers are held, not only taken: on a quiet machine the page is
+    read back from Kafka before Kafka's answer reaches the fetcher, and a warm-up task still waiting
+    for it is held too, so two tasks, not one, came back when the fetcher was killed (CI, twice)."""
     warm = _hand_task(settings, host, FIRST)
     _eventually(lambda: len(_raw_pages(settings, warm.url)) == 1, 60, "the warm-up page")
     _eventually(lambda: probe.queue_depth(lane) == 0, 30, "the warm-up task taken")
+    _eventually(lambda: _acks(settings, lane) >= 1, 60, "the warm-up task acked")
+
+
+def _acks(settings: Settings, queue: str) -> int:
+    """Acks the broker has counted on ``queue`` so far (management API; it lags by a few seconds).
+    The count only grows, so unlike the unacked gauge, which lags too, it cannot read 0 too early."""
+    vhost = quote(amqp.connection_parameters(settings.amqp).virtual_host, safe="")
+    stats = management.get(settings.amqp, f"/api/queues/{vhost}/{quote(queue, safe='')}")
+    return int(stats.get("message_stats", {}).get("ack", 0))
 
 
 def _start_fetcher(pipeline: Pipeline, probe: JobProbe, lane: str, **env: str) -> subprocess.Popen[bytes]:
@@ -157,9 +170,12 @@ def test_a_task_is_not_acked_until_kafka_confirms_and_comes_back_when_the_fetche
 
     pipeline.kill(doomed)
     # An acked task would be gone for good; an unacked one returns to the lane when its fetcher dies.
-    # 90 s, not 30: late in the full suite (one broker holding every earlier test's queues) the
-    # requeue was once not seen within 30 s, while the file alone passes in about a minute.
-    _eventually(lambda: probe.queue_depth(lane) == 1, 90, "the unacked task to come back", pipeline.logs)
+    _eventually(
+        lambda: probe.queue_depth(lane) == 1,
+        60,
+        "the unacked task to come back",
+        lambda: f"lane depth {probe.queue_depth(lane)} (1 expected)\n{pipeline.logs()}",
+    )
 
     _start_fetcher(pipeline, probe, lane)  # straight to Kafka
     _eventually(lambda: len(_raw_pages(private, task.url)) == 2, 60, "the page fetched again")
