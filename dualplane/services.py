@@ -17,7 +17,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
+
+from confluent_kafka import KafkaException
+from pika.exceptions import AMQPConnectionError
 
 from dualplane.brokers.amqp import metrics as amqp_metrics
 from dualplane.brokers.amqp.retry_relay import RetryRelay
@@ -25,6 +28,7 @@ from dualplane.brokers.kafka.topics import prepare_data_plane
 from dualplane.connectors.sink import S3Sink
 from dualplane.connectors.sink import metrics as sink_metrics
 from dualplane.control_plane.fetcher import metrics as fetcher_metrics
+from dualplane.control_plane.fetcher.profile_store import ProfileStoreError
 from dualplane.control_plane.fetcher.runner import TaskRunner
 from dualplane.control_plane.fetcher.worker import Fetcher
 from dualplane.control_plane.frontier import Frontier
@@ -35,6 +39,7 @@ from dualplane.core.settings import Settings
 from dualplane.data_plane.extractor import metrics as extractor_metrics
 from dualplane.data_plane.extractor.service import Extractor
 from dualplane.data_plane.throttle import metrics as throttle_metrics
+from dualplane.data_plane.throttle.exceptions import ThrottleError
 from dualplane.data_plane.throttle.view import ThrottleView
 from dualplane.supervision import PidFence, StaleChild, die_with_parent
 
@@ -43,6 +48,15 @@ log = logging.getLogger(__name__)
 # How often a running process touches its heartbeat file (``dualplane run --heartbeat-file``).
 HEARTBEAT_EVERY_S = 2.0
 FAUST_APP = "dualplane.data_plane.throttle.worker"
+# A service started while a broker restarts (a deploy, a node replaced, the chaos test) waits this
+# long for it before giving up with the broker's error: one startup read gives up after 15-30 s, and
+# a Kafka restart on a busy 2-core machine took over 30 s. Retries back off from 1 s to 15 s.
+STARTUP_WAIT_S = 180.0
+STARTUP_RETRY_MAX_S = 15.0
+# What a broker that is not answering yet raises while a service starts (anything else is a real
+# error and ends the start at once).
+Built = TypeVar("Built")
+BROKER_NOT_READY = (KafkaException, AMQPConnectionError, ThrottleError, ProfileStoreError, TimeoutError)
 # A Faust worker that ends this soon after its start, this many times in a row, is crash-looping.
 QUICK_EXIT_S = 60.0
 CRASH_LOOP_EXITS = 3
@@ -260,6 +274,29 @@ class ServiceGroup:
         self.stop()
 
 
+def start_when_brokers_answer(
+    build: Callable[[], Built],
+    what: str,
+    stopping: threading.Event,
+    wait_s: float = STARTUP_WAIT_S,
+    first_retry_s: float = 1.0,
+) -> Built | None:
+    """``build()``, tried again while the brokers do not answer yet, for at most ``wait_s``; then the
+    broker's own error (it says what to check). None when ``stopping`` is set while waiting."""
+    deadline = time.monotonic() + wait_s
+    retry_s = first_retry_s
+    while True:
+        try:
+            return build()
+        except BROKER_NOT_READY as error:
+            if time.monotonic() + retry_s > deadline:
+                raise
+            log.warning("%s could not start yet (%s); trying again in %.0f s", what, error, retry_s)
+        if stopping.wait(retry_s):
+            return None
+        retry_s = min(2 * retry_s, STARTUP_RETRY_MAX_S)
+
+
 def run_services(
     settings: Settings, names: list[str], shards: list[int] | None = None, heartbeat: Path | None = None
 ) -> None:
@@ -281,7 +318,11 @@ def run_services(
     # must still end in a clean stop and exit 0, not in Python's default death by signal.
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    group = ServiceGroup.build(settings, names, shards)
+    group = start_when_brokers_answer(
+        lambda: ServiceGroup.build(settings, names, shards), ", ".join(names), stopping
+    )
+    if group is None:  # asked to stop while waiting for the brokers
+        return
     metrics.serve(settings.metrics)
     group.start()
     beaten = 0.0

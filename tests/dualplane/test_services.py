@@ -10,9 +10,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
+from pika.exceptions import AMQPConnectionError
 
 from dualplane import services
+from dualplane.control_plane.fetcher.profile_store import ProfileStoreError
 from dualplane.core.settings import Settings
+from dualplane.data_plane.throttle.exceptions import ThrottleError
 from dualplane.services import ConsumerService, restart_log_level, run_services
 
 pytestmark = pytest.mark.unit
@@ -104,3 +108,53 @@ def test_a_faust_worker_that_exits_once_is_a_warning_and_one_crash_looping_is_an
     level, quick = restart_log_level(ran_s=2.0, quick_exits=quick)
     assert (level, quick) == (logging.ERROR, 3)  # dying at every start: a person should look
     assert restart_log_level(ran_s=3600.0, quick_exits=quick) == (logging.WARNING, 0)  # it had run an hour
+
+
+def _builds(*outcomes: Exception | str) -> Callable[[], object]:
+    """A build that raises or returns each outcome in turn."""
+    left = list(outcomes)
+
+    def build() -> object:
+        outcome = left.pop(0)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    return build
+
+
+def test_a_start_while_a_broker_restarts_is_tried_again_until_it_answers(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    not_yet = KafkaException(KafkaError(KafkaError._TRANSPORT, "Failed to get metadata"))
+    build = _builds(not_yet, ThrottleError("could not subscribe"), "group")
+
+    with caplog.at_level(logging.WARNING, logger="dualplane.services"):
+        got = services.start_when_brokers_answer(build, "fetcher", threading.Event(), first_retry_s=0.01)
+
+    assert got == "group"
+    assert [r.getMessage().split(" (")[0] for r in caplog.records] == ["fetcher could not start yet"] * 2
+
+
+def test_a_broker_that_never_answers_ends_the_start_with_its_own_error() -> None:
+    build = _builds(*[AMQPConnectionError("no RabbitMQ node answered")] * 50)
+
+    with pytest.raises(AMQPConnectionError, match="no RabbitMQ node answered"):
+        services.start_when_brokers_answer(
+            build, "frontier", threading.Event(), wait_s=0.2, first_retry_s=0.01
+        )
+
+
+def test_an_error_that_is_no_broker_outage_ends_the_start_at_once() -> None:
+    build = _builds(ValueError("bad setting"), "group")
+
+    with pytest.raises(ValueError, match="bad setting"):
+        services.start_when_brokers_answer(build, "fetcher", threading.Event(), first_retry_s=0.01)
+
+
+def test_a_stop_request_while_waiting_for_the_brokers_ends_the_wait() -> None:
+    stopping = threading.Event()
+    stopping.set()
+    build = _builds(ProfileStoreError("could not reach the profiles topic"), "group")
+
+    assert services.start_when_brokers_answer(build, "fetcher", stopping) is None
