@@ -57,7 +57,8 @@ EXTRACTOR_VERSION = "1.5.6"
 """1.5.6: a lone separator before three digits ("1.299", "12.990") is read by the currency's conventions
 (none in yen or Chilean pesos, three decimals in dinars) and the page's own prices, and an element's text
 beside ``itemprop=price`` is read as display text, so no price is 1,000x off the page's convention (no
-field of the labelled pages changes).
+field of the labelled pages changes); a block that opens with a heading naming other products ("Use it
+with", "Customers also bought") is theirs, as a block classed "related" is.
 1.5.5: where nothing else gives a SKU, the id the product's cart form posts is its SKU when the page
 shows it to a buyer ("Product ID: VBAG" beside ``<input type="hidden" name="id" value="VBAG">``).
 1.5.4: a documentation page whose main content resiliparse finds too short is read by trafilatura from its

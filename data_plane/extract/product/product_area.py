@@ -38,6 +38,17 @@ ELSEWHERE_WORDS = frozenset(
 )  # fmt: skip
 _ELSEWHERE_HINT = re.compile("|".join(sorted(ELSEWHERE_WORDS)))
 PAGE_FRAME_TAGS = frozenset({"nav", "footer"})
+OTHERS_HEADINGS = frozenset({"h2", "h3", "h4", "h5"})
+_OTHERS_TITLE = re.compile(
+    r"\W*(?:use it with|frequently bought together|customers (?:who|also)\b|you (?:may|might) also\b|"
+    r"related (?:products|items)|similar (?:products|items)|complete the look|pairs well with|"
+    r"(?:people|others) also\b|recently viewed|recommended for you|kunden kauften auch|"
+    r"das könnte (?:ihnen|dir) auch gefallen|ähnliche (?:produkte|artikel)|passend dazu|vous aimerez aussi|"
+    r"produits similaires|ti potrebbe interessare|prodotti correlati|te puede interesar|"
+    r"productos relacionados)",
+    re.I,
+)
+"""A heading over other products' blocks, in the languages the price labels cover."""
 PICKER_TAGS = frozenset({"select", "option", "optgroup", "datalist"})
 HIDING_CLASSES = frozenset(
     {"hidden", "hide", "d-none", "is-hidden", "u-hidden", "no-display", "display-none", "invisible"}
@@ -485,7 +496,17 @@ def about_others(container: LexborNode) -> bool:
     if tag in PAGE_FRAME_TAGS:
         return True
     aside = tag == "aside" or (_may_name_others(container) and bool(ELSEWHERE_WORDS & words(container)))
-    return aside and container.css_first("h1") is None
+    return (aside or _headed_as_others(container)) and container.css_first("h1") is None
+
+
+def _headed_as_others(container: LexborNode) -> bool:
+    """True when ``container`` opens with a heading that names other products ("Use it with", "Customers
+    also bought", "Vous aimerez aussi"): a block nobody classed as related items, whose prices are theirs
+    (a cross-sell's "$40.00" under sephora.com's "Use it with", read as the product's)."""
+    child = container.child
+    while child is not None and child.tag in ("-text", "-comment"):
+        child = child.next
+    return child is not None and child.tag in OTHERS_HEADINGS and bool(_OTHERS_TITLE.match(line(child)))
 
 
 def _may_name_others(container: LexborNode) -> bool:
