@@ -19,6 +19,7 @@ from selectolax.lexbor import LexborNode
 from dualplane.data_plane.extract.markup import ancestors, innermost, line, words
 from dualplane.data_plane.extract.product.availability import availability_in
 from dualplane.data_plane.extract.product.decimal_marks import page_mark
+from dualplane.data_plane.extract.product.other_amounts import without_other_amounts
 from dualplane.data_plane.extract.product.prices import (
     DecimalMark,
     Price,
@@ -309,6 +310,7 @@ def _shown_price(node: LexborNode, mark: DecimalMark) -> Price | None:
     shown = line(node)
     if _NOT_THE_PRICE.match(shown) or _NEGATIVE.match(shown) or _per_unit(node, shown):
         return None
+    shown = without_other_amounts(shown)  # "4 x 25,00 €", "$37/mo": an instalment, not the price
     if _WHOLE_THEN_CENTS.search(shown) and _cents_apart(node):
         shown = _WHOLE_THEN_CENTS.sub(r"\1.\2", shown)  # "$ 21 11": whole and cents in elements of their own
     return parse_price(_SPLIT_CENTS.sub(_joined, shown), decimal_mark=mark)
@@ -412,7 +414,8 @@ def _currency_amount(area_text: str, mark: DecimalMark) -> Price | None:
     for index, text_line in enumerate(lines):
         if not _DIGIT.search(text_line):  # no amount (parse_price gives None): most lines of an article
             continue
-        found = parse_price(text_line, decimal_mark=mark)
+        # "Free shipping on orders over $70" below the name: a threshold, as an instalment is no price.
+        found = parse_price(without_other_amounts(text_line), decimal_mark=mark)
         if found is not None and found.currency is None:
             before = lines[index - 1] if index else ""
             after = lines[index + 1] if index + 1 < len(lines) else ""
