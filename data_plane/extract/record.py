@@ -53,8 +53,14 @@ from dualplane.data_plane.extract.text.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.5.5"
-"""1.5.5: where nothing else gives a SKU, the id the product's cart form posts is its SKU when the page
+EXTRACTOR_VERSION = "1.5.6"
+"""1.5.6: a lone separator before three digits ("1.299", "12.990") is read by the currency's conventions
+(none in yen or Chilean pesos, three decimals in dinars) and the page's own prices, and an element's text
+beside ``itemprop=price`` is read as display text, so no price is 1,000x off the page's convention (no
+field of the labelled pages changes); a block that opens with a heading naming other products ("Use it
+with", "Customers also bought") is theirs, as a block classed "related" is; an instalment ("4 x 25,00 €",
+"$37/mo") or a free-shipping threshold ("Free shipping on orders over $70") is no price.
+1.5.5: where nothing else gives a SKU, the id the product's cart form posts is its SKU when the page
 shows it to a buyer ("Product ID: VBAG" beside ``<input type="hidden" name="id" value="VBAG">``).
 1.5.4: a documentation page whose main content resiliparse finds too short is read by trafilatura from its
 lone article or main element, as a news page is, before the whole page (no record of the 1,949 pages of

@@ -1,14 +1,18 @@
 """Prices as people and markup write them, to an exact ``Decimal`` and an ISO 4217 currency.
 
 Display text (``"1.299,00 €"``, ``"$1,299.99 - $1,499.99"``, ``"12.50 USD"``) is read the way a
-shopper would: the last of two different separators is the decimal mark, a lone separator followed by
-exactly three digits groups thousands, a range gives its low end. Structured values (JSON-LD, microdata
-``content``) follow schema.org, where a lone ``.`` is always the decimal mark.
+shopper would: the last of two different separators is the decimal mark, a range gives its low end.
+Only a lone separator before exactly three digits (``"1.299"``, ``"12,990"``) is open in the string
+itself; the currency's conventions and then the page's own evidence settle it
+(:func:`lone_mark_is_decimal`), else it groups thousands, as in almost every shop. Structured values
+(JSON-LD, microdata ``content``) follow schema.org, where a lone ``.`` is the decimal mark, except in a
+currency that has no minor unit in practice.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 
@@ -21,10 +25,18 @@ ISO_CODES = frozenset(
         "AED", "ARS", "AUD", "BGN", "BRL", "CAD", "CHF", "CLP", "CNY", "COP", "CZK", "DKK", "EGP", "EUR",
         "GBP", "HKD", "HUF", "IDR", "ILS", "INR", "ISK", "JPY", "KRW", "MXN", "MYR", "NGN", "NOK", "NZD",
         "PEN", "PHP", "PKR", "PLN", "QAR", "RON", "RSD", "RUB", "SAR", "SEK", "SGD", "THB", "TRY", "TWD",
-        "UAH", "USD", "VND", "ZAR",
+        "UAH", "USD", "VND", "ZAR", "BHD", "JOD", "KWD", "OMR", "TND",
     }
 )  # fmt: skip
 """Codes recognised in display text; structured ``priceCurrency`` accepts any three-letter code."""
+WHOLE_CURRENCIES = frozenset({"CLP", "COP", "HUF", "IDR", "ISK", "JPY", "KRW", "PYG", "UGX", "VND"})
+"""Currencies whose prices are written without a fraction (ISO 4217 minor unit 0, or 2 but never used in
+shops): a lone separator before three digits groups thousands, even in structured data ("12.990" CLP)."""
+THREE_DECIMAL_CURRENCIES = frozenset({"BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"})
+"""Currencies with three decimals (ISO 4217 minor unit 3): "KWD 12.990" is twelve dinars and 990 fils."""
+DecimalMark = Callable[[], str | None]
+"""The page's decimal mark ("." or ","), or ``None`` where its prices do not show it: asked only when a
+string's own separators leave the reading open, so that most pages never pay for finding it."""
 
 # Longest first, so that "US$" wins over "$". "kr" is left out: SEK, NOK, DKK and ISK all use it.
 SYMBOLS: dict[str, str] = {
@@ -61,30 +73,47 @@ class Price:
     currency: str | None
 
 
-def parse_price(text: str, default_currency: str | None = None) -> Price | None:
+def parse_price(
+    text: str, default_currency: str | None = None, *, decimal_mark: DecimalMark | None = None
+) -> Price | None:
     """The first price written in ``text``, or ``None`` when it holds no amount.
 
     An amount next to a currency symbol or code is preferred over a bare number, so that
     ``"2 for €10"`` reads 10 EUR; ``default_currency`` applies when the text names none.
+    ``decimal_mark`` gives the page's decimal mark where the string leaves it open (:func:`parse_amount`).
     """
     for match in _MONEY.finditer(text):
         currency = _display_currency(match.group("pre") or match.group("post") or "")
-        amount = parse_amount(match.group("a") or match.group("b") or "")
-        if currency is not None and amount is not None:
+        if currency is None:
+            continue
+        amount = parse_amount(
+            match.group("a") or match.group("b") or "", currency=currency, decimal_mark=decimal_mark
+        )
+        if amount is not None:
             return Price(amount, currency)
     bare = next((m for m in _BARE.finditer(text) if not _PERCENT.match(text, m.end())), None)
-    amount = parse_amount(bare.group()) if bare else None  # a percentage ("inkl. 19% MwSt") is no price
-    if amount is None:
+    if bare is None:  # a percentage ("inkl. 19% MwSt") is no price
         return None
-    return Price(amount, find_currency(text) or currency_code(default_currency or ""))
+    currency = find_currency(text) or currency_code(default_currency or "")
+    amount = parse_amount(bare.group(), currency=currency, decimal_mark=decimal_mark)
+    return Price(amount, currency) if amount is not None else None
 
 
-def parse_amount(text: str, *, structured: bool = False) -> Decimal | None:
+def parse_amount(
+    text: str,
+    *,
+    structured: bool = False,
+    currency: str | None = None,
+    decimal_mark: DecimalMark | None = None,
+) -> Decimal | None:
     """``text`` (one number as written) as a quantized, non-negative ``Decimal``; ``None`` if it is none.
 
-    With ``structured`` a lone ``.`` is always a decimal mark (schema.org's rule for ``price``).
+    With ``structured`` a lone ``.`` is a decimal mark (schema.org's rule for ``price``); a lone
+    separator before three digits is otherwise read by :func:`lone_mark_is_decimal`.
     """
-    digits = _normalise_separators(text.strip().rstrip(_DASHES).rstrip(".,"), structured)
+    digits = _normalise_separators(
+        text.strip().rstrip(_DASHES).rstrip(".,"), structured, currency, decimal_mark
+    )
     if digits is None:
         return None
     try:
@@ -94,16 +123,58 @@ def parse_amount(text: str, *, structured: bool = False) -> Decimal | None:
     return amount if 0 <= amount < MAX_PRICE else None
 
 
-def amount_of(value: object) -> Decimal | None:
-    """A structured price value (string, int or float) as a quantized ``Decimal``."""
+def amount_of(
+    value: object,
+    currency: str | None = None,
+    *,
+    structured: bool = True,
+    decimal_mark: DecimalMark | None = None,
+) -> Decimal | None:
+    """A structured price value (string, int or float) as a quantized ``Decimal``; ``currency`` is its
+    ``priceCurrency``, where known (a currency without a fraction groups "12.990"). Without
+    ``structured``, a string is read as display text is (:func:`parse_amount`)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float | Decimal):
-        return parse_amount(str(value), structured=True)
+        return parse_amount(str(value), structured=True)  # a number's "." is its decimal point
     if isinstance(value, str):
         match = _BARE.search(value)
-        return parse_amount(match.group(), structured=True) if match else None
+        if match is None:
+            return None
+        return parse_amount(
+            match.group(), structured=structured, currency=currency, decimal_mark=decimal_mark
+        )
     return None
+
+
+def lone_mark_is_decimal(
+    mark: str, *, structured: bool, currency: str | None, decimal_mark: DecimalMark | None
+) -> bool:
+    """Whether a lone ``mark`` before exactly three digits ("1.299", "12,990") is the decimal mark.
+
+    The string cannot say, and reading it wrong is 1,000x off. In order of evidence: a currency without a
+    fraction groups, a three-decimal currency's mark is decimal, then the page's own decimal mark (the
+    one its unambiguous prices use: on a page of "12,99 €" a "1.299 €" groups and a "1,299 €" is not
+    grouping); then schema.org's "." for structured values; else it groups thousands, since prices with
+    three decimals are rare in every locale ("$1,299", "1.299 €", "$12.990" in Chile). The page's
+    ``lang`` is no evidence here: a price's three decimals are as rare on an English page as elsewhere,
+    and Latin American or Indonesian shops often declare ``en`` while grouping with ".".
+    """
+    if currency in WHOLE_CURRENCIES:
+        return False
+    if currency in THREE_DECIMAL_CURRENCIES:
+        return True
+    page_mark = decimal_mark() if decimal_mark is not None else None
+    if page_mark is not None:
+        return mark == page_mark
+    return structured and mark == "."
+
+
+def money_numbers(text: str) -> Iterator[str]:
+    """Every number written beside a known currency symbol or code in ``text``, as written."""
+    for match in _MONEY.finditer(text):
+        if _display_currency(match.group("pre") or match.group("post") or "") is not None:
+            yield match.group("a") or match.group("b") or ""
 
 
 def currency_code(text: str) -> str | None:
@@ -141,22 +212,26 @@ def _display_currency(text: str) -> str | None:
     return SYMBOLS.get(text) or (text if text in ISO_CODES else None)
 
 
-def _normalise_separators(text: str, structured: bool) -> str | None:
+def _normalise_separators(
+    text: str, structured: bool, currency: str | None, decimal_mark: DecimalMark | None
+) -> str | None:
     text = re.sub(f"[{_SPACES}']", "", text)
     if not text or not re.fullmatch(r"[\d.,]+", text):
         return None
     dots, commas = text.count("."), text.count(",")
     if dots and commas:
-        decimal_mark = "." if text.rfind(".") > text.rfind(",") else ","
-        grouping = "," if decimal_mark == "." else "."
-        return text.replace(grouping, "").replace(decimal_mark, ".")
+        last = "." if text.rfind(".") > text.rfind(",") else ","
+        grouping = "," if last == "." else "."
+        return text.replace(grouping, "").replace(last, ".")
     if not dots and not commas:
         return text
     mark = "." if dots else ","
     if dots + commas > 1:
         return text.replace(mark, "")  # 1.299.000 or 1,299,000: grouping only
     whole, fraction = text.split(mark)
-    groups_thousands = len(fraction) == 3 and whole not in ("", "0")
-    if groups_thousands and not (structured and mark == "."):
+    open_reading = len(fraction) == 3 and whole not in ("", "0")
+    if open_reading and not lone_mark_is_decimal(
+        mark, structured=structured, currency=currency, decimal_mark=decimal_mark
+    ):
         return whole + fraction
     return f"{whole or '0'}.{fraction}"

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from decimal import Decimal
 
 from selectolax.lexbor import LexborNode
 
 from dualplane.data_plane.extract.markup import ancestors, innermost, line, words
 from dualplane.data_plane.extract.product.availability import availability_in
+from dualplane.data_plane.extract.product.decimal_marks import page_mark
+from dualplane.data_plane.extract.product.other_amounts import without_other_amounts
 from dualplane.data_plane.extract.product.prices import (
+    DecimalMark,
     Price,
     amount_of,
     find_currency,
@@ -35,6 +39,19 @@ ELSEWHERE_WORDS = frozenset(
 )  # fmt: skip
 _ELSEWHERE_HINT = re.compile("|".join(sorted(ELSEWHERE_WORDS)))
 PAGE_FRAME_TAGS = frozenset({"nav", "footer"})
+OTHERS_HEADINGS = frozenset({"h2", "h3", "h4", "h5"})
+HEADED_BLOCK_TAGS = frozenset({"div", "section", "aside", "article", "ul", "ol", "li", "td", "form"})
+"""The blocks a heading may open: a heading's own ``<span>`` or a link holds no block of products."""
+_OTHERS_TITLE = re.compile(
+    r"\W*(?:use it with|frequently bought together|customers (?:who|also)\b|you (?:may|might) also\b|"
+    r"related (?:products|items)|similar (?:products|items)|complete the look|pairs well with|"
+    r"(?:people|others) also\b|recently viewed|recommended for you|kunden kauften auch|"
+    r"das könnte (?:ihnen|dir) auch gefallen|ähnliche (?:produkte|artikel)|passend dazu|vous aimerez aussi|"
+    r"produits similaires|ti potrebbe interessare|prodotti correlati|te puede interesar|"
+    r"productos relacionados)",
+    re.I,
+)
+"""A heading over other products' blocks, in the languages the price labels cover."""
 PICKER_TAGS = frozenset({"select", "option", "optgroup", "datalist"})
 HIDING_CLASSES = frozenset(
     {"hidden", "hide", "d-none", "is-hidden", "u-hidden", "no-display", "display-none", "invisible"}
@@ -97,6 +114,7 @@ _DIGIT = re.compile(r"\d")  # the same digits as the amounts of data_plane.extra
 _SPLIT_CENTS = re.compile(r"(\d[.,])\s+(\d{2})(?!\d)|(\d)\s+([.,]\d{2})(?![\d.,])")
 # An amount with a minus before it and no digit earlier on its line is a saving or a discount ("Outlet
 # Savings: -$80.00", "-20%"), never the price to pay; a range ("$10 - $20") has digits before its dash.
+_THOUSANDFOLD = frozenset({Decimal(1000), Decimal("0.001")})
 _NEGATIVE = re.compile(r"^[^\d]*?(?:^|[\s:(])[-\u2212]\s?(?:[^\w\s]{1,3}|[A-Z]{3})?\s?\d")
 
 
@@ -105,15 +123,17 @@ def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
     heading = next((h1 for h1 in main.css("h1") if not elsewhere(h1, main)), None)
     area = None
     found = _PriceNodes(main, heading)
+    # "1.299" read by the page's own prices, asked only where a price is written so (decimal_marks).
+    mark = page_mark(lambda: main.text(separator=" "))
     if heading is not None:
         for level, area in enumerate(ancestors(heading)):
-            price = _price_element(area, *found.within(level))
+            price = _price_element(area, *found.within(level), mark)
             if price is not None:
                 return area, price
             if level >= AREA_LEVELS or area.mem_id == main.mem_id:
                 break
     cards: set[int] = set()
-    price = _price_element(main, found.marked, found.classed, cards)
+    price = _price_element(main, found.marked, found.classed, mark, cards)
     if price is not None:
         return main, price
     scope = area or main
@@ -125,7 +145,7 @@ def area_and_price(main: LexborNode) -> tuple[LexborNode, Price | None]:
         return scope, None
     # No price element outside cards: read the text, but not the cards' (a listing's first card is no price
     # of the page's own; a product beside a grid of others still shows its price outside the grid).
-    return scope, _currency_amount(own_text(scope, heading, skip=frozenset(cards)))
+    return scope, _currency_amount(own_text(scope, heading, skip=frozenset(cards)), mark)
 
 
 def own_text(
@@ -222,12 +242,16 @@ class _PriceNodes:
 
 
 def _price_element(
-    scope: LexborNode, marked: list[LexborNode], classed: list[LexborNode], cards: set[int] | None = None
+    scope: LexborNode,
+    marked: list[LexborNode],
+    classed: list[LexborNode],
+    mark: DecimalMark,
+    cards: set[int] | None = None,
 ) -> Price | None:
     """The price a price element in ``scope`` shows, outside cards; the cards met go into ``cards``.
 
     ``marked`` and ``classed`` are the scope's elements matching :data:`MARKED_PRICES` and
-    :data:`CLASSED_PRICES` (see :class:`_PriceNodes`).
+    :data:`CLASSED_PRICES` (see :class:`_PriceNodes`); ``mark`` is the page's decimal mark.
     """
 
     judged: dict[int, bool] = {}  # block -> whether it is a card, for every price node of the scope
@@ -243,12 +267,13 @@ def _price_element(
         raw = raw or next(
             (node.attributes.get(name) for name in DATA_PRICE_ATTRIBUTES if name in node.attributes), None
         )
-        amount = amount_of(raw or line(node))
+        # An element's text is display text ("1.299 €"); only an attribute value is schema.org's.
+        amount = amount_of(raw) if raw else amount_of(line(node), structured=False, decimal_mark=mark)
         if amount is not None and amount > 0 and not elsewhere(node, scope) and outside_cards(node):
-            shown = parse_price(line(node))
-            return Price(amount, shown.currency if shown else None)
+            shown = parse_price(line(node), decimal_mark=mark)
+            return Price(_as_shown(amount, shown), shown.currency if shown else None)
     candidates = [node for node in classed if _is_price_node(node, scope)]
-    priced = [(node, price) for node in candidates if (price := _positive(_with_parts(node)))]
+    priced = [(node, price) for node in candidates if (price := _positive(_with_parts(node, mark)))]
     # An amount next to its currency first: a price split into parts ("$", "8", ".", "99", each in its
     # own price-class element) must not be read from its innermost part alone ("99"). Cards are looked
     # for only on the way, node by node: a listing has hundreds of price elements.
@@ -273,15 +298,24 @@ def _to_pay(
     return next((node for node in after if _TO_PAY.match(line(node)) and outside_cards(node)), first)
 
 
-def _shown_price(node: LexborNode) -> Price | None:
+def _as_shown(amount: Decimal, shown: Price | None) -> Decimal:
+    """``amount``, unless the element shows the same digits read 1,000x apart: a shop that writes its
+    display string into ``content`` ("1.299" beside "1.299 €"), where the page's reading is the buyer's."""
+    if shown is not None and shown.amount > 0 and (shown.amount / amount) in _THOUSANDFOLD:
+        return shown.amount
+    return amount
+
+
+def _shown_price(node: LexborNode, mark: DecimalMark) -> Price | None:
     """The price a price-classed element shows, unless its label says it is a former price or a saving,
     or the words around it make it a price per unit or a quantity tier's floor (:func:`_per_unit`)."""
     shown = line(node)
     if _NOT_THE_PRICE.match(shown) or _NEGATIVE.match(shown) or _per_unit(node, shown):
         return None
+    shown = without_other_amounts(shown)  # "4 x 25,00 €", "$37/mo": an instalment, not the price
     if _WHOLE_THEN_CENTS.search(shown) and _cents_apart(node):
         shown = _WHOLE_THEN_CENTS.sub(r"\1.\2", shown)  # "$ 21 11": whole and cents in elements of their own
-    return parse_price(_SPLIT_CENTS.sub(_joined, shown))
+    return parse_price(_SPLIT_CENTS.sub(_joined, shown), decimal_mark=mark)
 
 
 def _joined(match: re.Match[str]) -> str:
@@ -289,14 +323,14 @@ def _joined(match: re.Match[str]) -> str:
     return "".join(part for part in match.groups() if part)
 
 
-def _with_parts(node: LexborNode) -> Price | None:
+def _with_parts(node: LexborNode, mark: DecimalMark) -> Price | None:
     """:func:`_shown_price`, completed from the parent when ``node`` holds only the whole amount and its
     siblings the currency and the cents ("$", "21", "11" in three elements): "21.11" in dollars, not 21."""
-    price = _shown_price(node)
+    price = _shown_price(node, mark)
     parent = node.parent
     if price is None or price.currency is not None or parent is None or not _cents_apart(parent):
         return price
-    whole = _shown_price(parent)
+    whole = _shown_price(parent, mark)
     gave_cents = whole is not None and whole.amount != price.amount == int(whole.amount)
     return whole if gave_cents else price
 
@@ -374,7 +408,7 @@ def links_away(node: LexborNode, scope: LexborNode) -> bool:
     return False
 
 
-def _currency_amount(area_text: str) -> Price | None:
+def _currency_amount(area_text: str, mark: DecimalMark) -> Price | None:
     """The first amount written next to its currency; an amount and a currency in blocks of their own
     ("870" then a currency's abbreviation, "$" then "30.99") are read together, unless the amount's line
     states stock ("72 in stock"): that number counts items."""
@@ -382,7 +416,12 @@ def _currency_amount(area_text: str) -> Price | None:
     for index, text_line in enumerate(lines):
         if not _DIGIT.search(text_line):  # no amount (parse_price gives None): most lines of an article
             continue
-        found = parse_price(text_line)
+        found = parse_price(text_line, decimal_mark=mark)
+        if found is not None and found.currency is not None:
+            # "Free shipping on orders over $70" below the name: a threshold, as an instalment is no
+            # price. Asked only of a line with money on it: on every line with a digit, 0.35 ms of a
+            # documentation page that prints a "$".
+            found = parse_price(without_other_amounts(text_line), decimal_mark=mark)
         if found is not None and found.currency is None:
             before = lines[index - 1] if index else ""
             after = lines[index + 1] if index + 1 < len(lines) else ""
@@ -395,7 +434,7 @@ def _currency_amount(area_text: str) -> Price | None:
             elif _only_currency(before):
                 joined = f"{before} {text_line}"
             if joined is not None and availability_in(text_line) is None:
-                found = parse_price(joined)
+                found = parse_price(without_other_amounts(joined), decimal_mark=mark)
         if found is not None and found.currency is not None and found.amount > 0:
             return found
     return None
@@ -466,7 +505,19 @@ def about_others(container: LexborNode) -> bool:
     if tag in PAGE_FRAME_TAGS:
         return True
     aside = tag == "aside" or (_may_name_others(container) and bool(ELSEWHERE_WORDS & words(container)))
-    return aside and container.css_first("h1") is None
+    return (aside or _headed_as_others(container)) and container.css_first("h1") is None
+
+
+def _headed_as_others(container: LexborNode) -> bool:
+    """True when ``container`` opens with a heading that names other products ("Use it with", "Customers
+    also bought", "Vous aimerez aussi"): a block nobody classed as related items, whose prices are theirs
+    (a cross-sell's "$40.00" under sephora.com's "Use it with", read as the product's)."""
+    if container.tag not in HEADED_BLOCK_TAGS:  # most containers of a page are inline (code, links)
+        return False
+    child = container.child
+    while child is not None and child.tag in ("-text", "-comment"):
+        child = child.next
+    return child is not None and child.tag in OTHERS_HEADINGS and bool(_OTHERS_TITLE.match(line(child)))
 
 
 def _may_name_others(container: LexborNode) -> bool:

@@ -49,12 +49,13 @@ def structured_article(data: Structured) -> ArticleFields:
 def product_from_node(node: Node, base_url: str) -> ProductFields:
     """One Product node's fields, attributed to the syntax the node was read from."""
     offer = _priced_offer(node)
-    price = amount_of(_price_value(offer)) if offer else None
+    currency = _currency(offer) if offer else None
+    price = amount_of(_price_value(offer), currency) if offer else None
     published = _availability(node, offer)
     return ProductFields(
         name=text_of(node.get("name")),
         price=price,
-        currency=_currency(offer) if offer else None,
+        currency=currency,
         availability=availability_of(published) if published else None,
         sku=sku_of(_first(node.get("sku"))) or _offer_sku(node, offer, price) or _product_id(node),
         gtin=_gtin(node) or (_gtin(offer) if offer else None),
@@ -77,9 +78,10 @@ def product_from_opengraph(data: Structured, base_url: str) -> ProductFields:
     price = data.og("product:price:amount") or data.og("og:price:amount")
     currency = data.og("product:price:currency") or data.og("og:price:currency")
     availability = data.og("product:availability") or data.og("og:availability")
+    code = currency_code(currency) if currency else None
     return ProductFields(
-        price=amount_of(price) if price else None,
-        currency=currency_code(currency) if currency else None,
+        price=amount_of(price, code) if price else None,
+        currency=code,
         availability=availability_of(availability) if availability else None,
         sku=sku_of(data.og("product:retailer_item_id")),
         gtin=gtin_of(data.og("product:ean") or data.og("product:upc") or data.og("product:gtin") or ""),

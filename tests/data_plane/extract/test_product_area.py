@@ -32,3 +32,15 @@ def test_other_classes(attributes: str) -> None:
 
 def test_a_container_holding_the_heading_is_the_products_own() -> None:
     assert not first_div('class="detail-card"', "<h1>Blue Mug</h1>")
+
+
+@pytest.mark.parametrize(
+    "heading", ["<h3>Use it with</h3>", "<h2>Customers also bought</h2>", "<h4>Vous aimerez aussi</h4>"]
+)
+def test_a_block_headed_as_other_products_is_about_them(heading: str) -> None:
+    assert first_div('class="ancillaries"', f"\n{heading}<p>$40.00</p>")
+
+
+@pytest.mark.parametrize("heading", ["<h3>Details</h3>", "<p>Use it with care</p>", "<h2>Related posts</h2>"])
+def test_other_headings_leave_the_block_the_products(heading: str) -> None:
+    assert not first_div('class="details"', heading)

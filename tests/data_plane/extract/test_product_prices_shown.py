@@ -245,3 +245,11 @@ def test_a_sale_label_over_a_saving_is_no_price_to_pay() -> None:
     <span class="price_column red_price">Sale (Save $120)</span><button>Add to Cart</button>
     </div></body></html>"""
     assert price_of(html) == (Decimal("179.9900"), "USD")
+
+
+def test_a_price_under_a_heading_naming_other_products_is_theirs() -> None:
+    # A cross-sell block nobody classed as related items ("Use it with"): its price is another product's.
+    html = """<html><body><div class="pdp"><h1>Espresso Machine</h1><p>SKU: EM-1</p>
+    <div class="ancillaries"><h3>Use it with</h3><div><span class="price">$40.00</span> Descaler</div></div>
+    <p>Our price: $329.99</p><button>Add to cart</button></div></body></html>"""
+    assert price_of(html) == (Decimal("329.9900"), "USD")
