@@ -6,8 +6,9 @@ of a generator the rules have not met, where resiliparse's main content costs 0.
 page tells both that it is documentation and that resiliparse reads it right (the eleventh CPU round of
 ``benchmarks/extraction-cpu.md``); a site's own pages can: they share one template. So a process that
 extracts many pages of one host (the extractor service during a crawl, ``dualplane extract`` on many files)
-reads its first pages with both engines and keeps trafilatura's text; once resiliparse's text agreed with it
-(token F1 of at least ``MIN_F1``) on ``AGREE_PAGES`` pages in a row, the host's later pages are read by
+reads a host's first page by trafilatura alone (most hosts of a broad crawl show one) and its next pages by
+both engines, keeping trafilatura's text; once resiliparse's text agreed with it (token F1 of at least
+``MIN_F1``) on ``AGREE_PAGES`` pages in a row, the host's later pages are read by
 resiliparse alone, but every ``CHECK_EVERY``-th page is read by both again, and one disagreement sends the
 host back to trafilatura. A host whose pages keep disagreeing (``GIVE_UP`` times since it was last trusted)
 is checked only on every ``CHECK_EVERY``-th page, so a news site pays for the second engine on a few pages.
@@ -59,6 +60,8 @@ _UNSEEN_TAGS = frozenset({"script", "style", "noscript", "template", "link", "me
 
 @dataclass(slots=True)
 class _Host:
+    seen: bool = False
+    """Whether a page of the host (and layout) was read before: the first is read by trafilatura alone."""
     streak: int = 0
     """Pages in a row that agreed; the host is trusted at ``AGREE_PAGES``."""
     misses: int = 0
@@ -87,6 +90,9 @@ class SiteTrust:
         """``fast`` (resiliparse alone), ``full`` (trafilatura alone) or ``both`` (trafilatura's text, and
         resiliparse's compared with it: call :meth:`observe`) for the next page of ``host``."""
         state = self._state(host)
+        if not state.seen:  # most hosts of a broad crawl show one page of a layout: nothing to learn there
+            state.seen = True
+            return "full"
         if state.streak >= self.agree_pages:
             return self._sparse(state, "fast")
         if state.streak > 0 or state.misses < self.give_up:

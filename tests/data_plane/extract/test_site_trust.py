@@ -47,33 +47,35 @@ def test_token_f1() -> None:
 
 def test_trusted_after_agreeing_pages_then_checked_every_nth_page() -> None:
     trust, engines = SiteTrust(agree_pages=3, check_every=4), Engines()
+    read(trust, engines, 1)
+    assert (engines.full_calls, engines.fast_calls) == (1, 0)  # a host's first page: trafilatura alone
     read(trust, engines, 3)
-    assert (engines.full_calls, engines.fast_calls) == (3, 3)  # both engines on the first pages
+    assert (engines.full_calls, engines.fast_calls) == (4, 3)  # both engines on the next pages
     assert trust.trusted("docs.example")
     read(trust, engines, 3)
-    assert (engines.full_calls, engines.fast_calls) == (3, 6)  # resiliparse alone
+    assert (engines.full_calls, engines.fast_calls) == (4, 6)  # resiliparse alone
     read(trust, engines, 1)
-    assert (engines.full_calls, engines.fast_calls) == (4, 7)  # the 4th page is checked by both
+    assert (engines.full_calls, engines.fast_calls) == (5, 7)  # the 4th page is checked by both
     assert not trust.trusted("other.example")
 
 
 def test_one_disagreement_sends_the_host_back_to_trafilatura() -> None:
     trust, engines = SiteTrust(agree_pages=2, check_every=3), Engines()
-    read(trust, engines, 2)
+    read(trust, engines, 3)
     assert trust.trusted("docs.example")
     engines.fast_text = "a different template"
     texts = read(trust, engines, 3)  # two pages by resiliparse alone, the third checked
     assert texts == ["a different template", "a different template", AGREE]
     assert not trust.trusted("docs.example")
     assert read(trust, engines, 1) == [AGREE]  # trafilatura's text, compared again
-    assert engines.full_calls == 4
+    assert engines.full_calls == 5
 
 
 def test_a_host_that_keeps_disagreeing_is_checked_only_now_and_then() -> None:
     trust, engines = SiteTrust(give_up=2, check_every=5), Engines(fast="menus and footers only")
-    assert read(trust, engines, 12) == [AGREE] * 12
-    # two pages compared, then pages 7 and 12 (every 5th): the second engine on 4 of 12 pages
-    assert (engines.full_calls, engines.fast_calls) == (12, 4)
+    assert read(trust, engines, 13) == [AGREE] * 13
+    # the first page alone, two compared, then pages 8 and 13 (every 5th): the second engine on 4 of 13
+    assert (engines.full_calls, engines.fast_calls) == (13, 4)
     engines.fast_text = AGREE  # a checked page agrees: every page is compared until the host is trusted
     read(trust, engines, 5 + 3)
     assert trust.trusted("docs.example")
@@ -81,7 +83,7 @@ def test_a_host_that_keeps_disagreeing_is_checked_only_now_and_then() -> None:
 
 def test_trafilatura_reads_a_page_where_resiliparse_finds_nothing() -> None:
     trust, engines = SiteTrust(agree_pages=1), Engines()
-    read(trust, engines, 1)
+    read(trust, engines, 2)
     engines.fast_text = None
     assert read(trust, engines, 1) == [AGREE]
     assert trust.trusted("docs.example")  # no comparison was made: nothing learned
@@ -89,10 +91,10 @@ def test_trafilatura_reads_a_page_where_resiliparse_finds_nothing() -> None:
 
 def test_hosts_remembered_are_bounded_least_recently_read_first() -> None:
     trust, engines = SiteTrust(agree_pages=1, max_hosts=2), Engines()
+    read(trust, engines, 2, "a.example")
+    read(trust, engines, 2, "b.example")
     read(trust, engines, 1, "a.example")
-    read(trust, engines, 1, "b.example")
-    read(trust, engines, 1, "a.example")
-    read(trust, engines, 1, "c.example")  # b was read least recently: forgotten
+    read(trust, engines, 2, "c.example")  # b was read least recently: forgotten
     assert [trust.trusted(host) for host in ("a.example", "b.example", "c.example")] == [True, False, True]
 
 
@@ -122,6 +124,7 @@ def test_the_service_extraction_learns_per_host_and_layout_and_leaves_other_rout
     words = " ".join(f"word{index}" for index in range(60))
     extraction = Extraction(sites=SiteTrust(agree_pages=2))
     records = [extraction(_page(f"https://notes.example/{index}", words)) for index in range(3)]
+    # the first page alone, the next two compared and agreeing
     layout = layout_of(LexborHTMLParser(_html(words)))
     assert extraction.sites is not None and extraction.sites.trusted(f"notes.example {layout}")
     assert [record["text"] for record in records] == [words] * 3
