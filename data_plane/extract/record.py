@@ -241,7 +241,7 @@ def _html_content(
         text = main_text(html, final_url, teasers, route=route)
     else:  # trafilatura's route: resiliparse where the page's host (and its layout) earned it
         text = sites.text(
-            f"{urlsplit(final_url).hostname or ''} {layout_of(markup.tree)}",
+            f"{_host(final_url)} {layout_of(markup.tree)}",
             full=lambda: main_text(html, final_url, teasers, route=route),
             fast=lambda: resiliparse_text(html, teasers),
         )
@@ -257,6 +257,15 @@ def _html_content(
         product=product,
         article=article,
     )
+
+
+def _host(url: str) -> str:
+    """The host of ``url`` for :class:`SiteTrust`; a URL that does not parse ("http://[x/") has none: its
+    page is still extracted, its host's pages are learned under the empty name."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def warm_up() -> None:

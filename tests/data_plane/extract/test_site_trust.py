@@ -135,3 +135,10 @@ def test_the_service_extraction_learns_per_host_and_layout_and_leaves_other_rout
     extract_record(sphinx, sites=extraction.sites)
     assert not extraction.sites.trusted("sphinx.example")
     assert len(extraction.sites) == 1  # the documentation host was not even remembered
+
+
+def test_a_page_whose_url_does_not_parse_is_extracted_all_the_same() -> None:
+    words = " ".join(f"word{index}" for index in range(60))
+    sites = SiteTrust()
+    records = [extract_record(_page("http://[broken/page", words), sites=sites) for _ in range(5)]
+    assert [record["text"] for record in records] == [words] * 5
