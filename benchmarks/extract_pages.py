@@ -75,6 +75,22 @@ def pages_file(path: Path) -> Iterator[dict[str, Any]]:
             yield json.loads(line)
 
 
+_SITES: list[Any] = []
+
+
+def _service_options() -> dict[str, Any]:
+    """What the extractor service passes besides the page: one ``SiteTrust`` for the run (a host's later
+    pages may be read as its earlier ones taught), where the tree under test has one."""
+    if not _SITES:
+        try:
+            from dualplane.data_plane.extract.text.site_trust import SiteTrust  # noqa: PLC0415
+        except ImportError:  # an older revision's tree (``--baseline-ref``): each page read alone
+            _SITES.append(None)
+        else:
+            _SITES.append(SiteTrust())
+    return {"sites": _SITES[0]} if _SITES[0] is not None else {}
+
+
 def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
     """The record parts scored by the benchmark, and how long ``extract_record`` took (ms).
 
@@ -90,7 +106,7 @@ def extract_one(page: dict[str, Any], schema_version: int) -> dict[str, Any]:
     # charset="utf-8", this benchmark once hid that the saved-file path read 38 of them as mojibake.
     raw = raw_page(page["html"].encode("utf-8"), page["url"], fetched_at=FETCHED_AT, charset=None)
     started = time.perf_counter()
-    record = extract_record(raw, schema_version=schema_version)
+    record = extract_record(raw, schema_version=schema_version, **_service_options())
     elapsed_ms = (time.perf_counter() - started) * 1000
     return {
         "id": page["id"],

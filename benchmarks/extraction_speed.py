@@ -146,13 +146,21 @@ def work(pages_file: Path, out_file: Path, keep_records: bool, system: str) -> N
 
     pages: dict[str, dict[str, Any]] = pickle.loads(pages_file.read_bytes())
     warm_up()
+    # As the extractor service reads a crawl: one SiteTrust for the run, pages of a host in crawl order (a
+    # tree without one, an older revision, reads each page alone).
+    try:
+        from dualplane.data_plane.extract.text.site_trust import SiteTrust  # noqa: PLC0415
+
+        options: dict[str, Any] = {"sites": SiteTrust()}
+    except ImportError:
+        options = {}
     records: dict[str, Any] = {}
     page_ms: dict[str, float] = {}
     started = time.process_time()
     for key, page in pages.items():
         page_started = time.process_time()
         try:
-            records[key] = extract_record(page, schema_version=3)
+            records[key] = extract_record(page, schema_version=3, **options)
         except ExtractionFailed as error:
             records[key] = ("failed", str(error))
         page_ms[key] = (time.process_time() - page_started) * 1000
@@ -211,9 +219,26 @@ def _unversioned(record: Any) -> Any:
     )
 
 
-def measure(name: str, trees: dict[str, str], rounds: int, scratch: Path) -> dict[str, Any]:
+def cycled(pages: dict[str, dict[str, Any]], per_site: int) -> dict[str, dict[str, Any]]:
+    """Each site's pages (ids ``SITE/PATH``) repeated in their order up to ``per_site`` pages, site after
+    site: how a crawl of a larger site of the same template reads, for what learns per host."""
+    sites: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    for key, page in pages.items():
+        sites.setdefault(key.split("/", 1)[0], []).append((key, page))
+    found = {}
+    for listed in sites.values():
+        for index in range(per_site):
+            key, page = listed[index % len(listed)]
+            found[f"{key}#{index // len(listed)}"] = page
+    return found
+
+
+def measure(
+    name: str, trees: dict[str, str], rounds: int, scratch: Path, cycle_to: int = 0
+) -> dict[str, Any]:
     pages_file = scratch / f"{name}.pages"
-    pages_file.write_bytes(pickle.dumps(pages_of(name)))
+    pages = pages_of(name)
+    pages_file.write_bytes(pickle.dumps(cycled(pages, cycle_to) if cycle_to else pages))
     systems = [*trees, TRAFILATURA]
     ms: dict[str, list[float]] = {system: [] for system in systems}
     page_ms: dict[str, list[dict[str, float]]] = {system: [] for system in systems}
@@ -263,6 +288,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--sets", default=",".join(SETS), help=f"comma-separated, of {SETS}")
     parser.add_argument("--json", action="store_true", help="print one JSON object of every set's figures")
+    parser.add_argument(
+        "--cycle-to", type=int, default=0, metavar="N",
+        help="docsites sets: repeat each site's pages in order up to N pages (a larger site, labelled so)",
+    )  # fmt: skip
     parser.add_argument("--worker", nargs=2, type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--keep-records", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--system", default="extract", help=argparse.SUPPRESS)
@@ -282,7 +311,7 @@ def main() -> None:
         trees = {"before": str(before), "after": str(REPO)}
         reports: dict[str, Any] = {}
         for name in args.sets.split(","):
-            report = reports[name] = measure(name, trees, args.rounds, Path(scratch))
+            report = reports[name] = measure(name, trees, args.rounds, Path(scratch), args.cycle_to)
             if args.json:
                 continue
             changed, medians = report["differing_records"], report["median_ms_per_page"]

@@ -1,6 +1,6 @@
 """Real sites for the crawl benchmark: built HTML of public GitHub repositories, served locally.
 
-Five sites, each pinned to a repository, a commit and a folder (``SITES``), are unpacked from git
+Seven sites, each pinned to a repository, a commit and a folder (``SITES``), are unpacked from git
 snapshots under ``--mirror-root`` into ``--cache-dir`` (HTML files only, with their real sizes and
 links) and served one host per site on 127.0.0.1 ports, with ``--latency-ms`` per response, a
 robots.txt per host and a request log (``real_sites_server.py``). Links to anything outside the
@@ -107,6 +107,25 @@ SITES = (
         commit="54ea51cdff30a041b6e1c430cd63046e5f8d3ebe",
         folder="",
         licence="Apache-2.0",
+    ),
+    # Added in the thirteenth CPU round (issue #35): the test4 split of doc_sites.py, generators no route
+    # knows (Antora, VuePress): what a crawl's extractor learns per host is measured on them.
+    MirrorSite(
+        name="infor-notes",
+        kind="documentation (Antora 3.1.14, default UI, built)",
+        repo="inf0rmatiker/inf0rmatiker.github.io",
+        commit="4353038c0465594e707a963d9fd609aad3425227",
+        folder="docs-site",
+        licence="Apache-2.0",
+    ),
+    MirrorSite(
+        name="hakan-notes",
+        kind="notes (VuePress 1.4.0, default theme, Turkish, built)",
+        repo="hakanyalcinkaya/hakanyalcinkaya.github.io",
+        commit="3ce03711f825e1abc6028c63b347228f090a7dc3",
+        folder="",
+        licence="none stated (read from the snapshot only)",
+        include=r"^(?!docs/)",
     ),
 )
 

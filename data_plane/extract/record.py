@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
@@ -43,7 +44,8 @@ from dualplane.data_plane.extract.structured.page_meta import (
 from dualplane.data_plane.extract.structured.structured import read_structured
 from dualplane.data_plane.extract.text._trafilatura import warm_up as warm_up_shortcuts
 from dualplane.data_plane.extract.text.language import detect_language
-from dualplane.data_plane.extract.text.text import clip_text, link_texts, main_text
+from dualplane.data_plane.extract.text.site_trust import SiteTrust, layout_of
+from dualplane.data_plane.extract.text.text import clip_text, link_texts, main_text, resiliparse_text
 from dualplane.data_plane.extract.text.text_route import (
     documentation_page,
     main_element,
@@ -53,8 +55,10 @@ from dualplane.data_plane.extract.text.text_route import (
 )
 
 EXTRACTOR_NAME = "dualplane"
-EXTRACTOR_VERSION = "1.5.6"
-"""1.5.6: a lone separator before three digits ("1.299", "12.990") is read by the currency's conventions
+EXTRACTOR_VERSION = "1.6.0"
+"""1.6.0: with a ``SiteTrust`` (the extractor service, ``dualplane extract``; not replay), a page on
+trafilatura's routes is read by resiliparse where its host's earlier pages showed that both read it alike.
+1.5.6: a lone separator before three digits ("1.299", "12.990") is read by the currency's conventions
 (none in yen or Chilean pesos, three decimals in dinars) and the page's own prices, and an element's text
 beside ``itemprop=price`` is read as display text, so no price is 1,000x off the page's convention (no
 field of the labelled pages changes); a block that opens with a heading naming other products ("Use it
@@ -118,6 +122,7 @@ def extract_record(
     schema_version: int = 1,
     extracted_at: datetime | None = None,
     extractor: Extractor | None = None,
+    sites: SiteTrust | None = None,
 ) -> dict[str, Any]:
     """The ``page_record`` (version ``schema_version``) of ``page``, a decoded ``raw_page`` record.
 
@@ -138,7 +143,7 @@ def extract_record(
     # A redirect's Location may carry credentials: they must not reach the records.
     final_url = without_credentials(str(page.get("final_url") or page["url"]))
     try:
-        content = read_content(page, final_url)
+        content = read_content(page, final_url, sites)
     except ExtractionFailed:
         raise
     except Exception as error:  # a page that crashes a parser must not stop the worker: dead-letter it
@@ -164,11 +169,12 @@ class Extraction:
     """``extract_record`` with the plugin each page's job or domain chose: what the extractor service
     and replay call (``extraction(raw_page, schema_version=N)``)."""
 
-    def __init__(self, choice: ExtractorChoice | None = None) -> None:
+    def __init__(self, choice: ExtractorChoice | None = None, sites: SiteTrust | None = None) -> None:
         self.choice = choice or ExtractorChoice()
+        self.sites = sites
 
     def __call__(self, page: Mapping[str, Any], **options: Any) -> dict[str, Any]:
-        return extract_record(page, extractor=self.choice.for_page(page), **options)
+        return extract_record(page, extractor=self.choice.for_page(page), sites=self.sites, **options)
 
 
 def _with_plugin(
@@ -188,8 +194,9 @@ def _with_plugin(
     return record
 
 
-def read_content(page: Mapping[str, Any], final_url: str) -> Content:
-    """Decode and read the body of ``page`` (any media type) into :class:`Content`."""
+def read_content(page: Mapping[str, Any], final_url: str, sites: SiteTrust | None = None) -> Content:
+    """Decode and read the body of ``page`` (any media type) into :class:`Content` (``sites``: see
+    :func:`extract_record`)."""
     headers = {str(k).lower(): str(v) for k, v in (page.get("headers") or {}).items()}
     source = read_source(bytes(page["body"]), page.get("content_type"), page.get("charset"))
     if source.replaced:
@@ -207,10 +214,12 @@ def read_content(page: Mapping[str, Any], final_url: str) -> Content:
             f"{final_url} nests block elements {depth} deep (limit {MAX_NESTING}); its HTML is too broken "
             "to parse in reasonable time"
         )
-    return _html_content(source.text, final_url, headers)
+    return _html_content(source.text, final_url, headers, sites)
 
 
-def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Content:
+def _html_content(
+    html: str, final_url: str, headers: Mapping[str, str], sites: SiteTrust | None = None
+) -> Content:
     # One Lexbor parse for the links, the structured data, the main element and the markup heuristics:
     # those three first, since Markup prunes the tree (scripts, which hold JSON-LD, go).
     tree = LexborHTMLParser(html)
@@ -233,7 +242,15 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
     declares_article = bool(data.articles) or (data.og("og:type") or "").lower().startswith("article")
     docs = docs or (product is None and tool_made_page(markup.tree, html, declares_article=declares_article))
     route = text_route(html, shown, product_page=product is not None and not data.articles, docs=docs)
-    text = main_text(html, final_url, partial(link_texts, markup), route=route)
+    teasers = partial(link_texts, markup)
+    if sites is None or route.name in ("docs", "shop"):
+        text = main_text(html, final_url, teasers, route=route)
+    else:  # trafilatura's route: resiliparse where the page's host (and its layout) earned it
+        text = sites.text(
+            f"{_host(final_url)} {layout_of(markup.tree)}",
+            full=lambda: main_text(html, final_url, teasers, route=route),
+            fast=lambda: resiliparse_text(html, teasers),
+        )
     article = extract_article(markup, data, text) if product is None or data.articles else None
     return Content(
         html=html,
@@ -246,6 +263,15 @@ def _html_content(html: str, final_url: str, headers: Mapping[str, str]) -> Cont
         product=product,
         article=article,
     )
+
+
+def _host(url: str) -> str:
+    """The host of ``url`` for :class:`SiteTrust`; a URL that does not parse ("http://[x/") has none: its
+    page is still extracted, its host's pages are learned under the empty name."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:
+        return ""
 
 
 def warm_up() -> None:

@@ -95,12 +95,15 @@ ExtractFunction = Callable[..., dict[str, Any]]
 
 def default_extract(settings: ExtractSettings | None = None) -> ExtractFunction:
     """:func:`~data_plane.extract.record.extract_record` with the plugin each page's job or domain chose
-    (:class:`~data_plane.extract.record.Extraction`), loaded and warmed (so batch one does not stall)."""
+    (:class:`~data_plane.extract.record.Extraction`), loaded and warmed (so batch one does not stall).
+    A crawl reads many pages of each host: the process learns which hosts' pages resiliparse reads as
+    trafilatura does (:mod:`~data_plane.extract.text.site_trust`), and reads their later pages by it."""
     from dualplane.data_plane.extract.plugins import ExtractorChoice  # noqa: PLC0415 (heavy, loaded on use)
     from dualplane.data_plane.extract.record import Extraction, warm_up  # noqa: PLC0415
+    from dualplane.data_plane.extract.text.site_trust import SiteTrust  # noqa: PLC0415
 
     warm_up()
-    return Extraction(ExtractorChoice(settings.extractor_by_domain if settings else None))
+    return Extraction(ExtractorChoice(settings.extractor_by_domain if settings else None), SiteTrust())
 
 
 class Extractor:

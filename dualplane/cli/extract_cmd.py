@@ -26,6 +26,7 @@ from dualplane.data_plane.extract import (
     SCHEMA_VERSIONS,
     ExtractError,
     Extractor,
+    SiteTrust,
     extract_record,
     load_extractor,
     saved_page,
@@ -72,11 +73,12 @@ def extract(
         schema_version = schemas.latest_version("page_record")
     urls = _urls(files, url, url_map, schema_version)
     plugin = _plugin(extractor)
+    sites = SiteTrust()  # many pages of one site: its later pages read as the extractor service reads them
     records: list[dict[str, Any]] = []
     failed = 0
     for path in files:
         try:
-            record = _extract(path, urls.get(str(path)) or urls.get(path.name), schema_version, plugin)
+            record = _extract(path, urls.get(str(path)) or urls.get(path.name), schema_version, plugin, sites)
         except DualplaneError as error:  # the page could not be extracted, or its record would not encode
             stderr.print(
                 f"[red]error:[/red] {escape(str(path))}: {escape(str(error))}",
@@ -109,8 +111,12 @@ def _plugin(name: str | None) -> Extractor | None:
         raise typer.BadParameter(str(error), param_hint="--extractor") from error
 
 
-def _extract(path: Path, url: str | None, schema_version: int, plugin: Extractor | None) -> dict[str, Any]:
-    record = extract_record(saved_page(path, url), schema_version=schema_version, extractor=plugin)
+def _extract(
+    path: Path, url: str | None, schema_version: int, plugin: Extractor | None, sites: SiteTrust
+) -> dict[str, Any]:
+    record = extract_record(
+        saved_page(path, url), schema_version=schema_version, extractor=plugin, sites=sites
+    )
     schemas.encode("page_record", record, schema_version)  # what the service would publish must encode
     return record
 

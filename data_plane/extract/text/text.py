@@ -103,6 +103,13 @@ def main_text(
     return clip_text(text) or None
 
 
+def resiliparse_text(html: str, link_texts: Callable[[], Collection[str]] | None = None) -> str | None:
+    """Resiliparse's main content of ``html``, as :func:`main_text` gives a text (boilerplate lines cut,
+    clipped), or ``None`` when empty: what a page of a host :class:`~.site_trust.SiteTrust` trusts holds."""
+    text = _plain_text(HTMLTree.parse(html), main_content=True)
+    return clip_text(trim_boilerplate(text, link_texts).strip()) or None
+
+
 def _trafilatura_text(html: str, url: str | None) -> str | None:
     try:
         with contextlib.ExitStack() as shortcuts:
