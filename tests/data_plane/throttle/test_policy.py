@@ -14,6 +14,7 @@ from dualplane.core.limits import cooldown_s
 from dualplane.core.settings import LimitSettings, ThrottleSettings
 from dualplane.data_plane.throttle.policy import (
     BACKOFF,
+    MIN_RATE_RPS,
     NUDGE,
     PROBE_REQUESTS,
     Budget,
@@ -441,8 +442,12 @@ def test_invariants_hold_on_random_traffic(seed: int) -> None:
     for now_s, counts in random_traffic(rng, 300):
         decision = decide(counts, state, CONFIG, now_s=now_s, rng=rng, budget=budget,
                           priority=rng.choice(["low", "normal"]))  # fmt: skip
-        state, command = decision.state, decision.command
+        before, (state, command) = state, (decision.state, decision.command)
         assert 1 <= state.concurrency <= CONFIG.ceiling
+        if classify(counts, CONFIG) == "unhealthy" and before.rate_rps is not None:
+            # A window that blocks never speeds a paced domain up (beyond the floor of MIN_RATE_RPS).
+            assert state.rate_rps is not None
+            assert state.rate_rps <= max(before.rate_rps, MIN_RATE_RPS) * (1 + 1e-9), f"{before} -> {state}"
         assert CONFIG.base_delay_ms <= state.delay_ms < 2**31
         assert state.rate_rps is None or state.rate_rps > 0
         rates.add(state.rate_rps)
