@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
-from urllib.parse import urlsplit
 
 from selectolax.lexbor import LexborHTMLParser
 
-from dualplane.core.web.urls import without_credentials
+from dualplane.core.web.exceptions import InvalidUrl
+from dualplane.core.web.urls import domain_of, without_credentials
 from dualplane.data_plane.extract import metrics
 from dualplane.data_plane.extract.article.article import extract_article
 from dualplane.data_plane.extract.exceptions import ExtractError, ExtractionFailed
@@ -266,11 +266,12 @@ def _html_content(
 
 
 def _host(url: str) -> str:
-    """The host of ``url`` for :class:`SiteTrust`; a URL that does not parse ("http://[x/") has none: its
-    page is still extracted, its host's pages are learned under the empty name."""
+    """The site ``url`` is on for :class:`SiteTrust`: the crawl's politeness key (host and a port that is
+    not the default, as the frontier and the throttle key a site). A URL with no usable host (a saved
+    file's, "http://[x/") learns under the empty name: its page is still extracted."""
     try:
-        return urlsplit(url).hostname or ""
-    except ValueError:
+        return domain_of(url)
+    except InvalidUrl:
         return ""
 
 
